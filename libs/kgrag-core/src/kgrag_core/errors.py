@@ -1,0 +1,46 @@
+"""Stable error codes.
+
+Codes are part of the public contract (CLI `--json`, HTTP bodies, the ingest log): never rename one, only add.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    INVALID_UTF8 = "INVALID_UTF8"
+    EMPTY_DOCUMENT = "EMPTY_DOCUMENT"
+    DOCUMENT_TOO_LARGE = "DOCUMENT_TOO_LARGE"
+    MALFORMED_JSON = "MALFORMED_JSON"
+    MALFORMED_EVENT = "MALFORMED_EVENT"
+    MISSING_FIELD = "MISSING_FIELD"
+    UNSUPPORTED_FILE_TYPE = "UNSUPPORTED_FILE_TYPE"
+    MALFORMED_EMAIL = "MALFORMED_EMAIL"
+    DOCUMENT_NOT_FOUND = "DOCUMENT_NOT_FOUND"
+    EMBEDDING_FAILED = "EMBEDDING_FAILED"
+    INDEX_WRITE_FAILED = "INDEX_WRITE_FAILED"
+    LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
+    INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
+    QUOTE_NOT_FOUND = "QUOTE_NOT_FOUND"
+    INVALID_QUERY = "INVALID_QUERY"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    FORBIDDEN = "FORBIDDEN"
+    INTERNAL = "INTERNAL"
+
+
+class KgragError(Exception):
+    """An error with a stable code and a hint that tells the user what to do next."""
+
+    def __init__(self, code: ErrorCode, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+
+    def as_dict(self) -> dict[str, str]:
+        out = {"code": self.code.value, "message": self.message}
+        if self.hint:
+            out["hint"] = self.hint
+        return out

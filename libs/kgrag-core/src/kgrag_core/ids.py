@@ -1,0 +1,45 @@
+"""Deterministic identifiers.
+
+Every ID is a hash of the inputs that define the thing, so the same input gives the same ID on every
+runtime and every replay (invariant 7). Python's `hash()` is salted per process and is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+_SEP = "\x1f"  # unit separator: cannot appear in the parts we hash without being deliberate
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_hash(data: bytes) -> str:
+    return "sha256:" + sha256_hex(data)
+
+
+def _digest(*parts: str, length: int = 32) -> str:
+    return sha256_hex(_SEP.join(parts).encode("utf-8"))[:length]
+
+
+def document_id_for(source: str, uri: str) -> str:
+    """ID for a document whose source did not give one."""
+    return "doc_" + _digest(source, uri)
+
+
+def chunk_id_for(doc_id: str, start_byte: int, end_byte: int, chunk_hash: str) -> str:
+    return "ch_" + _digest(doc_id, str(start_byte), str(end_byte), chunk_hash)
+
+
+def acl_class_id_for(principals: Iterable[str]) -> str:
+    """One ID per distinct set of principals, independent of order and duplicates."""
+    return "acl_" + _digest(*sorted(set(principals)), length=16)
+
+
+def stable_partition(key: str, partitions: int) -> int:
+    """Partition for a key, stable across processes and machines (unlike `hash()`)."""
+    if partitions <= 0:
+        raise ValueError("partitions must be positive")
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big") % partitions

@@ -1,0 +1,55 @@
+"""Records of what ingestion did, one per document event."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from kgrag_core.errors import ErrorCode
+
+
+class IngestStatus(StrEnum):
+    INDEXED = "INDEXED"
+    UPDATED = "UPDATED"
+    UNCHANGED = "UNCHANGED"
+    DELETED = "DELETED"
+    REJECTED = "REJECTED"
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    doc_id: str
+    status: IngestStatus
+    source: str = ""
+    uri: str = ""
+    error_code: ErrorCode | None = None
+    message: str = ""
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    chunks_removed: int = 0
+    at: datetime | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "doc_id": self.doc_id,
+            "status": self.status.value,
+            "source": self.source,
+            "uri": self.uri,
+            "error_code": self.error_code.value if self.error_code else None,
+            "message": self.message,
+            "chunks_total": self.chunks_total,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_removed": self.chunks_removed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionRecord:
+    """An audit record of everything a deletion removed (invariant 3)."""
+
+    doc_id: str
+    chunk_ids: tuple[str, ...]
+    object_keys: tuple[str, ...]
+    stores: tuple[str, ...]
+    at: datetime | None = None

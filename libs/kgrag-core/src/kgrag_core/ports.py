@@ -1,0 +1,198 @@
+"""Ports: the small interfaces the core talks to, split by capability.
+
+Adapters live in `kgrag_adapters`; every adapter of a port passes the port's contract suite in
+`kgrag_testing.contracts`. Nothing here performs I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from kgrag_core.acl import AclClass
+from kgrag_core.documents import Chunk, StoredDocument
+from kgrag_core.ingest import DeletionRecord, IngestOutcome
+from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
+
+# --- authoritative store (PostgreSQL) -------------------------------------------------------------
+
+
+@runtime_checkable
+class DocumentStore(Protocol):
+    """Documents, ACL classes and chunks: the truth the projections are rebuilt from."""
+
+    def get_document(self, doc_id: str) -> StoredDocument | None: ...
+
+    def list_documents(self, *, include_deleted: bool = False) -> list[StoredDocument]: ...
+
+    def chunks_of(self, doc_id: str) -> list[Chunk]:
+        """Chunks of an active document, ordered by seq."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by ID (only those of active documents)."""
+        ...
+
+    def commit_document(
+        self, doc: StoredDocument, acl: AclClass, chunks: Sequence[Chunk]
+    ) -> None:
+        """In one transaction: upsert the ACL class and the document, replace the document's chunk set."""
+        ...
+
+    def mark_deleted(self, doc_id: str, record: DeletionRecord) -> None:
+        """In one transaction: drop the chunks, mark the document DELETED, write the deletion audit row."""
+        ...
+
+    def deletion_records(self, doc_id: str) -> list[DeletionRecord]: ...
+
+
+@runtime_checkable
+class AclStore(Protocol):
+    def acl_classes(self) -> list[AclClass]: ...
+
+
+@runtime_checkable
+class IngestLog(Protocol):
+    def record_outcomes(self, outcomes: Sequence[IngestOutcome]) -> None: ...
+
+    def recent_outcomes(self, limit: int = 100) -> list[IngestOutcome]: ...
+
+
+@runtime_checkable
+class EmbeddingCache(Protocol):
+    """Vectors by (model, chunk content hash): an unchanged chunk is never embedded twice."""
+
+    def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, tuple[float, ...]]: ...
+
+    def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    documents: int
+    deleted_documents: int
+    chunks: int
+    acl_classes: int
+    cached_vectors: int
+    ingest_errors: int
+
+
+@runtime_checkable
+class StatsSource(Protocol):
+    def stats(self) -> StoreStats: ...
+
+
+# --- projections ------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Dense vectors of chunks. `acl_class_ids` filters inside the search, never after it."""
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None: ...
+
+    def delete(self, chunk_ids: Sequence[str]) -> None: ...
+
+    def search(self, vector: Sequence[float], acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]: ...
+
+    def count(self) -> int: ...
+
+    def ids_for_doc(self, doc_id: str) -> list[str]: ...
+
+
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """BM25 over chunk text, title and breadcrumb. `acl_class_ids` filters inside the search."""
+
+    def upsert(self, docs: Sequence[KeywordDoc]) -> None: ...
+
+    def delete(self, chunk_ids: Sequence[str]) -> None: ...
+
+    def search(self, query: str, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]: ...
+
+    def count(self) -> int: ...
+
+    def ids_for_doc(self, doc_id: str) -> list[str]: ...
+
+
+# --- blobs, cache ----------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ObjectStore(Protocol):
+    def put(self, key: str, data: bytes) -> None: ...
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def delete_prefix(self, prefix: str) -> list[str]:
+        """Delete every object under the prefix; return the deleted keys, sorted."""
+        ...
+
+    def list_keys(self, prefix: str) -> list[str]: ...
+
+
+@runtime_checkable
+class Cache(Protocol):
+    """A result cache. Keys must include the caller's ACL scope; `invalidate_all` runs on any change."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def set(self, key: str, value: bytes, ttl_seconds: int) -> None: ...
+
+    def generation(self) -> int:
+        """A counter that moves on every invalidation; callers put it in their keys."""
+        ...
+
+    def invalidate_all(self) -> None: ...
+
+
+# --- models ------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[tuple[float, ...]]: ...
+
+    def embed_query(self, text: str) -> tuple[float, ...]: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: str  # system | user | assistant
+    content: str
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """An OpenAI-compatible chat endpoint, or a scripted fake in tests (never a real model in CI)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None) -> str: ...
+
+
+# --- bus -----------------------------------------------------------------------------------------------
+
+EventHandler = Callable[[Sequence[Mapping[str, object]]], Sequence[tuple[str, str, Mapping[str, object]]]]
+
+
+@runtime_checkable
+class EventBus(Protocol):
+    """Topics partitioned by key (the document ID), so one document's events stay in order."""
+
+    def publish(self, topic: str, key: str, event: Mapping[str, object]) -> None: ...
+
+    def publish_many(self, topic: str, events: Iterable[tuple[str, Mapping[str, object]]]) -> None: ...

@@ -1,0 +1,84 @@
+"""Search results and the shapes the retrieval routes return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RouteHit:
+    """One route's candidate: a chunk ID, the route's raw score and 1-based rank."""
+
+    chunk_id: str
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class VectorPoint:
+    chunk_id: str
+    vector: tuple[float, ...]
+    doc_id: str
+    acl_class_id: str
+    content_hash: str
+    source: str
+    doc_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordDoc:
+    chunk_id: str
+    doc_id: str
+    acl_class_id: str
+    title: str
+    breadcrumb: str
+    text: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    chunk_id: str
+    doc_id: str
+    title: str
+    uri: str
+    source: str
+    breadcrumb: tuple[str, ...]
+    start_byte: int
+    end_byte: int
+    text: str
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+    doc_time: datetime | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "uri": self.uri,
+            "source": self.source,
+            "section_path": " > ".join(self.breadcrumb),
+            "span": [self.start_byte, self.end_byte],
+            "text": self.text,
+            "score": round(self.score, 6),
+            "ranks": dict(sorted(self.ranks.items())),
+            "doc_time": self.doc_time.isoformat() if self.doc_time else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    query: str
+    hits: tuple[SearchHit, ...]
+    mode: str
+    limits: dict[str, object] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "hits": [h.as_dict() for h in self.hits],
+            "limits": self.limits,
+        }

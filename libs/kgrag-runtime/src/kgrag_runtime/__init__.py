@@ -1,0 +1,1 @@
+"""kgrag_runtime."""
