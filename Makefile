@@ -1,0 +1,36 @@
+# kgrag — the two commands that matter: `make demo` and `make test`.
+SHELL := /bin/bash
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+UV_VERSION := 0.13.9
+DEMO_DIR ?= .kgrag-demo
+RUN := $(UV) run --frozen
+
+.PHONY: install demo test lint typecheck unit eval bench serve clean
+
+install:  ## Create .venv and install every workspace package from uv.lock
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q "uv==$(UV_VERSION)"
+	$(UV) sync --all-packages --frozen
+
+demo: install  ## Ingest the bundled corpus and print cited answers (embedded default, no servers)
+	bash scripts/demo.sh "$(DEMO_DIR)"
+
+lint: install
+	$(RUN) ruff check libs services tests corpora
+
+typecheck: install
+	$(RUN) mypy
+
+test: lint typecheck  ## Lint, strict type check of the core, and the whole test suite
+	$(RUN) pytest
+
+eval: install  ## Retrieval and answer quality per question type on the bundled corpus
+	$(RUN) kgrag eval corpora/northwind/questions.jsonl --corpus corpora/northwind/documents.jsonl --data-dir .kgrag-eval
+
+bench: install  ## Benchmarks (tables with same-run baselines) into bench-results/
+	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results
+
+serve: install  ## HTTP API with OpenAPI docs at http://127.0.0.1:8000/docs
+	$(RUN) kgrag serve --data-dir $(DEMO_DIR)
+
+clean:
+	rm -rf .kgrag .kgrag-demo .kgrag-eval bench-results .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,124 @@
+"""ChatModel over any OpenAI-compatible `/chat/completions` endpoint."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from kgrag_adapters.embeddings.openai_compatible import retry_after_seconds
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.ports import ChatMessage
+
+BACKOFF_BASE_S = 0.5
+# A query is interactive: a Retry-After longer than this fails now instead of blocking the user.
+MAX_RETRY_AFTER_S = 10.0
+_HINT_DOWN = "the LLM endpoint is overloaded, slow or down; retry later or check the LLM settings"
+
+
+class OpenAICompatibleChat:
+    """Deterministic (temperature 0) chat completions, optionally constrained by a JSON schema.
+
+    429, 5xx and transport errors (timeouts included) are retried `max_retries` times with
+    exponential backoff or the server's Retry-After; then `KgragError(LLM_UNAVAILABLE)`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        *,
+        timeout_s: float = 60,
+        max_retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._model = model
+        self._max_retries = max_retries
+        self._sleep = sleep  # injectable so tests do not really wait
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, transport=transport, headers=headers)
+
+    @property
+    def model_id(self) -> str:
+        return self._model
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OpenAICompatibleChat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def complete(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
+    ) -> str:
+        payload: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": 0,
+        }
+        if json_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": dict(json_schema), "strict": True},
+            }
+        response = self._post(payload)
+        try:
+            message = response.json()["choices"][0]["message"]
+            content = message.get("content")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise self._fail(
+                f"malformed chat completion response: {response.text[:300]}",
+                "the endpoint does not look OpenAI-compatible; check the base URL",
+            ) from exc
+        if not isinstance(content, str):
+            # Structured-output models answer a refused request with `refusal` and no content.
+            raise self._fail(
+                f"chat completion has no text content (refusal: {message.get('refusal')!r})",
+                "the model refused or returned a tool call; check the prompt and the model",
+            )
+        return content
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _fail(self, message: str, hint: str) -> KgragError:
+        return KgragError(
+            ErrorCode.LLM_UNAVAILABLE, f"{message} (model {self._model}, {self._url})", hint=hint
+        )
+
+    def _post(self, payload: dict[str, Any]) -> httpx.Response:
+        attempts = self._max_retries + 1
+        for attempt in range(1, attempts + 1):
+            backoff = BACKOFF_BASE_S * 2 ** (attempt - 1)
+            try:
+                response = self._client.post(self._url, json=payload)
+            except httpx.TransportError as exc:
+                if attempt == attempts:
+                    raise self._fail(
+                        f"chat request failed after {attempt} attempts: {exc!r}", _HINT_DOWN
+                    ) from exc
+                self._sleep(backoff)
+                continue
+            if response.is_success:
+                return response
+            if response.status_code != 429 and response.status_code < 500:
+                raise self._fail(
+                    f"chat endpoint returned HTTP {response.status_code}: {response.text[:300]}",
+                    "check the API key, the model name, and that the model supports json_schema output",
+                )
+            delay = retry_after_seconds(response)
+            if attempt == attempts or (delay is not None and delay > MAX_RETRY_AFTER_S):
+                raise self._fail(
+                    f"chat endpoint returned HTTP {response.status_code} after {attempt} attempts", _HINT_DOWN
+                )
+            self._sleep(delay if delay is not None else backoff)
+        raise AssertionError("unreachable: the loop returns or raises")

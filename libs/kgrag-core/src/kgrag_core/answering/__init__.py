@@ -1,0 +1,1 @@
+"""Answering: extractive answers, LLM answers with verified quotes, citations."""

@@ -1,0 +1,104 @@
+"""Extractive answers: the best supporting sentences from the evidence, each cited, no model involved.
+
+Used when no LLM is configured. It says so in its notice, and it abstains when the evidence does not
+cover the question's content terms well enough, instead of quoting something merely nearby.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation
+from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.search import SearchHit
+from kgrag_core.text_terms import content_terms
+
+NO_ANSWER = "The documents I can see don't answer this."
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveSettings:
+    max_sentences: int = 3
+    min_coverage: float = 0.5  # share of the question's content terms the evidence must contain
+    min_sentence_score: float = 0.2
+    evidence_chunks: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    score: float
+    hit_index: int
+    text: str
+    start_byte: int
+    end_byte: int
+
+
+def extractive_answer(
+    question: str, hits: Sequence[SearchHit], settings: ExtractiveSettings | None = None
+) -> Answer:
+    cfg = settings or ExtractiveSettings()
+    evidence = list(hits[: cfg.evidence_chunks])
+    q_terms = set(content_terms(question))
+    evidence_ids = tuple(h.chunk_id for h in evidence)
+    if not q_terms or not evidence:
+        return _abstain(question, evidence_ids)
+
+    covered = set().union(*(set(content_terms(h.title + " " + h.text)) for h in evidence)) & q_terms
+    coverage = len(covered) / len(q_terms)
+    if coverage < cfg.min_coverage:
+        return _abstain(question, evidence_ids)
+
+    scored: list[_Scored] = []
+    for index, hit in enumerate(evidence):
+        rank_prior = 1.0 / math.log2(index + 2)
+        for sentence in split_sentences(hit.text):
+            terms = set(content_terms(sentence.text))
+            if not terms:
+                continue
+            overlap = len(terms & q_terms) / len(q_terms)
+            score = overlap * (0.6 + 0.4 * rank_prior)
+            scored.append(
+                _Scored(score, index, sentence.text, hit.start_byte + sentence.start_byte,
+                        hit.start_byte + sentence.end_byte)
+            )
+    # Highest score first; ties keep document order (hit rank, then position) for determinism.
+    scored.sort(key=lambda s: (-s.score, s.hit_index, s.start_byte))
+    chosen = [s for s in scored if s.score >= cfg.min_sentence_score][: cfg.max_sentences]
+    if not chosen:
+        return _abstain(question, evidence_ids)
+    # Read in evidence order so the answer flows like the sources.
+    chosen.sort(key=lambda s: (s.hit_index, s.start_byte))
+
+    citations: list[Citation] = []
+    sentences: list[AnswerSentence] = []
+    for s in chosen:
+        hit = evidence[s.hit_index]
+        citation = Citation(len(citations) + 1, hit.chunk_id, hit.doc_id, hit.title, hit.uri,
+                            s.start_byte, s.end_byte, s.text)
+        citations.append(citation)
+        sentences.append(AnswerSentence(s.text, (citation.id,)))
+    confidence = "HIGH" if coverage >= 0.85 else "MEDIUM" if coverage >= 0.65 else "LOW"
+    return Answer(
+        question=question,
+        mode=AnswerMode.EXTRACTIVE,
+        sentences=tuple(sentences),
+        citations=tuple(citations),
+        notice="Extractive answer: no language model is configured, so these are the best supporting "
+        "sentences from your documents, quoted as written.",
+        confidence=confidence,
+        evidence_chunk_ids=evidence_ids,
+    )
+
+
+def _abstain(question: str, evidence_ids: tuple[str, ...]) -> Answer:
+    return Answer(
+        question=question,
+        mode=AnswerMode.ABSTAINED,
+        sentences=(),
+        citations=(),
+        notice=NO_ANSWER,
+        confidence="LOW",
+        evidence_chunk_ids=evidence_ids,
+    )

@@ -1,0 +1,79 @@
+"""The answer a caller receives: sentences, each citing exact byte spans of stored documents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class AnswerMode(StrEnum):
+    EXTRACTIVE = "extractive"
+    LLM = "llm"
+    ABSTAINED = "abstained"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    id: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    uri: str
+    start_byte: int
+    end_byte: int
+    quote: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "uri": self.uri,
+            "span": [self.start_byte, self.end_byte],
+            "quote": self.quote,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSentence:
+    text: str
+    citation_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    question: str
+    mode: AnswerMode
+    sentences: tuple[AnswerSentence, ...]
+    citations: tuple[Citation, ...]
+    notice: str
+    confidence: str  # HIGH | MEDIUM | LOW
+    error_code: str | None = None
+    evidence_chunk_ids: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def answered(self) -> bool:
+        return self.mode in (AnswerMode.EXTRACTIVE, AnswerMode.LLM) and bool(self.sentences)
+
+    def render(self) -> str:
+        """Plain text with inline [n] markers, the way a reader sees it."""
+        if not self.sentences:
+            return self.notice
+        parts = [s.text + "".join(f" [{c}]" for c in s.citation_ids) for s in self.sentences]
+        return " ".join(parts)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "question": self.question,
+            "answer": self.render(),
+            "answered": self.answered,
+            "mode": self.mode.value,
+            "notice": self.notice,
+            "confidence": self.confidence,
+            "error_code": self.error_code,
+            "sentences": [{"text": s.text, "citations": list(s.citation_ids)} for s in self.sentences],
+            "citations": [c.as_dict() for c in self.citations],
+            "evidence_chunk_ids": list(self.evidence_chunk_ids),
+        }

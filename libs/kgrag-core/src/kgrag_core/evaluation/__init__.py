@@ -1,0 +1,1 @@
+"""Evaluation: question sets, retrieval and answer metrics, significance tests."""

@@ -1,0 +1,61 @@
+"""The question-file format (JSONL, one question per line; see docs/evaluation.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from kgrag_core.acl import Caller
+from kgrag_core.errors import ErrorCode, KgragError
+
+QUESTION_TYPES = ("lookup", "entity", "multi_hop", "temporal", "modality", "global", "unanswerable")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuestion:
+    id: str
+    question: str
+    type: str
+    gold: dict[str, int]  # doc_id -> grade (2 answers it, 1 helps)
+    key_facts: tuple[str, ...]
+    caller: Caller
+    acl_denied: bool = False
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.gold)
+
+
+def parse_questions(lines: list[str]) -> list[EvalQuestion]:
+    out: list[EvalQuestion] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise KgragError(ErrorCode.MALFORMED_JSON, f"line {number}: {err.msg}") from err
+        try:
+            principal = raw.get("principal") or {}
+            gold = {str(k): int(v) for k, v in (raw.get("gold") or {}).items()}
+            qtype = str(raw["type"])
+            if qtype not in QUESTION_TYPES:
+                raise ValueError(f"unknown type {qtype!r}; expected one of {', '.join(QUESTION_TYPES)}")
+            out.append(
+                EvalQuestion(
+                    id=str(raw["id"]),
+                    question=str(raw["question"]),
+                    type=qtype,
+                    gold=gold,
+                    key_facts=tuple(str(f) for f in raw.get("key_facts") or []),
+                    caller=Caller(
+                        user=principal.get("user"),
+                        groups=tuple(sorted(principal.get("groups") or [])),
+                        admin=bool(principal.get("admin", False)),
+                    ),
+                    acl_denied=bool(raw.get("acl_denied", False)),
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise KgragError(ErrorCode.MISSING_FIELD, f"line {number}: {err}") from err
+    return out

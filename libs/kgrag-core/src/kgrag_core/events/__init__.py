@@ -1,0 +1,23 @@
+"""Events on the bus. Topics are partitioned by `doc_id`, so one document's events stay in order."""
+
+from kgrag_core.events.model import (
+    CHUNKS_CHANGED,
+    DOCUMENTS_CHANGED,
+    DOCUMENTS_DELETED,
+    ChunksChanged,
+    DocumentChanged,
+    DocumentDeleted,
+    document_changed_from_source,
+    source_from_document_changed,
+)
+
+__all__ = [
+    "CHUNKS_CHANGED",
+    "DOCUMENTS_CHANGED",
+    "DOCUMENTS_DELETED",
+    "ChunksChanged",
+    "DocumentChanged",
+    "DocumentDeleted",
+    "document_changed_from_source",
+    "source_from_document_changed",
+]

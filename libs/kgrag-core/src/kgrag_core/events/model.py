@@ -1,0 +1,86 @@
+"""Versioned event payloads (pydantic models; their JSON Schemas are exported under `schemas/events/`)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgrag_core.acl import AclClass
+from kgrag_core.documents import SourceDocument
+from kgrag_core.errors import ErrorCode, KgragError
+
+DOCUMENTS_CHANGED = "documents.changed"
+DOCUMENTS_DELETED = "documents.deleted"
+CHUNKS_CHANGED = "chunks.changed"
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schema_version: Literal[1] = 1
+
+
+class DocumentChanged(_Event):
+    """A document was created or changed at its source. The body travels base64-encoded so that the
+    core, not the transport, decides whether its bytes are valid UTF-8."""
+
+    event_type: Literal["documents.changed"] = "documents.changed"
+    doc_id: str = Field(min_length=1, max_length=256)
+    source: str = Field(min_length=1, max_length=128)
+    uri: str = Field(max_length=4096)
+    title: str = Field(max_length=1024)
+    body_b64: str
+    acl_principals: list[str]
+    acl_malformed: bool = False
+    modified_at: datetime | None = None
+    media_type: str = "text/markdown"
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class DocumentDeleted(_Event):
+    event_type: Literal["documents.deleted"] = "documents.deleted"
+    doc_id: str = Field(min_length=1, max_length=256)
+    reason: str = ""
+
+
+class ChunksChanged(_Event):
+    event_type: Literal["chunks.changed"] = "chunks.changed"
+    doc_id: str
+    version: int
+    chunk_ids: list[str]
+
+
+def document_changed_from_source(doc: SourceDocument) -> DocumentChanged:
+    return DocumentChanged(
+        doc_id=doc.doc_id,
+        source=doc.source,
+        uri=doc.uri,
+        title=doc.title,
+        body_b64=base64.b64encode(doc.body).decode("ascii"),
+        acl_principals=[p for p in doc.acl.principals],
+        acl_malformed=doc.acl.malformed,
+        modified_at=doc.modified_at,
+        media_type=doc.media_type,
+        metadata=dict(doc.metadata),
+    )
+
+
+def source_from_document_changed(event: DocumentChanged) -> SourceDocument:
+    try:
+        body = base64.b64decode(event.body_b64, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"body_b64 is not valid base64: {err}") from err
+    return SourceDocument(
+        doc_id=event.doc_id,
+        source=event.source,
+        uri=event.uri,
+        title=event.title,
+        body=body,
+        acl=AclClass.of(event.acl_principals, malformed=event.acl_malformed),
+        modified_at=event.modified_at,
+        media_type=event.media_type,
+        metadata=dict(event.metadata),
+    )

@@ -1,0 +1,81 @@
+"""The chunk-indexer handler: documents.changed / documents.deleted → index → chunks.changed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from kgrag_core.documents import SourceDocument
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.events import (
+    CHUNKS_CHANGED,
+    DOCUMENTS_CHANGED,
+    DOCUMENTS_DELETED,
+    ChunksChanged,
+    DocumentChanged,
+    DocumentDeleted,
+    source_from_document_changed,
+)
+from kgrag_core.handlers.protocol import DeadLetter, HandlerResult, OutputEvent
+from kgrag_core.indexing.indexer import DocumentIndexer
+from kgrag_core.ingest import IngestOutcome, IngestStatus
+
+
+@dataclass(slots=True)
+class ChunkIndexerHandler:
+    indexer: DocumentIndexer
+    name: str = "chunk-indexer"
+    topics: tuple[str, ...] = (DOCUMENTS_CHANGED, DOCUMENTS_DELETED)
+
+    def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
+        result = HandlerResult()
+        if topic == DOCUMENTS_DELETED:
+            for key, payload in batch:
+                self._delete(key, payload, result)
+            return result
+        docs: list[SourceDocument] = []
+        for key, payload in batch:
+            try:
+                docs.append(source_from_document_changed(DocumentChanged.model_validate(payload)))
+            except ValidationError as err:
+                self._poison(key, payload, ErrorCode.MALFORMED_EVENT, _brief(err), result)
+            except KgragError as err:
+                self._poison(key, payload, err.code, err.message, result)
+        for outcome in self.indexer.index_batch(docs):
+            result.outcomes.append(outcome)
+            if outcome.status in (IngestStatus.INDEXED, IngestStatus.UPDATED):
+                chunks = self.indexer.documents.chunks_of(outcome.doc_id)
+                stored = self.indexer.documents.get_document(outcome.doc_id)
+                event = ChunksChanged(
+                    doc_id=outcome.doc_id,
+                    version=stored.version if stored else 0,
+                    chunk_ids=[c.chunk_id for c in chunks],
+                )
+                result.outputs.append(OutputEvent(CHUNKS_CHANGED, outcome.doc_id, event.model_dump(mode="json")))
+        return result
+
+    def _delete(self, key: str, payload: Mapping[str, object], result: HandlerResult) -> None:
+        try:
+            event = DocumentDeleted.model_validate(payload)
+        except ValidationError as err:
+            self._poison(key, payload, ErrorCode.MALFORMED_EVENT, _brief(err), result)
+            return
+        # Downstream consumers subscribe to documents.deleted itself, so nothing is produced here.
+        result.outcomes.append(self.indexer.delete(event.doc_id))
+
+    @staticmethod
+    def _poison(
+        key: str, payload: Mapping[str, object], code: ErrorCode, reason: str, result: HandlerResult
+    ) -> None:
+        result.dead_letters.append(DeadLetter(key, payload, code.value, reason))
+        doc_id = payload.get("doc_id") if isinstance(payload.get("doc_id"), str) else key
+        result.outcomes.append(
+            IngestOutcome(str(doc_id), IngestStatus.REJECTED, error_code=code, message=reason)
+        )
+
+
+def _brief(err: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()[:5]]
+    return "; ".join(parts)

@@ -1,0 +1,1 @@
+"""Indexing: the fast path from a document to searchable chunks."""

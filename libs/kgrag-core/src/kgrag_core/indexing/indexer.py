@@ -1,0 +1,241 @@
+"""The chunk-indexer use case: validate → chunk → hash-diff → embed → project → commit.
+
+Order matters for crash safety. Projections (vector and keyword indexes, object store) are written first
+with idempotent upserts keyed by deterministic IDs; the authoritative PostgreSQL commit comes last. A
+crash in between leaves the store saying "not yet indexed", so a replay redoes the work and changes
+nothing that was already right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from kgrag_core.chunking import chunk_document, estimate_tokens
+from kgrag_core.documents import Chunk, DocumentStatus, SourceDocument, StoredDocument
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.ids import chunk_id_for, content_hash
+from kgrag_core.ingest import DeletionRecord, IngestOutcome, IngestStatus
+from kgrag_core.ports import (
+    Cache,
+    DocumentStore,
+    Embedder,
+    EmbeddingCache,
+    KeywordIndex,
+    ObjectStore,
+    VectorIndex,
+)
+from kgrag_core.search import KeywordDoc, VectorPoint
+from kgrag_core.validation import decode_body
+
+
+@dataclass(frozen=True, slots=True)
+class IndexerSettings:
+    max_document_bytes: int = 5_000_000
+    chunk_max_tokens: int = 200
+    chunk_overlap_tokens: int = 24
+    embed_batch_size: int = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    source: SourceDocument
+    stored: StoredDocument
+    chunks: tuple[Chunk, ...]
+    previous_chunk_ids: frozenset[str]
+
+
+@dataclass(slots=True)
+class DocumentIndexer:
+    documents: DocumentStore
+    vectors: VectorIndex
+    keywords: KeywordIndex
+    objects: ObjectStore
+    embedder: Embedder
+    embedding_cache: EmbeddingCache
+    cache: Cache
+    settings: IndexerSettings = field(default_factory=IndexerSettings)
+    count_tokens: Callable[[str], int] = estimate_tokens
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    def index_batch(self, docs: Sequence[SourceDocument]) -> list[IngestOutcome]:
+        """Index a batch; one bad document gets its error code and the rest go on (invariant 8)."""
+        outcomes: dict[int, IngestOutcome] = {}
+        prepared: list[tuple[int, _Prepared]] = []
+        for position, doc in enumerate(docs):
+            try:
+                result = self._prepare(doc)
+            except KgragError as err:
+                outcomes[position] = _rejected(doc, err)
+                continue
+            if isinstance(result, IngestOutcome):
+                outcomes[position] = result
+            else:
+                prepared.append((position, result))
+
+        vectors, embedded = self._vectors_for([p for _, p in prepared])
+        for position, item in prepared:
+            outcomes[position] = self._write(item, vectors, embedded)
+        if prepared:
+            self.cache.invalidate_all()
+        return [outcomes[i] for i in range(len(docs))]
+
+    def delete(self, doc_id: str) -> IngestOutcome:
+        existing = self.documents.get_document(doc_id)
+        if existing is None or existing.status is DocumentStatus.DELETED:
+            err = KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"No active document {doc_id!r}.")
+            return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=err.code, message=err.message)
+        # Take IDs from both the store and the indexes, so a half-finished earlier write leaves nothing.
+        chunk_ids = sorted(
+            {c.chunk_id for c in self.documents.chunks_of(doc_id)}
+            | set(self.vectors.ids_for_doc(doc_id))
+            | set(self.keywords.ids_for_doc(doc_id))
+        )
+        self.vectors.delete(chunk_ids)
+        self.keywords.delete(chunk_ids)
+        object_keys = self.objects.delete_prefix(_object_prefix(doc_id))
+        self.cache.invalidate_all()
+        record = DeletionRecord(
+            doc_id=doc_id,
+            chunk_ids=tuple(chunk_ids),
+            object_keys=tuple(object_keys),
+            stores=("postgres", "vector_index", "keyword_index", "object_store", "result_cache"),
+            at=self.clock(),
+        )
+        self.documents.mark_deleted(doc_id, record)
+        return IngestOutcome(doc_id, IngestStatus.DELETED, source=existing.source, uri=existing.uri,
+                             chunks_removed=len(chunk_ids), message="removed from every store")
+
+    # --- steps ---------------------------------------------------------------------------------------
+
+    def _prepare(self, doc: SourceDocument) -> _Prepared | IngestOutcome:
+        text = decode_body(doc.body, max_bytes=self.settings.max_document_bytes)
+        body_hash = content_hash(doc.body)
+        existing = self.documents.get_document(doc.doc_id)
+        if (
+            existing is not None
+            and existing.status is DocumentStatus.ACTIVE
+            and existing.content_hash == body_hash
+            and existing.acl_class_id == doc.acl.acl_class_id
+            and existing.title == doc.title
+            and existing.uri == doc.uri
+            and existing.modified_at == doc.modified_at
+        ):
+            return IngestOutcome(doc.doc_id, IngestStatus.UNCHANGED, source=doc.source, uri=doc.uri,
+                                 chunks_total=len(self.documents.chunks_of(doc.doc_id)))
+        previous = frozenset(c.chunk_id for c in self.documents.chunks_of(doc.doc_id))
+        version = 1 if existing is None else existing.version + 1
+        body = doc.body
+        chunks = tuple(
+            Chunk(
+                chunk_id=chunk_id_for(doc.doc_id, span.start_byte, span.end_byte, piece_hash),
+                doc_id=doc.doc_id,
+                seq=span.seq,
+                breadcrumb=span.breadcrumb,
+                start_byte=span.start_byte,
+                end_byte=span.end_byte,
+                text=piece,
+                token_count=self.count_tokens(piece),
+                content_hash=piece_hash,
+                acl_class_id=doc.acl.acl_class_id,
+                doc_time=doc.modified_at,
+            )
+            for span in chunk_document(
+                text,
+                title=doc.title,
+                max_tokens=self.settings.chunk_max_tokens,
+                overlap_tokens=self.settings.chunk_overlap_tokens,
+                count_tokens=self.count_tokens,
+            )
+            for piece in [body[span.start_byte : span.end_byte].decode("utf-8")]
+            for piece_hash in [content_hash(piece.encode("utf-8"))]
+        )
+        if not chunks:
+            raise KgragError(ErrorCode.EMPTY_DOCUMENT, "The document has no text to index after front matter.")
+        stored = StoredDocument(
+            doc_id=doc.doc_id, source=doc.source, uri=doc.uri, title=doc.title, version=version,
+            content_hash=body_hash, acl_class_id=doc.acl.acl_class_id, modified_at=doc.modified_at,
+            status=DocumentStatus.ACTIVE, media_type=doc.media_type, byte_length=len(body),
+        )
+        return _Prepared(doc, stored, chunks, previous)
+
+    def _vectors_for(self, items: Sequence[_Prepared]) -> tuple[dict[str, tuple[float, ...]], set[str]]:
+        """Vectors keyed by embedding-text hash: the cache first, the model only for text it never saw."""
+        wanted: dict[str, str] = {}
+        for item in items:
+            for chunk in item.chunks:
+                text = _embedding_text(item.source.title, chunk)
+                wanted.setdefault(_embedding_key(text), text)
+        model = self.embedder.model_id
+        found = dict(self.embedding_cache.get_vectors(model, sorted(wanted)))
+        missing = sorted(h for h in wanted if h not in found)
+        size = self.settings.embed_batch_size
+        for start in range(0, len(missing), size):
+            batch = missing[start : start + size]
+            fresh = self.embedder.embed_documents([wanted[h] for h in batch])
+            new = dict(zip(batch, fresh, strict=True))
+            self.embedding_cache.put_vectors(model, new)
+            found.update(new)
+        return found, set(missing)
+
+    def _write(
+        self, item: _Prepared, vectors: dict[str, tuple[float, ...]], embedded: set[str]
+    ) -> IngestOutcome:
+        doc, chunks = item.source, item.chunks
+        keys = {c.chunk_id: _embedding_key(_embedding_text(doc.title, c)) for c in chunks}
+        try:
+            self.objects.put(_object_key(doc.doc_id, item.stored.content_hash), doc.body)
+            self.vectors.upsert([
+                VectorPoint(c.chunk_id, vectors[keys[c.chunk_id]], c.doc_id, c.acl_class_id, c.content_hash,
+                            doc.source, c.doc_time)
+                for c in chunks
+            ])
+            self.keywords.upsert([
+                KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
+                for c in chunks
+            ])
+            current = {c.chunk_id for c in chunks}
+            stale = sorted(item.previous_chunk_ids - current)
+            self.vectors.delete(stale)
+            self.keywords.delete(stale)
+            self._drop_old_bodies(doc.doc_id, item.stored.content_hash)
+            self.documents.commit_document(item.stored, doc.acl, chunks)
+        except KgragError as err:
+            return _rejected(doc, err)
+        status = IngestStatus.INDEXED if item.stored.version == 1 else IngestStatus.UPDATED
+        new_chunks = [c for c in chunks if c.chunk_id not in item.previous_chunk_ids]
+        return IngestOutcome(
+            doc.doc_id, status, source=doc.source, uri=doc.uri, chunks_total=len(chunks),
+            chunks_embedded=len({keys[c.chunk_id] for c in new_chunks} & embedded),
+            chunks_removed=len(item.previous_chunk_ids - {c.chunk_id for c in chunks}),
+        )
+
+    def _drop_old_bodies(self, doc_id: str, keep_hash: str) -> None:
+        keep = _object_key(doc_id, keep_hash)
+        for key in self.objects.list_keys(_object_prefix(doc_id)):
+            if key != keep:
+                self.objects.delete_prefix(key)
+
+
+def _embedding_text(title: str, chunk: Chunk) -> str:
+    """What the model embeds: the breadcrumb gives a chunk the context its own words may lack."""
+    crumb = " > ".join(chunk.breadcrumb) or title
+    return f"{crumb}\n{chunk.text}"
+
+
+def _embedding_key(text: str) -> str:
+    return content_hash(text.encode("utf-8"))
+
+
+def _object_prefix(doc_id: str) -> str:
+    return f"docs/{content_hash(doc_id.encode('utf-8')).removeprefix('sha256:')[:40]}/"
+
+
+def _object_key(doc_id: str, body_hash: str) -> str:
+    return _object_prefix(doc_id) + body_hash.removeprefix("sha256:")
+
+
+def _rejected(doc: SourceDocument, err: KgragError) -> IngestOutcome:
+    return IngestOutcome(doc.doc_id, IngestStatus.REJECTED, source=doc.source, uri=doc.uri,
+                         error_code=err.code, message=err.message)

@@ -1,0 +1,1 @@
+"""Retrieval: routes, fusion and the hybrid search use case."""

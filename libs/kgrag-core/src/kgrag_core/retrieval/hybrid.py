@@ -1,0 +1,100 @@
+"""Hybrid search: dense + BM25 candidates (ACL filter inside each), fused by RRF, rechecked, hydrated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.documents import StoredDocument
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.limits import CANDIDATES_PER_ROUTE, QUERY_CHARS, TOP_K
+from kgrag_core.ports import AclStore, DocumentStore, Embedder, KeywordIndex, VectorIndex
+from kgrag_core.retrieval.fusion import RRF_K, reciprocal_rank_fusion
+from kgrag_core.search import RouteHit, SearchHit, SearchResponse
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    DENSE = "dense"
+    BM25 = "bm25"
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSearcher:
+    documents: DocumentStore
+    acls: AclStore
+    vectors: VectorIndex
+    keywords: KeywordIndex
+    embedder: Embedder
+    rrf_k: int = RRF_K
+
+    def search(
+        self,
+        query: str,
+        caller: Caller,
+        *,
+        top_k: int | None = None,
+        candidates: int | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+    ) -> SearchResponse:
+        text = query.strip()
+        if not text:
+            raise KgragError(ErrorCode.INVALID_QUERY, "The query is empty.", hint="Pass some words to search.")
+        if len(text) > QUERY_CHARS.maximum:
+            raise KgragError(ErrorCode.LIMIT_EXCEEDED,
+                             f"The query has {len(text)} characters; the maximum is {QUERY_CHARS.maximum}.")
+        k = TOP_K.resolve(top_k)
+        per_route = max(CANDIDATES_PER_ROUTE.resolve(candidates), k)
+        if per_route > CANDIDATES_PER_ROUTE.maximum:
+            per_route = CANDIDATES_PER_ROUTE.maximum
+
+        allowed = readable_classes(self.acls.acl_classes(), caller)
+        routes: dict[str, Sequence[RouteHit]] = {}
+        if allowed:
+            if mode in (SearchMode.HYBRID, SearchMode.DENSE):
+                routes["dense"] = self.vectors.search(self.embedder.embed_query(text), allowed, per_route)
+            if mode in (SearchMode.HYBRID, SearchMode.BM25):
+                routes["bm25"] = self.keywords.search(text, allowed, per_route)
+        fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
+
+        hits = self._hydrate([c.chunk_id for c in fused], set(allowed))
+        by_id = {c.chunk_id: c for c in fused}
+        ordered = [h for h in (hits.get(c.chunk_id) for c in fused) if h is not None][:k]
+        results = tuple(
+            replace(h, score=by_id[h.chunk_id].score, ranks=dict(by_id[h.chunk_id].ranks)) for h in ordered
+        )
+        limits: dict[str, object] = {
+            "top_k": k,
+            "candidates_per_route": per_route,
+            "route_counts": {name: len(r) for name, r in sorted(routes.items())},
+            "fused_candidates": len(fused),
+            "truncated": len(fused) > k,
+        }
+        return SearchResponse(query=text, hits=results, mode=mode.value, limits=limits)
+
+    def _hydrate(self, chunk_ids: list[str], allowed: set[str]) -> dict[str, SearchHit]:
+        """Load chunks from the authoritative store and recheck each one's ACL class.
+
+        The filter already ran inside both searches; this recheck catches an index that is behind the
+        store (a document deleted or re-permissioned a moment ago) before anything reaches the caller.
+        """
+        chunks = self.documents.get_chunks(chunk_ids)
+        docs: dict[str, StoredDocument | None] = {}
+        out: dict[str, SearchHit] = {}
+        for chunk_id in chunk_ids:
+            chunk = chunks.get(chunk_id)
+            if chunk is None or chunk.acl_class_id not in allowed:
+                continue
+            if chunk.doc_id not in docs:
+                docs[chunk.doc_id] = self.documents.get_document(chunk.doc_id)
+            doc = docs[chunk.doc_id]
+            if doc is None or doc.acl_class_id not in allowed:
+                continue
+            out[chunk_id] = SearchHit(
+                chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=doc.title, uri=doc.uri,
+                source=doc.source, breadcrumb=chunk.breadcrumb, start_byte=chunk.start_byte,
+                end_byte=chunk.end_byte, text=chunk.text, score=0.0, doc_time=chunk.doc_time,
+            )
+        return out

@@ -1,0 +1,1 @@
+"""`kgrag bench`: throughput and latency tables with same-run baselines."""

@@ -1,0 +1,204 @@
+"""Benchmarks, reported as tables with the machine and a baseline measured in the same run.
+
+1. Ingest: the full embedded pipeline vs the embedding model alone on the same chunk texts.
+2. Search: hybrid search latency at each corpus size vs a plain baseline (rank-bm25 + brute-force numpy,
+   fused the same way), both with the caller's ACL filter, plus the peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import resource
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from kgrag_adapters.postgres.embedded import EmbeddedPostgres
+from kgrag_adapters.postgres.store import PostgresStore
+from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
+from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
+from kgrag_core.acl import PUBLIC_ACL, AclClass, Caller, acl_from_source
+from kgrag_core.documents import Chunk, DocumentStatus, StoredDocument
+from kgrag_core.ids import chunk_id_for, content_hash
+from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
+from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
+from kgrag_runtime.benchmarks.synthetic import WORDS, bag_of_words_vectors, synthetic_documents, synthetic_texts
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.wiring import build_embedder, open_embedded
+
+CHUNKS_PER_DOC = 10
+
+
+def run_benchmarks(out: Path, sizes: Sequence[int], queries: int, console: Console) -> dict[str, object]:
+    out.mkdir(parents=True, exist_ok=True)
+    settings = KgragSettings()
+    machine = _machine()
+    console.print(f"Machine: {machine}")
+    ingest = _bench_ingest(settings, console)
+    search = [_bench_search(settings, n, queries, console) for n in sizes]
+    results = {"machine": machine, "ingest": ingest, "search": search}
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    markdown = _markdown(results)
+    (out / "results.md").write_text(markdown)
+    console.print(markdown)
+    return results
+
+
+def _bench_ingest(settings: KgragSettings, console: Console, docs: int = 200) -> dict[str, float]:
+    items = list(synthetic_documents(docs))
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = settings.model_copy(update={"data_dir": Path(tmp), "pg_dsn": None})
+        with open_embedded(cfg) as kg:
+            console.print(f"Ingest benchmark: {docs} documents…")
+            kg.ingest(list(synthetic_documents(4, seed=99)))  # warm-up outside the timing
+            started = time.perf_counter()
+            outcomes = kg.ingest(items)
+            pipeline_s = time.perf_counter() - started
+            chunks = sum(o.chunks_total for o in outcomes)
+            texts = [
+                f"{' > '.join(c.breadcrumb)}\n{c.text}"
+                for o in outcomes for c in kg.searcher.documents.chunks_of(o.doc_id)
+            ]
+            embedder = kg.searcher.embedder
+            started = time.perf_counter()
+            for i in range(0, len(texts), settings.ingest_batch_documents):
+                embedder.embed_documents(texts[i : i + settings.ingest_batch_documents])
+            model_s = time.perf_counter() - started
+    return {
+        "documents": docs,
+        "chunks": chunks,
+        "pipeline_docs_per_s": docs / pipeline_s,
+        "pipeline_chunks_per_s": chunks / pipeline_s,
+        "model_chunks_per_s": len(texts) / model_s,
+        "overhead_ratio": (chunks / pipeline_s) / (len(texts) / model_s),
+    }
+
+
+def _bench_search(settings: KgragSettings, size: int, queries: int, console: Console) -> dict[str, float]:
+    console.print(f"Search benchmark at {size} chunks: building the index…")
+    texts = synthetic_texts(size)
+    embedder = build_embedder(settings)
+    vectors = bag_of_words_vectors(texts, embedder.dimension)
+    finance = acl_from_source({"groups": ["finance"]})
+    acl_of = [finance if i % 4 == 3 else PUBLIC_ACL for i in range(size)]
+    rng = random.Random(5)
+    query_texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))) for _ in range(queries)]
+    caller = Caller(user="bench", groups=("engineering",))  # may not read the finance quarter
+
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedPostgres(Path(tmp) / "pg") as pg, \
+            PostgresStore.connect(pg.dsn) as store:
+        vindex = EdgeVectorIndex(Path(tmp) / "qdrant", embedder.dimension)
+        kindex = TantivyKeywordIndex(Path(tmp) / "bm25")
+        started = time.perf_counter()
+        _load(store, vindex, kindex, texts, vectors, acl_of)
+        build_s = time.perf_counter() - started
+        searcher = HybridSearcher(store, store, vindex, kindex, embedder)
+        searcher.search(query_texts[0], caller)  # warm-up
+        ours = _latencies(lambda q: searcher.search(q, caller, top_k=10), query_texts)
+        rss_after_ours = _peak_rss_mb()
+        vindex.close()
+        kindex.close()
+
+    baseline = _Baseline(texts, vectors, [a.acl_class_id == PUBLIC_ACL.acl_class_id for a in acl_of])
+    theirs = _latencies(lambda q: baseline.search(embedder.embed_query(q), q, 10), query_texts)
+    return {
+        "chunks": size,
+        "build_s": build_s,
+        "kgrag_p50_ms": ours[0],
+        "kgrag_p95_ms": ours[1],
+        "baseline_p50_ms": theirs[0],
+        "baseline_p95_ms": theirs[1],
+        "peak_rss_mb": rss_after_ours,
+    }
+
+
+def _load(store: PostgresStore, vindex: EdgeVectorIndex, kindex: TantivyKeywordIndex, texts: list[str],
+          vectors: np.ndarray, acl_of: list[AclClass]) -> None:
+    for start in range(0, len(texts), CHUNKS_PER_DOC):
+        doc_id = f"bench-{start // CHUNKS_PER_DOC:06d}"
+        acl = acl_of[start]
+        body = "\n\n".join(texts[start : start + CHUNKS_PER_DOC]).encode("utf-8")
+        chunks: list[Chunk] = []
+        offset = 0
+        for seq, text in enumerate(texts[start : start + CHUNKS_PER_DOC]):
+            raw = text.encode("utf-8")
+            h = content_hash(raw)
+            chunks.append(Chunk(chunk_id_for(doc_id, offset, offset + len(raw), h), doc_id, seq, (doc_id,), offset,
+                                offset + len(raw), text, len(text.split()), h, acl.acl_class_id))
+            offset += len(raw) + 2
+        doc = StoredDocument(doc_id, "bench", f"bench://{doc_id}", doc_id, 1, content_hash(body),
+                             acl.acl_class_id, None, DocumentStatus.ACTIVE, byte_length=len(body))
+        store.commit_document(doc, acl, chunks)
+        vindex.upsert([VectorPoint(c.chunk_id, tuple(vectors[start + c.seq].tolist()), doc_id, c.acl_class_id,
+                                   c.content_hash, "bench") for c in chunks])
+        kindex.upsert([KeywordDoc(c.chunk_id, doc_id, c.acl_class_id, doc_id, doc_id, c.text, "bench")
+                       for c in chunks])
+
+
+class _Baseline:
+    """rank-bm25 plus brute-force cosine over numpy, ACL as a mask, fused with the same RRF."""
+
+    def __init__(self, texts: list[str], vectors: np.ndarray, allowed: list[bool]) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self._bm25 = BM25Okapi([t.split() for t in texts])
+        self._vectors = vectors
+        self._mask = np.array(allowed)
+
+    def search(self, qvec: Sequence[float], query: str, k: int) -> list[str]:
+        dense = np.where(self._mask, self._vectors @ np.asarray(qvec, dtype=np.float32), -np.inf)
+        sparse = np.where(self._mask, self._bm25.get_scores(query.split()), -np.inf)
+        routes = {name: _top(scores, 50) for name, scores in (("dense", dense), ("bm25", sparse))}
+        return [c.chunk_id for c in reciprocal_rank_fusion(routes)[:k]]
+
+
+def _top(scores: np.ndarray, n: int) -> list[RouteHit]:
+    idx = np.argsort(-scores, kind="stable")[:n]
+    return [RouteHit(str(i), float(scores[i]), r) for r, i in enumerate(idx, start=1) if np.isfinite(scores[i])]
+
+
+def _latencies(fn: Callable[[str], object], queries: list[str]) -> tuple[float, float]:
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        fn(q)
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    return times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.95))]
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _machine() -> str:
+    return f"{platform.machine()} · {os.cpu_count()} cores · Python {platform.python_version()} · {platform.system()}"
+
+
+def _markdown(results: dict[str, object]) -> str:
+    ingest = results["ingest"]
+    assert isinstance(ingest, dict)
+    lines = [
+        f"Machine: {results['machine']}", "",
+        "| ingest | documents | chunks | docs/s | chunks/s | model alone chunks/s | pipeline / model |",
+        "|---|---|---|---|---|---|---|",
+        f"| embedded pipeline | {ingest['documents']} | {ingest['chunks']} | {ingest['pipeline_docs_per_s']:.1f} | "
+        f"{ingest['pipeline_chunks_per_s']:.1f} | {ingest['model_chunks_per_s']:.1f} | {ingest['overhead_ratio']:.2f} |",
+        "",
+        "| chunks | kgrag hybrid p50 ms | p95 ms | baseline (rank-bm25 + numpy) p50 ms | p95 ms | build s | peak RSS MB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in results["search"]:  # type: ignore[attr-defined]
+        lines.append(
+            f"| {row['chunks']} | {row['kgrag_p50_ms']:.1f} | {row['kgrag_p95_ms']:.1f} | {row['baseline_p50_ms']:.1f} "
+            f"| {row['baseline_p95_ms']:.1f} | {row['build_s']:.1f} | {row['peak_rss_mb']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""The `kgrag` command line."""

@@ -1,0 +1,214 @@
+"""`kgrag`: ingest documents, search them and get cited answers, on the embedded default."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from kgrag_core.acl import Caller
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.ingest import IngestStatus
+from kgrag_core.retrieval.hybrid import SearchMode
+from kgrag_runtime.cli import render
+from kgrag_runtime.cli.context import CliState, open_app
+
+app = typer.Typer(
+    name="kgrag",
+    help="Knowledge-graph + RAG hybrid search. Ingest a folder or JSONL file, then search it or ask "
+    "questions and get answers that cite the exact source text.\n\n"
+    "Everything runs in this process on the embedded default (PostgreSQL, Qdrant's engine and a BM25 "
+    "index under --data-dir); no servers are needed.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", "-d", help="Index folder (default: $KGRAG_DATA_DIR or ./.kgrag).",
+                 show_default=False),
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Principal = Annotated[
+    str | None, typer.Option("--principal", "-u", help="Act as this user (ACL). Default: anonymous.")
+]
+Groups = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group the user is in (repeatable).")]
+Admin = Annotated[bool, typer.Option("--admin", help="Read everything, including private documents.")]
+
+
+def _caller(principal: str | None, groups: list[str] | None, admin: bool) -> Caller:
+    return Caller(user=principal, groups=tuple(sorted(set(groups or []))), admin=admin)
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="A folder (Markdown, text, .eml) or a .jsonl file.")],
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Index documents. Unchanged ones are skipped; changed ones re-embed only the chunks that changed."""
+    from kgrag_adapters.connectors import iter_path
+
+    if not path.exists():
+        raise KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.", hint="Pass a folder or a .jsonl file.")
+    state = CliState.from_options(data_dir, as_json)
+    items = list(iter_path(path))
+    with open_app(state) as kg, _progress(state, len(items), f"Ingesting {path.name}") as advance:
+        outcomes = kg.ingest(items, progress=advance)
+    counts = {s.value: sum(1 for o in outcomes if o.status is s) for s in IngestStatus}
+    if state.as_json:
+        render.emit_json({"counts": counts, "outcomes": [o.as_dict() for o in outcomes]})
+        return
+    render.ingest_summary(state.console, counts, outcomes)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Results to return (max 100).")] = 10,
+    mode: Annotated[SearchMode, typer.Option(help="hybrid (default), dense or bm25.")] = SearchMode.HYBRID,
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+    principal: Principal = None,
+    group: Groups = None,
+    admin: Admin = False,
+) -> None:
+    """Hybrid search (dense + BM25, fused by reciprocal rank fusion) over the chunks you may read."""
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        response = kg.search(query, _caller(principal, group, admin), top_k=top_k, mode=mode)
+    if state.as_json:
+        render.emit_json(response.as_dict())
+        return
+    render.search_results(state.console, response)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="A question in plain words.")],
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+    principal: Principal = None,
+    group: Groups = None,
+    admin: Admin = False,
+) -> None:
+    """Answer a question from your documents; every sentence cites the exact source span."""
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        answer = kg.ask(question, _caller(principal, group, admin))
+    if state.as_json:
+        render.emit_json(answer)
+        return
+    render.answer(state.console, answer)
+
+
+@app.command()
+def delete(
+    doc_id: Annotated[str, typer.Argument(help="The document ID (see `kgrag search --json`).")],
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Delete a document from every store and cache, and record what was removed."""
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        outcome = kg.delete(doc_id)
+    if outcome.error_code is not None:
+        raise KgragError(outcome.error_code, outcome.message, hint="List documents with `kgrag status --json`.")
+    if state.as_json:
+        render.emit_json(outcome.as_dict())
+        return
+    state.console.print(f"Deleted [bold]{doc_id}[/]: {outcome.chunks_removed} chunks removed from every store.")
+
+
+@app.command()
+def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
+    """What the index holds: documents, chunks, ACL classes, cached vectors, recent ingest errors."""
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        info = kg.status()
+        errors = [o.as_dict() for o in kg.ingest_log.recent_outcomes(50) if o.error_code is not None]
+    info["data_dir"] = str(state.settings.data_dir)
+    info["recent_errors"] = errors
+    if state.as_json:
+        render.emit_json(info)
+        return
+    render.status(state.console, info)
+
+
+@app.command(name="eval")
+def eval_command(
+    questions: Annotated[Path, typer.Argument(help="Questions JSONL (see docs/evaluation.md).")],
+    corpus: Annotated[Path | None, typer.Option(help="Ingest this corpus first (folder or JSONL).")] = None,
+    budget_tokens: Annotated[int, typer.Option(help="Token budget for key-fact recall.")] = 2000,
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Score retrieval and answers per question type: recall, MRR, nDCG, key facts, abstention, ablations."""
+    from kgrag_runtime.evaluation.runner import run_evaluation
+
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        if corpus is not None:
+            from kgrag_adapters.connectors import iter_path
+
+            items = list(iter_path(corpus))
+            with _progress(state, len(items), "Ingesting corpus") as advance:
+                kg.ingest(items, progress=advance)
+        report = run_evaluation(kg, questions, budget_tokens=budget_tokens, progress_console=None
+                                if state.as_json else state.console)
+    if state.as_json:
+        render.emit_json(report)
+        return
+    render.eval_report(state.console, report)
+
+
+@app.command()
+def bench(
+    out: Annotated[Path, typer.Option(help="Folder for the Markdown and JSON results.")] = Path("bench-results"),
+    sizes: Annotated[str, typer.Option(help="Chunk counts for the search benchmark, comma-separated.")] = "10000",
+    queries: Annotated[int, typer.Option(help="Queries per configuration.")] = 200,
+) -> None:
+    """Benchmarks: ingest throughput vs the embedding model alone, search latency vs a plain baseline."""
+    from kgrag_runtime.benchmarks.runner import run_benchmarks
+
+    run_benchmarks(out, [int(s) for s in sizes.split(",") if s.strip()], queries, Console(stderr=True))
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    data_dir: DataDir = None,
+) -> None:
+    """Run the HTTP API (OpenAPI docs at /docs) on the embedded default."""
+    try:
+        from kgrag_query_api.server import serve_embedded
+    except ImportError as err:
+        raise KgragError(ErrorCode.INTERNAL, "The HTTP API package is not installed.",
+                         hint="Install kgrag-query-api (it comes with `make install`).") from err
+    state = CliState.from_options(data_dir, False)
+    serve_embedded(state.settings, host=host, port=port)
+
+
+_progress = render.progress
+
+
+def main() -> None:
+    try:
+        app()
+    except KgragError as err:
+        as_json = "--json" in sys.argv
+        if as_json:
+            print(json.dumps({"error": err.as_dict()}))
+        else:
+            console = Console(stderr=True)
+            console.print(f"[bold red]error[/] [{err.code.value}] {err.message}")
+            if err.hint:
+                console.print(f"[yellow]hint[/] {err.hint}")
+        sys.exit(2)
+

@@ -1,0 +1,41 @@
+"""Per-invocation CLI state: settings, output mode, and the app's lifetime."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from kgrag_runtime.app import KgragApp
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.wiring import open_embedded
+
+
+@dataclass(frozen=True, slots=True)
+class CliState:
+    settings: KgragSettings
+    as_json: bool
+    console: Console
+
+    @staticmethod
+    def from_options(data_dir: Path | None, as_json: bool) -> CliState:
+        settings = KgragSettings()
+        if data_dir is not None:
+            settings = settings.model_copy(update={"data_dir": data_dir})
+        # Progress and messages go to stderr so `--json` output on stdout stays parseable.
+        return CliState(settings, as_json, Console(stderr=True))
+
+
+@contextmanager
+def open_app(state: CliState) -> Iterator[KgragApp]:
+    spinner: AbstractContextManager[Any] = (
+        nullcontext() if state.as_json else state.console.status("Starting the embedded stores…")
+    )
+    with ExitStack() as stack:
+        with spinner:
+            app = stack.enter_context(open_embedded(state.settings))
+        yield app

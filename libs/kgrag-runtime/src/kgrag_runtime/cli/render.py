@@ -1,0 +1,100 @@
+"""Human-readable output for the CLI (JSON output is `emit_json`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kgrag_core.ingest import IngestOutcome
+from kgrag_core.search import SearchResponse
+
+
+def emit_json(payload: object) -> None:
+    print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
+
+
+@contextmanager
+def progress(state: Any, total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr, or a silent counter when output is JSON."""
+    if state.as_json:
+        yield lambda _n: None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=state.console, transient=False) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def ingest_summary(console: Console, counts: Mapping[str, int], outcomes: Sequence[IngestOutcome]) -> None:
+    parts = ", ".join(f"{n} {name.lower()}" for name, n in counts.items() if n)
+    console.print(f"[bold]Done:[/] {parts or 'nothing to do'}.")
+    rejected = [o for o in outcomes if o.error_code is not None]
+    if rejected:
+        table = Table("document", "error", "message", title="Rejected (the rest of the batch was indexed)")
+        for o in rejected[:50]:
+            table.add_row(escape(o.doc_id), o.error_code.value if o.error_code else "", escape(o.message))
+        console.print(table)
+        if len(rejected) > 50:
+            console.print(f"… and {len(rejected) - 50} more; see `kgrag status --json`.")
+
+
+def search_results(console: Console, response: SearchResponse) -> None:
+    if not response.hits:
+        console.print("No results you are allowed to see. Try other words, or check --principal/--group.")
+        return
+    for i, hit in enumerate(response.hits, start=1):
+        ranks = " ".join(f"{k}#{v}" for k, v in sorted(hit.ranks.items()))
+        console.print(
+            f"[bold]{i}. {escape(hit.title)}[/] [dim]{escape(' > '.join(hit.breadcrumb))}[/]\n"
+            f"   [cyan]{escape(hit.doc_id)}[/] bytes {hit.start_byte}–{hit.end_byte} · score {hit.score:.4f}"
+            f" · {ranks}"
+        )
+        snippet = " ".join(hit.text.split())
+        console.print(f"   {escape(snippet[:280])}{'…' if len(snippet) > 280 else ''}\n")
+    print(json.dumps({"returned": len(response.hits), "limits": response.limits}))
+
+
+def answer(console: Console, result: Mapping[str, Any]) -> None:
+    console.print(f"[bold]Q:[/] {escape(str(result['question']))}")
+    console.print(f"[bold]A:[/] {escape(str(result['answer']))}")
+    for c in result["citations"]:
+        start, end = c["span"]
+        console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end})")
+    console.print(f"[dim]{escape(str(result['notice']))} Confidence: {result['confidence']}.[/]\n")
+
+
+def status(console: Console, info: Mapping[str, Any]) -> None:
+    table = Table("what", "value", title=f"kgrag index at {info['data_dir']}")
+    for key, value in info.items():
+        if key not in ("recent_errors", "data_dir"):
+            table.add_row(key, escape(str(value)))
+    console.print(table)
+    errors = info.get("recent_errors") or []
+    if errors:
+        console.print(f"{len(errors)} recent ingest errors; `kgrag status --json` lists them.")
+
+
+def eval_report(console: Console, report: Mapping[str, Any]) -> None:
+    for config, rows in report["per_type"].items():
+        table = Table(title=f"{config}: retrieval and answers per question type")
+        columns = list(next(iter(rows.values())).keys()) if rows else []
+        table.add_column("type")
+        for col in columns:
+            table.add_column(col, justify="right")
+        for qtype, metrics in rows.items():
+            table.add_row(qtype, *[_fmt(metrics[c]) for c in columns])
+        console.print(table)
+    for name, test in report.get("sign_tests", {}).items():
+        console.print(f"sign test {name}: {test['wins']} wins, {test['losses']} losses, {test['ties']} ties, "
+                      f"p = {test['p_value']:.3f}")
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)

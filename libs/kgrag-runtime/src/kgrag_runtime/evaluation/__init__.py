@@ -1,0 +1,1 @@
+"""`kgrag eval`: run a question file against an index."""

@@ -1,0 +1,44 @@
+"""Settings for the embedded runtime and the CLI, read from `KGRAG_*` environment variables.
+
+Read once by the process's wiring function and passed down; nothing reads settings at import time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class KgragSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KGRAG_", extra="ignore")
+
+    data_dir: Path = Field(Path(".kgrag"), description="Where the embedded stores live; one index per folder.")
+    pg_dsn: SecretStr | None = Field(None, description="Use this PostgreSQL instead of the embedded one.")
+
+    max_document_bytes: int = Field(5_000_000, ge=1)
+    chunk_max_tokens: int = Field(200, ge=16, le=512)
+    chunk_overlap_tokens: int = Field(24, ge=0, le=128)
+    ingest_batch_documents: int = Field(64, ge=1, le=1024)
+    bus_partitions: int = Field(8, ge=1, le=256)
+
+    embedder: Literal["onnx-minilm", "openai"] = "onnx-minilm"
+    embed_threads: int | None = Field(None, ge=1, description="ONNX Runtime intra-op threads.")
+    embed_batch_size: int = Field(32, ge=1, le=512)
+    embeddings_base_url: str | None = None
+    embeddings_model: str | None = None
+    embeddings_api_key: SecretStr | None = None
+    embeddings_dimension: int = Field(384, ge=8)
+
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible chat endpoint, e.g. http://host/v1")
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(60.0, gt=0)
+
+    answer_cache_ttl_s: int = Field(300, ge=0)
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url and self.llm_model)

@@ -1,0 +1,122 @@
+"""One wiring function for the embedded process: settings in, a running `KgragApp` out.
+
+Adapters are imported here and nowhere else in the runtime, so the use cases stay engine-agnostic.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import IO
+
+from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
+from kgrag_adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
+from kgrag_adapters.llm.openai_chat import OpenAICompatibleChat
+from kgrag_adapters.localfs.object_store import LocalObjectStore
+from kgrag_adapters.memory.cache import InMemoryCache
+from kgrag_adapters.postgres.embedded import EmbeddedPostgres
+from kgrag_adapters.postgres.store import PostgresStore
+from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
+from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
+from kgrag_core.chunking import estimate_tokens
+from kgrag_core.ports import ChatModel, Embedder, TokenCounter
+from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_runtime.app import KgragApp
+from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.settings import KgragSettings
+
+
+def build_embedder(settings: KgragSettings) -> Embedder:
+    if settings.embedder == "openai":
+        if not (settings.embeddings_base_url and settings.embeddings_model):
+            raise KgragError(
+                ErrorCode.INTERNAL,
+                "KGRAG_EMBEDDER=openai needs an endpoint and a model.",
+                hint="Set KGRAG_EMBEDDINGS_BASE_URL and KGRAG_EMBEDDINGS_MODEL (and KGRAG_EMBEDDINGS_API_KEY).",
+            )
+        key = settings.embeddings_api_key.get_secret_value() if settings.embeddings_api_key else None
+        return OpenAICompatibleEmbedder(
+            settings.embeddings_base_url, settings.embeddings_model, key, settings.embeddings_dimension
+        )
+    return OnnxMiniLmEmbedder(batch_size=settings.embed_batch_size, intra_op_threads=settings.embed_threads)
+
+
+def build_llm(settings: KgragSettings) -> ChatModel | None:
+    if not (settings.llm_base_url and settings.llm_model):
+        return None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return OpenAICompatibleChat(settings.llm_base_url, settings.llm_model, key, timeout_s=settings.llm_timeout_s)
+
+
+@contextmanager
+def open_embedded(
+    settings: KgragSettings, *, embedder: Embedder | None = None, llm: ChatModel | None = None
+) -> Iterator[KgragApp]:
+    """Start (or reuse) every embedded store under `settings.data_dir` and yield the wired app."""
+    data_dir = settings.data_dir.expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        stack.enter_context(_exclusive(data_dir))
+        if settings.pg_dsn is not None:
+            dsn = settings.pg_dsn.get_secret_value()
+        else:
+            dsn = stack.enter_context(EmbeddedPostgres(data_dir / "postgres")).dsn
+        store = stack.enter_context(PostgresStore.connect(dsn))
+        model = embedder or build_embedder(settings)
+        vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
+        stack.callback(vectors.close)
+        keywords = TantivyKeywordIndex(data_dir / "bm25")
+        stack.callback(keywords.close)
+        objects = LocalObjectStore(data_dir / "objects")
+        cache = InMemoryCache()
+        indexer = DocumentIndexer(
+            documents=store, vectors=vectors, keywords=keywords, objects=objects, embedder=model,
+            embedding_cache=store, cache=cache,
+            # Chunk sizes are measured with the embedding model's own tokenizer when it has one, so a
+            # chunk fits the model's window.
+            count_tokens=model.count_tokens if isinstance(model, TokenCounter) else estimate_tokens,
+            settings=IndexerSettings(
+                max_document_bytes=settings.max_document_bytes,
+                chunk_max_tokens=settings.chunk_max_tokens,
+                chunk_overlap_tokens=settings.chunk_overlap_tokens,
+            ),
+        )
+        yield KgragApp(
+            searcher=HybridSearcher(store, store, vectors, keywords, model),
+            handler=ChunkIndexerHandler(indexer),
+            bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
+            ingest_log=store,
+            stats_source=store,
+            cache=cache,
+            llm=llm if llm is not None else build_llm(settings),
+            batch_documents=settings.ingest_batch_documents,
+            answer_cache_ttl_s=settings.answer_cache_ttl_s,
+        )
+
+
+@contextmanager
+def _exclusive(data_dir: Path) -> Iterator[IO[str]]:
+    """The in-process indexes allow one writer: a second process on the same folder gets a clear error."""
+    handle = open(data_dir / ".lock", "w")  # noqa: SIM115 - held for the whole context
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as err:
+        handle.close()
+        raise KgragError(
+            ErrorCode.INTERNAL,
+            f"Another kgrag process is using {data_dir}.",
+            hint="Stop it (for example a running `kgrag serve`), or pass a different --data-dir.",
+        ) from err
+    handle.write(str(os.getpid()))
+    handle.flush()
+    try:
+        yield handle
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()

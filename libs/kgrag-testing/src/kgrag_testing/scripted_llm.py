@@ -1,0 +1,100 @@
+"""FAKE chat model for tests, and a mock transport for the OpenAI-compatible HTTP adapters.
+
+A chat LLM is an external paid service, so tests never call a real one; they script its replies
+with `ScriptedChatModel` instead. Everything here is a test double, never a production path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kgrag_core.ports import ChatMessage
+
+if TYPE_CHECKING:
+    import httpx
+
+Reply = str | BaseException
+Responder = Callable[[Sequence[ChatMessage]], str]
+
+
+class ScriptExhaustedError(AssertionError):
+    """The code under test asked the fake for more replies than the test scripted."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedCall:
+    messages: tuple[ChatMessage, ...]
+    json_schema: Mapping[str, object] | None
+
+
+class ScriptedChatModel:
+    """FAKE ChatModel (model_id "scripted-fake"): replies from a script, not from a model.
+
+    `script` is either a list of replies, consumed in order (a string is returned, an exception
+    instance is raised), or a callable `messages -> str` answering every call. Every call is
+    recorded in `calls`, including ones whose scripted reply is an exception.
+    """
+
+    def __init__(self, script: Sequence[Reply] | Responder) -> None:
+        self._responder: Responder | None = None
+        self._replies: deque[Reply] = deque()
+        if callable(script):
+            self._responder = script
+        else:
+            self._replies.extend(script)
+        self.calls: list[ScriptedCall] = []
+
+    @property
+    def model_id(self) -> str:
+        return "scripted-fake"
+
+    @property
+    def remaining(self) -> int:
+        """Replies not consumed yet (0 for a callable script)."""
+        return len(self._replies)
+
+    def complete(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
+    ) -> str:
+        self.calls.append(ScriptedCall(tuple(messages), json_schema))
+        if self._responder is not None:
+            return self._responder(messages)
+        if not self._replies:
+            last = messages[-1].content[:200] if messages else "<no messages>"
+            raise ScriptExhaustedError(
+                f"ScriptedChatModel: script exhausted after {len(self.calls) - 1} replies; "
+                f"unexpected call #{len(self.calls)} whose last message is {last!r}"
+            )
+        reply = self._replies.popleft()
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def assert_exhausted(self) -> None:
+        """Fail if the code under test made fewer calls than scripted."""
+        if self._replies:
+            raise AssertionError(f"ScriptedChatModel: {len(self._replies)} scripted replies were never used")
+
+
+# A handler gets the request and its parsed JSON body; a dict it returns becomes a 200 JSON reply.
+OpenAIHandler = Callable[["httpx.Request", Any], "httpx.Response | Mapping[str, Any]"]
+
+
+def mock_openai_transport(handler: OpenAIHandler) -> httpx.MockTransport:
+    """An httpx.MockTransport (FAKE server) for the OpenAI-compatible adapters' `transport=` argument."""
+    # Imported here because only the HTTP adapters' tests need it; kgrag-testing itself does not
+    # depend on httpx (it comes with kgrag-adapters).
+    import httpx
+
+    def _handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else None
+        result = handler(request, body)
+        if isinstance(result, httpx.Response):
+            return result
+        return httpx.Response(200, json=dict(result))
+
+    return httpx.MockTransport(_handle)

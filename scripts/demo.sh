@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Ingest the bundled Northwind corpus into an embedded index and ask it a few questions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA_DIR="${1:-.kgrag-demo}"
+KG=(uv run --frozen kgrag --data-dir "$DATA_DIR")
+command -v uv >/dev/null 2>&1 || KG=(python3 -m uv run --frozen kgrag --data-dir "$DATA_DIR")
+
+"${KG[@]}" ingest corpora/northwind/documents.jsonl
+echo
+echo "== As an engineer (group: engineering) =="
+"${KG[@]}" ask "Who is the current on-call owner of Atlas?" --principal sam.ortiz --group engineering
+"${KG[@]}" ask "Was Beacon migrated to a new database?" --principal sam.ortiz --group engineering
+echo "== Anonymous (public documents only) =="
+"${KG[@]}" ask "What is the acquisition code name?"
+echo "== Search =="
+"${KG[@]}" search "warehouse capacity Rotterdam" --top-k 3 --admin

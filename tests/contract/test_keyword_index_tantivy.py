@@ -1,0 +1,86 @@
+"""`TantivyKeywordIndex` against the `KeywordIndex` contract, plus tantivy-specific behaviour."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kgrag_adapters.tantivy.keyword_index import MAX_QUERY_TERMS, TantivyKeywordIndex
+from kgrag_testing.contracts.keyword_index import (
+    ALLOWED,
+    KeywordIndexContract,
+    KeywordIndexFactory,
+    chunk_ids,
+    kdoc,
+)
+
+
+@pytest.fixture
+def index_factory(tmp_path: Path) -> Iterator[KeywordIndexFactory]:
+    opened: list[TantivyKeywordIndex] = []
+
+    def make(path: Path | None = None) -> TantivyKeywordIndex:
+        index = TantivyKeywordIndex(path or tmp_path / f"fresh-{len(opened)}")
+        opened.append(index)
+        return index
+
+    yield make
+    for index in opened:
+        index.close()
+
+
+class TestTantivyKeywordIndexContract(KeywordIndexContract):
+    pass
+
+
+def test_query_analysis_matches_the_indexed_analyzer(tmp_path: Path) -> None:
+    with TantivyKeywordIndex(tmp_path / "k") as index:
+        assert index.query_terms("Indexing the INDEXED documents, indexing!") == ["index", "the", "document"]
+
+
+def test_query_terms_are_bounded(tmp_path: Path) -> None:
+    with TantivyKeywordIndex(tmp_path / "k") as index:
+        query = " ".join(f"w{i}" for i in range(MAX_QUERY_TERMS * 3))
+        assert len(index.query_terms(query)) == MAX_QUERY_TERMS
+        index.upsert([kdoc("c1", "w0 w1")])
+        assert chunk_ids(index.search(query, [ALLOWED], 10)) == ["c1"]
+
+
+def test_rejects_a_bare_string_as_acl_list(tmp_path: Path) -> None:
+    with TantivyKeywordIndex(tmp_path / "k") as index, pytest.raises(TypeError):
+        index.search("text", ALLOWED, 10)
+
+
+def test_closed_index_refuses_work(tmp_path: Path) -> None:
+    index = TantivyKeywordIndex(tmp_path / "k")
+    index.close()
+    index.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        index.count()
+
+
+def test_another_process_sees_the_data_while_open(tmp_path: Path) -> None:
+    where = tmp_path / "shared"
+    with TantivyKeywordIndex(where) as index:
+        index.upsert([kdoc("c1", "shared words"), kdoc("c2", "other words")])
+        reader = (
+            "import sys; from pathlib import Path\n"
+            "from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex\n"
+            "with TantivyKeywordIndex(Path(sys.argv[1])) as index:\n"
+            "    print(index.count(), [h.chunk_id for h in index.search('shared', ['" + ALLOWED + "'], 5)])\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-W", "error", "-c", reader, str(where)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        assert done.stdout.strip() == "2 ['c1']"
+        # The writer lock is released between calls, so this process can still write afterwards.
+        index.upsert([kdoc("c3", "shared again")])
+        assert index.count() == 3
