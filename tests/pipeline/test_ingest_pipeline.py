@@ -6,6 +6,7 @@ import base64
 from dataclasses import replace
 
 import pytest
+from tests.pipeline.corpus import ATLAS, corpus, doc
 
 from kgrag_core.acl import Caller
 from kgrag_core.documents import DocumentStatus
@@ -13,7 +14,6 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import DOCUMENTS_CHANGED
 from kgrag_core.ingest import IngestStatus
 from kgrag_runtime.app import KgragApp
-from tests.pipeline.corpus import ATLAS, corpus, doc
 
 ADMIN = Caller(admin=True)
 

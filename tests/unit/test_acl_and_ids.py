@@ -39,9 +39,10 @@ def test_a_group_named_like_a_user_does_not_grant_the_user() -> None:
 def test_ids_are_deterministic_and_distinct() -> None:
     h = content_hash(b"hello")
     assert h == "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
-    assert chunk_id_for("d", 0, 5, h) == chunk_id_for("d", 0, 5, h)
-    assert chunk_id_for("d", 0, 5, h) != chunk_id_for("d", 1, 5, h)
-    assert chunk_id_for("d", 0, 5, h).startswith("ch_")
+    assert chunk_id_for("d", h) == chunk_id_for("d", h, 0)
+    assert chunk_id_for("d", h, 0) != chunk_id_for("d", h, 1)  # the same text twice in one document
+    assert chunk_id_for("d", h) != chunk_id_for("e", h)
+    assert chunk_id_for("d", h).startswith("ch_")
     assert acl_class_id_for(["b", "a"]) == acl_class_id_for(["a", "b", "a"])
     assert AclClass.of(["x"]).acl_class_id != AclClass.of(["y"]).acl_class_id
 

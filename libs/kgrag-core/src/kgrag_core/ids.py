@@ -29,8 +29,14 @@ def document_id_for(source: str, uri: str) -> str:
     return "doc_" + _digest(source, uri)
 
 
-def chunk_id_for(doc_id: str, start_byte: int, end_byte: int, chunk_hash: str) -> str:
-    return "ch_" + _digest(doc_id, str(start_byte), str(end_byte), chunk_hash)
+def chunk_id_for(doc_id: str, chunk_hash: str, occurrence: int = 0) -> str:
+    """A chunk's ID: its document, its text's hash, and which repeat of that text it is.
+
+    Byte offsets are deliberately left out: an edit in one section shifts every later offset, and
+    evidence links keyed by chunk ID must survive edits elsewhere in the document. The offsets are
+    stored with the chunk and updated by the upsert.
+    """
+    return "ch_" + _digest(doc_id, chunk_hash, str(occurrence))
 
 
 def acl_class_id_for(principals: Iterable[str]) -> str:

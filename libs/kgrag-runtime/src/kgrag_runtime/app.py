@@ -15,7 +15,12 @@ from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
 from kgrag_core.connectors import ConnectorFailure, ConnectorItem
 from kgrag_core.documents import SourceDocument
-from kgrag_core.events import DOCUMENTS_CHANGED, DOCUMENTS_DELETED, DocumentDeleted, document_changed_from_source
+from kgrag_core.events import (
+    DOCUMENTS_CHANGED,
+    DOCUMENTS_DELETED,
+    DocumentDeleted,
+    document_changed_from_source,
+)
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 from kgrag_core.limits import EVIDENCE_CHUNKS
@@ -38,6 +43,11 @@ class KgragApp:
     llm: ChatModel | None
     batch_documents: int = 64
     answer_cache_ttl_s: int = 300
+
+    def __post_init__(self) -> None:
+        # Subscribe before anything is published: the embedded bus keeps no retention for unheard topics.
+        for topic in self.handler.topics:
+            self.bus.subscribe(topic)
 
     # --- ingestion -----------------------------------------------------------------------------------
 

@@ -21,10 +21,10 @@ from kgrag_adapters.postgres.embedded import EmbeddedPostgres
 from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
+from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
-from kgrag_core.chunking import estimate_tokens
 from kgrag_core.ports import ChatModel, Embedder, TokenCounter
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp

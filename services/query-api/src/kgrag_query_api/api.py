@@ -4,7 +4,6 @@ Identity comes only from the verified bearer token. The embedded app holds singl
 calls into it are serialised with a lock; the distributed deployment scales by running more processes.
 """
 
-from __future__ import annotations
 
 import base64
 import threading

@@ -100,7 +100,7 @@ def _check_key(key: str) -> None:
     if not key or key.startswith("/") or key.endswith("/"):
         raise ValueError(f"invalid object key {key!r}: empty, absolute or ending in '/'")
     for segment in key.split("/"):
-        _check_segment(segment, key)
+        _check_segment(segment, key, "key")
 
 
 def _check_prefix(prefix: str) -> None:
@@ -110,7 +110,7 @@ def _check_prefix(prefix: str) -> None:
         raise ValueError(f"invalid object prefix {prefix!r}: absolute")
     segments = prefix.split("/")
     for segment in segments[:-1]:
-        _check_segment(segment, prefix)
+        _check_segment(segment, prefix, "prefix")
     if segments[-1].startswith(_HIDDEN):
         raise ValueError(f"invalid object prefix {prefix!r}: a segment starts with '.'")
 
@@ -120,12 +120,12 @@ def _check_text(value: str, what: str) -> None:
         raise ValueError(f"invalid object {what} {value!r}: backslash or NUL")
 
 
-def _check_segment(segment: str, key: str) -> None:
+def _check_segment(segment: str, value: str, what: str) -> None:
     if not segment:
-        raise ValueError(f"invalid object key {key!r}: empty segment")
+        raise ValueError(f"invalid object {what} {value!r}: empty segment")
     if segment.startswith(_HIDDEN):
         # covers "." and ".." (path traversal) as well as the hidden temp files of in-flight writes
-        raise ValueError(f"invalid object key {key!r}: a segment starts with '.'")
+        raise ValueError(f"invalid object {what} {value!r}: a segment starts with '.'")
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -63,7 +63,13 @@ class DocumentIndexer:
         """Index a batch; one bad document gets its error code and the rest go on (invariant 8)."""
         outcomes: dict[int, IngestOutcome] = {}
         prepared: list[tuple[int, _Prepared]] = []
+        last_position = {doc.doc_id: position for position, doc in enumerate(docs)}
         for position, doc in enumerate(docs):
+            if last_position[doc.doc_id] != position:
+                # A later event for the same document in this batch wins; indexing both would race.
+                outcomes[position] = IngestOutcome(doc.doc_id, IngestStatus.UNCHANGED, source=doc.source,
+                                                   uri=doc.uri, message="superseded by a later event in the batch")
+                continue
             try:
                 result = self._prepare(doc)
             except KgragError as err:
@@ -75,8 +81,11 @@ class DocumentIndexer:
                 prepared.append((position, result))
 
         vectors, embedded = self._vectors_for([p for _, p in prepared])
+        if prepared:
+            self._project([p for _, p in prepared], vectors)
         for position, item in prepared:
-            outcomes[position] = self._write(item, vectors, embedded)
+            self.documents.commit_document(item.stored, item.source.acl, item.chunks)
+            outcomes[position] = _indexed(item, embedded)
         if prepared:
             self.cache.invalidate_all()
         return [outcomes[i] for i in range(len(docs))]
@@ -127,30 +136,36 @@ class DocumentIndexer:
         previous = frozenset(c.chunk_id for c in self.documents.chunks_of(doc.doc_id))
         version = 1 if existing is None else existing.version + 1
         body = doc.body
-        chunks = tuple(
-            Chunk(
-                chunk_id=chunk_id_for(doc.doc_id, span.start_byte, span.end_byte, piece_hash),
-                doc_id=doc.doc_id,
-                seq=span.seq,
-                breadcrumb=span.breadcrumb,
-                start_byte=span.start_byte,
-                end_byte=span.end_byte,
-                text=piece,
-                token_count=self.count_tokens(piece),
-                content_hash=piece_hash,
-                acl_class_id=doc.acl.acl_class_id,
-                doc_time=doc.modified_at,
-            )
-            for span in chunk_document(
-                text,
-                title=doc.title,
-                max_tokens=self.settings.chunk_max_tokens,
-                overlap_tokens=self.settings.chunk_overlap_tokens,
-                count_tokens=self.count_tokens,
-            )
-            for piece in [body[span.start_byte : span.end_byte].decode("utf-8")]
-            for piece_hash in [content_hash(piece.encode("utf-8"))]
+        seen: dict[str, int] = {}
+        chunk_list: list[Chunk] = []
+        spans = chunk_document(
+            text,
+            title=doc.title,
+            max_tokens=self.settings.chunk_max_tokens,
+            overlap_tokens=self.settings.chunk_overlap_tokens,
+            count_tokens=self.count_tokens,
         )
+        for span in spans:
+            piece = body[span.start_byte : span.end_byte].decode("utf-8")
+            piece_hash = content_hash(piece.encode("utf-8"))
+            occurrence = seen.get(piece_hash, 0)
+            seen[piece_hash] = occurrence + 1
+            chunk_list.append(
+                Chunk(
+                    chunk_id=chunk_id_for(doc.doc_id, piece_hash, occurrence),
+                    doc_id=doc.doc_id,
+                    seq=span.seq,
+                    breadcrumb=span.breadcrumb,
+                    start_byte=span.start_byte,
+                    end_byte=span.end_byte,
+                    text=piece,
+                    token_count=self.count_tokens(piece),
+                    content_hash=piece_hash,
+                    acl_class_id=doc.acl.acl_class_id,
+                    doc_time=doc.modified_at,
+                )
+            )
+        chunks = tuple(chunk_list)
         if not chunks:
             raise KgragError(ErrorCode.EMPTY_DOCUMENT, "The document has no text to index after front matter.")
         stored = StoredDocument(
@@ -179,37 +194,29 @@ class DocumentIndexer:
             found.update(new)
         return found, set(missing)
 
-    def _write(
-        self, item: _Prepared, vectors: dict[str, tuple[float, ...]], embedded: set[str]
-    ) -> IngestOutcome:
-        doc, chunks = item.source, item.chunks
-        keys = {c.chunk_id: _embedding_key(_embedding_text(doc.title, c)) for c in chunks}
-        try:
+    def _project(self, items: Sequence[_Prepared], vectors: dict[str, tuple[float, ...]]) -> None:
+        """Write the batch to the projections in one call per index: each call commits, so per-document
+        calls would pay that cost once per document."""
+        points: list[VectorPoint] = []
+        keyword_docs: list[KeywordDoc] = []
+        stale: list[str] = []
+        for item in items:
+            doc = item.source
             self.objects.put(_object_key(doc.doc_id, item.stored.content_hash), doc.body)
-            self.vectors.upsert([
-                VectorPoint(c.chunk_id, vectors[keys[c.chunk_id]], c.doc_id, c.acl_class_id, c.content_hash,
-                            doc.source, c.doc_time)
-                for c in chunks
-            ])
-            self.keywords.upsert([
-                KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
-                for c in chunks
-            ])
-            current = {c.chunk_id for c in chunks}
-            stale = sorted(item.previous_chunk_ids - current)
-            self.vectors.delete(stale)
-            self.keywords.delete(stale)
             self._drop_old_bodies(doc.doc_id, item.stored.content_hash)
-            self.documents.commit_document(item.stored, doc.acl, chunks)
-        except KgragError as err:
-            return _rejected(doc, err)
-        status = IngestStatus.INDEXED if item.stored.version == 1 else IngestStatus.UPDATED
-        new_chunks = [c for c in chunks if c.chunk_id not in item.previous_chunk_ids]
-        return IngestOutcome(
-            doc.doc_id, status, source=doc.source, uri=doc.uri, chunks_total=len(chunks),
-            chunks_embedded=len({keys[c.chunk_id] for c in new_chunks} & embedded),
-            chunks_removed=len(item.previous_chunk_ids - {c.chunk_id for c in chunks}),
-        )
+            for c in item.chunks:
+                key = _embedding_key(_embedding_text(doc.title, c))
+                points.append(VectorPoint(c.chunk_id, vectors[key], c.doc_id, c.acl_class_id, c.content_hash,
+                                          doc.source, c.doc_time))
+                keyword_docs.append(
+                    KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
+                )
+            stale.extend(item.previous_chunk_ids - {c.chunk_id for c in item.chunks})
+        self.vectors.upsert(points)
+        self.keywords.upsert(keyword_docs)
+        if stale:
+            self.vectors.delete(sorted(stale))
+            self.keywords.delete(sorted(stale))
 
     def _drop_old_bodies(self, doc_id: str, keep_hash: str) -> None:
         keep = _object_key(doc_id, keep_hash)
@@ -234,6 +241,23 @@ def _object_prefix(doc_id: str) -> str:
 
 def _object_key(doc_id: str, body_hash: str) -> str:
     return _object_prefix(doc_id) + body_hash.removeprefix("sha256:")
+
+
+def _indexed(item: _Prepared, embedded: set[str]) -> IngestOutcome:
+    doc, chunks = item.source, item.chunks
+    new_keys = {
+        _embedding_key(_embedding_text(doc.title, c)) for c in chunks if c.chunk_id not in item.previous_chunk_ids
+    }
+    current = {c.chunk_id for c in chunks}
+    return IngestOutcome(
+        doc.doc_id,
+        IngestStatus.INDEXED if item.stored.version == 1 else IngestStatus.UPDATED,
+        source=doc.source,
+        uri=doc.uri,
+        chunks_total=len(chunks),
+        chunks_embedded=len(new_keys & embedded),
+        chunks_removed=len(item.previous_chunk_ids - current),
+    )
 
 
 def _rejected(doc: SourceDocument, err: KgragError) -> IngestOutcome:

@@ -30,7 +30,12 @@ from kgrag_core.ids import chunk_id_for, content_hash
 from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
-from kgrag_runtime.benchmarks.synthetic import WORDS, bag_of_words_vectors, synthetic_documents, synthetic_texts
+from kgrag_runtime.benchmarks.synthetic import (
+    WORDS,
+    bag_of_words_vectors,
+    synthetic_documents,
+    synthetic_texts,
+)
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_embedder, open_embedded
 
@@ -65,7 +70,8 @@ def _bench_ingest(settings: KgragSettings, console: Console, docs: int = 200) ->
             chunks = sum(o.chunks_total for o in outcomes)
             texts = [
                 f"{' > '.join(c.breadcrumb)}\n{c.text}"
-                for o in outcomes for c in kg.searcher.documents.chunks_of(o.doc_id)
+                for o in outcomes
+                for c in kg.searcher.documents.chunks_of(o.doc_id)
             ]
             embedder = kg.searcher.embedder
             started = time.perf_counter()
@@ -93,8 +99,11 @@ def _bench_search(settings: KgragSettings, size: int, queries: int, console: Con
     query_texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))) for _ in range(queries)]
     caller = Caller(user="bench", groups=("engineering",))  # may not read the finance quarter
 
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedPostgres(Path(tmp) / "pg") as pg, \
-            PostgresStore.connect(pg.dsn) as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        EmbeddedPostgres(Path(tmp) / "pg") as pg,
+        PostgresStore.connect(pg.dsn) as store,
+    ):
         vindex = EdgeVectorIndex(Path(tmp) / "qdrant", embedder.dimension)
         kindex = TantivyKeywordIndex(Path(tmp) / "bm25")
         started = time.perf_counter()
@@ -120,8 +129,16 @@ def _bench_search(settings: KgragSettings, size: int, queries: int, console: Con
     }
 
 
-def _load(store: PostgresStore, vindex: EdgeVectorIndex, kindex: TantivyKeywordIndex, texts: list[str],
-          vectors: np.ndarray, acl_of: list[AclClass]) -> None:
+def _load(
+    store: PostgresStore,
+    vindex: EdgeVectorIndex,
+    kindex: TantivyKeywordIndex,
+    texts: list[str],
+    vectors: np.ndarray,
+    acl_of: list[AclClass],
+) -> None:
+    points: list[VectorPoint] = []
+    keyword_docs: list[KeywordDoc] = []
     for start in range(0, len(texts), CHUNKS_PER_DOC):
         doc_id = f"bench-{start // CHUNKS_PER_DOC:06d}"
         acl = acl_of[start]
@@ -131,16 +148,50 @@ def _load(store: PostgresStore, vindex: EdgeVectorIndex, kindex: TantivyKeywordI
         for seq, text in enumerate(texts[start : start + CHUNKS_PER_DOC]):
             raw = text.encode("utf-8")
             h = content_hash(raw)
-            chunks.append(Chunk(chunk_id_for(doc_id, offset, offset + len(raw), h), doc_id, seq, (doc_id,), offset,
-                                offset + len(raw), text, len(text.split()), h, acl.acl_class_id))
+            chunks.append(
+                Chunk(
+                    chunk_id_for(doc_id, h, seq),
+                    doc_id,
+                    seq,
+                    (doc_id,),
+                    offset,
+                    offset + len(raw),
+                    text,
+                    len(text.split()),
+                    h,
+                    acl.acl_class_id,
+                )
+            )
             offset += len(raw) + 2
-        doc = StoredDocument(doc_id, "bench", f"bench://{doc_id}", doc_id, 1, content_hash(body),
-                             acl.acl_class_id, None, DocumentStatus.ACTIVE, byte_length=len(body))
+        doc = StoredDocument(
+            doc_id,
+            "bench",
+            f"bench://{doc_id}",
+            doc_id,
+            1,
+            content_hash(body),
+            acl.acl_class_id,
+            None,
+            DocumentStatus.ACTIVE,
+            byte_length=len(body),
+        )
         store.commit_document(doc, acl, chunks)
-        vindex.upsert([VectorPoint(c.chunk_id, tuple(vectors[start + c.seq].tolist()), doc_id, c.acl_class_id,
-                                   c.content_hash, "bench") for c in chunks])
-        kindex.upsert([KeywordDoc(c.chunk_id, doc_id, c.acl_class_id, doc_id, doc_id, c.text, "bench")
-                       for c in chunks])
+        points.extend(
+            VectorPoint(
+                c.chunk_id, tuple(vectors[start + c.seq].tolist()), doc_id, c.acl_class_id, c.content_hash, "bench"
+            )
+            for c in chunks
+        )
+        keyword_docs.extend(
+            KeywordDoc(c.chunk_id, doc_id, c.acl_class_id, doc_id, doc_id, c.text, "bench") for c in chunks
+        )
+        if len(points) >= 5000:
+            vindex.upsert(points)
+            kindex.upsert(keyword_docs)
+            points, keyword_docs = [], []
+    if points:
+        vindex.upsert(points)
+        kindex.upsert(keyword_docs)
 
 
 class _Baseline:
@@ -187,13 +238,16 @@ def _markdown(results: dict[str, object]) -> str:
     ingest = results["ingest"]
     assert isinstance(ingest, dict)
     lines = [
-        f"Machine: {results['machine']}", "",
+        f"Machine: {results['machine']}",
+        "",
         "| ingest | documents | chunks | docs/s | chunks/s | model alone chunks/s | pipeline / model |",
         "|---|---|---|---|---|---|---|",
         f"| embedded pipeline | {ingest['documents']} | {ingest['chunks']} | {ingest['pipeline_docs_per_s']:.1f} | "
-        f"{ingest['pipeline_chunks_per_s']:.1f} | {ingest['model_chunks_per_s']:.1f} | {ingest['overhead_ratio']:.2f} |",
+        f"{ingest['pipeline_chunks_per_s']:.1f} | {ingest['model_chunks_per_s']:.1f} | "
+        f"{ingest['overhead_ratio']:.2f} |",
         "",
-        "| chunks | kgrag hybrid p50 ms | p95 ms | baseline (rank-bm25 + numpy) p50 ms | p95 ms | build s | peak RSS MB |",
+        "| chunks | kgrag hybrid p50 ms | p95 ms | baseline (rank-bm25 + numpy) p50 ms | p95 ms | build s "
+        "| peak RSS MB |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in results["search"]:  # type: ignore[attr-defined]

@@ -10,20 +10,115 @@ import numpy as np
 from kgrag_core.acl import PUBLIC_ACL, acl_from_source
 from kgrag_core.documents import SourceDocument
 
-WORDS = (
-    "atlas beacon harbor routing warehouse invoice customer vendor outage incident latency capacity pallet "
-    "carrier freight shipment tracking portal database migration budget forecast quarter contract renewal "
-    "onboarding payroll benefits security audit compliance retention policy backup restore cluster node "
-    "deploy release rollback alert pager oncall runbook escalation ticket priority severity resolution "
-    "rotterdam hamburg chicago dallas lyon madrid singapore office lease headcount hiring training review "
-    "pricing discount margin revenue cost savings supplier logistics dock truck container customs tariff "
-    "sensor scanner barcode label inventory stock reorder threshold demand season peak holiday weekend "
-    "schema index query cache queue kafka worker retry timeout error metric dashboard report analysis"
-).split()
+WORDS = [
+    "atlas",
+    "beacon",
+    "harbor",
+    "routing",
+    "warehouse",
+    "invoice",
+    "customer",
+    "vendor",
+    "outage",
+    "incident",
+    "latency",
+    "capacity",
+    "pallet",
+    "carrier",
+    "freight",
+    "shipment",
+    "tracking",
+    "portal",
+    "database",
+    "migration",
+    "budget",
+    "forecast",
+    "quarter",
+    "contract",
+    "renewal",
+    "onboarding",
+    "payroll",
+    "benefits",
+    "security",
+    "audit",
+    "compliance",
+    "retention",
+    "policy",
+    "backup",
+    "restore",
+    "cluster",
+    "node",
+    "deploy",
+    "release",
+    "rollback",
+    "alert",
+    "pager",
+    "oncall",
+    "runbook",
+    "escalation",
+    "ticket",
+    "priority",
+    "severity",
+    "resolution",
+    "rotterdam",
+    "hamburg",
+    "chicago",
+    "dallas",
+    "lyon",
+    "madrid",
+    "singapore",
+    "office",
+    "lease",
+    "headcount",
+    "hiring",
+    "training",
+    "review",
+    "pricing",
+    "discount",
+    "margin",
+    "revenue",
+    "cost",
+    "savings",
+    "supplier",
+    "logistics",
+    "dock",
+    "truck",
+    "container",
+    "customs",
+    "tariff",
+    "sensor",
+    "scanner",
+    "barcode",
+    "label",
+    "inventory",
+    "stock",
+    "reorder",
+    "threshold",
+    "demand",
+    "season",
+    "peak",
+    "holiday",
+    "weekend",
+    "schema",
+    "index",
+    "query",
+    "cache",
+    "queue",
+    "kafka",
+    "worker",
+    "retry",
+    "timeout",
+    "error",
+    "metric",
+    "dashboard",
+    "report",
+    "analysis",
+]
 
 
-def synthetic_documents(count: int, *, seed: int = 7, sections: int = 3, paragraphs: int = 3,
-                        words: int = 60) -> Iterator[SourceDocument]:
+def synthetic_documents(
+    count: int, *, seed: int = 7, sections: int = 3, paragraphs: int = 3, words: int = 60
+) -> Iterator[SourceDocument]:
     rng = random.Random(seed)
     groups = [None, None, {"groups": ["engineering"]}, {"groups": ["finance"]}]
     for i in range(count):
@@ -34,8 +129,12 @@ def synthetic_documents(count: int, *, seed: int = 7, sections: int = 3, paragra
                 parts.append("\n" + " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + ".\n")
         acl_raw = groups[i % len(groups)]
         yield SourceDocument(
-            doc_id=f"synthetic-{i:06d}", source="bench", uri=f"bench://{i}", title=f"Synthetic document {i}",
-            body="".join(parts).encode("utf-8"), acl=acl_from_source(acl_raw) if acl_raw else PUBLIC_ACL,
+            doc_id=f"synthetic-{i:06d}",
+            source="bench",
+            uri=f"bench://{i}",
+            title=f"Synthetic document {i}",
+            body="".join(parts).encode("utf-8"),
+            acl=acl_from_source(acl_raw) if acl_raw else PUBLIC_ACL,
         )
 
 

@@ -30,13 +30,10 @@ app = typer.Typer(
 
 DataDir = Annotated[
     Path | None,
-    typer.Option("--data-dir", "-d", help="Index folder (default: $KGRAG_DATA_DIR or ./.kgrag).",
-                 show_default=False),
+    typer.Option("--data-dir", "-d", help="Index folder (default: $KGRAG_DATA_DIR or ./.kgrag).", show_default=False),
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-Principal = Annotated[
-    str | None, typer.Option("--principal", "-u", help="Act as this user (ACL). Default: anonymous.")
-]
+Principal = Annotated[str | None, typer.Option("--principal", "-u", help="Act as this user (ACL). Default: anonymous.")]
 Groups = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group the user is in (repeatable).")]
 Admin = Annotated[bool, typer.Option("--admin", help="Read everything, including private documents.")]
 
@@ -55,7 +52,9 @@ def ingest(
     from kgrag_adapters.connectors import iter_path
 
     if not path.exists():
-        raise KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.", hint="Pass a folder or a .jsonl file.")
+        raise KgragError(
+            ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.", hint="Pass a folder or a .jsonl file."
+        )
     state = CliState.from_options(data_dir, as_json)
     items = list(iter_path(path))
     with open_app(state) as kg, _progress(state, len(items), f"Ingesting {path.name}") as advance:
@@ -159,8 +158,9 @@ def eval_command(
             items = list(iter_path(corpus))
             with _progress(state, len(items), "Ingesting corpus") as advance:
                 kg.ingest(items, progress=advance)
-        report = run_evaluation(kg, questions, budget_tokens=budget_tokens, progress_console=None
-                                if state.as_json else state.console)
+        report = run_evaluation(
+            kg, questions, budget_tokens=budget_tokens, progress_console=None if state.as_json else state.console
+        )
     if state.as_json:
         render.emit_json(report)
         return
@@ -189,8 +189,11 @@ def serve(
     try:
         from kgrag_query_api.server import serve_embedded
     except ImportError as err:
-        raise KgragError(ErrorCode.INTERNAL, "The HTTP API package is not installed.",
-                         hint="Install kgrag-query-api (it comes with `make install`).") from err
+        raise KgragError(
+            ErrorCode.INTERNAL,
+            "The HTTP API package is not installed.",
+            hint="Install kgrag-query-api (it comes with `make install`).",
+        ) from err
     state = CliState.from_options(data_dir, False)
     serve_embedded(state.settings, host=host, port=port)
 
@@ -211,4 +214,3 @@ def main() -> None:
             if err.hint:
                 console.print(f"[yellow]hint[/] {err.hint}")
         sys.exit(2)
-

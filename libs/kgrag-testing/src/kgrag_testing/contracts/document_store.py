@@ -61,7 +61,7 @@ def make_document(
         piece_hash = content_hash(raw)
         chunks.append(
             Chunk(
-                chunk_id=chunk_id_for(doc_id, start, end, piece_hash), doc_id=doc_id, seq=seq,
+                chunk_id=chunk_id_for(doc_id, piece_hash, seq), doc_id=doc_id, seq=seq,
                 breadcrumb=(title, f"Section {seq}"), start_byte=start, end_byte=end, text=section,
                 token_count=len(section.split()), content_hash=piece_hash, acl_class_id=acl.acl_class_id,
                 doc_time=modified_at,

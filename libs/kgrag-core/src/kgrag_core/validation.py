@@ -1,0 +1,94 @@
+"""Validation shared by every entry point (connectors, ingest API, CLI), so all report the same codes."""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import UTC, date, datetime
+
+from kgrag_core.errors import ErrorCode, KgragError
+
+MAX_DOC_ID_CHARS = 256
+_BOM = "\ufeff"
+# Control characters, lone surrogates and line/paragraph separators would corrupt logs, URLs and keys.
+_FORBIDDEN_ID_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def decode_body(body: bytes, *, max_bytes: int) -> str:
+    """Decode a document body as strict UTF-8; the text is exactly the bytes (a BOM is kept).
+
+    Checks, in order: size (cheapest, and a huge body should not be decoded at all), UTF-8 validity,
+    emptiness (nothing but whitespace and BOMs).
+    """
+    if len(body) > max_bytes:
+        raise KgragError(
+            ErrorCode.DOCUMENT_TOO_LARGE,
+            f"The document is {len(body)} bytes; the limit is {max_bytes} bytes.",
+            hint="Split the document, or raise KGRAG_MAX_DOCUMENT_BYTES.",
+        )
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise KgragError(
+            ErrorCode.INVALID_UTF8,
+            f"The document is not valid UTF-8: {err.reason} at byte offset {err.start}.",
+            hint="Re-encode the file as UTF-8.",
+        ) from err
+    if not text.replace(_BOM, "").strip():
+        raise KgragError(
+            ErrorCode.EMPTY_DOCUMENT,
+            "The document is empty." if not body else "The document contains only whitespace.",
+            hint="Add text to the document, or delete it instead.",
+        )
+    return text
+
+
+def validate_doc_id(doc_id: str) -> str:
+    """Return `doc_id` unchanged if it is a usable document ID, else raise KgragError.
+
+    Empty or whitespace-only → MISSING_FIELD; longer than 256 characters, surrounding whitespace or
+    control characters → MALFORMED_EVENT.
+    """
+    if not doc_id.strip():
+        raise KgragError(ErrorCode.MISSING_FIELD, "The document ID is missing or blank.")
+    if len(doc_id) > MAX_DOC_ID_CHARS:
+        raise KgragError(
+            ErrorCode.MALFORMED_EVENT,
+            f"The document ID is {len(doc_id)} characters; at most {MAX_DOC_ID_CHARS} are allowed.",
+        )
+    if doc_id != doc_id.strip():
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"The document ID {doc_id!r} has surrounding whitespace.")
+    for position, char in enumerate(doc_id):
+        if unicodedata.category(char) in _FORBIDDEN_ID_CATEGORIES:
+            raise KgragError(
+                ErrorCode.MALFORMED_EVENT,
+                f"The document ID {doc_id!r} has a control character (U+{ord(char):04X}) at position {position}.",
+            )
+    return doc_id
+
+
+def parse_timestamp(value: object, *, field: str) -> datetime | None:
+    """A timestamp from a source field: an ISO 8601 date or date-time string, or a date/datetime object.
+
+    None stays None. A naive value is taken as UTC; aware values are converted to UTC. A date means
+    midnight UTC. Anything else raises KgragError(MALFORMED_EVENT) naming the field.
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError as err:
+            raise KgragError(
+                ErrorCode.MALFORMED_EVENT,
+                f"{field} {value!r} is not an ISO 8601 date or date-time.",
+                hint="Use a form like 2024-05-01 or 2024-05-01T09:30:00Z.",
+            ) from err
+    else:
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"{field} must be a date string, got {type(value).__name__}.")
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)

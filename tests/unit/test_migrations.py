@@ -1,0 +1,118 @@
+"""The migration runner: applies each file once, in name order, atomically, under a lock."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from kgrag_adapters.postgres import migrate
+from kgrag_adapters.postgres.migrate import MIGRATIONS_DIR, applied_versions, apply_migrations
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TABLES = {"acl_classes", "documents", "chunks", "embedding_cache", "ingest_log", "deletion_log"}
+
+
+def tables(conn: psycopg.Connection[tuple[object, ...]]) -> set[str]:
+    rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def test_applies_the_schema_and_records_it(pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert applied_versions(conn) == []
+        assert apply_migrations(conn) == ["0001_init"]
+        assert tables(conn) == TABLES | {"schema_migrations"}
+        assert applied_versions(conn) == ["0001_init"]
+        row = conn.execute("SELECT applied_at FROM schema_migrations").fetchone()
+        assert row is not None
+        assert row[0].utcoffset() is not None  # TIMESTAMPTZ
+
+
+def test_second_run_applies_nothing(pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        apply_migrations(conn)
+        assert apply_migrations(conn) == []
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # and from a new session
+        assert apply_migrations(conn) == []
+        assert applied_versions(conn) == ["0001_init"]
+
+
+def test_works_on_a_connection_that_is_not_autocommit(pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn) as conn:
+        assert apply_migrations(conn) == ["0001_init"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # committed, not left in a transaction
+        assert applied_versions(conn) == ["0001_init"]
+
+
+def test_concurrent_runners_apply_each_migration_once(pg_dsn: str) -> None:
+    start = threading.Barrier(4, timeout=30)
+
+    def run() -> list[str]:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            start.wait()  # all four connected, then all race for the lock
+            return apply_migrations(conn)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(run) for _ in range(4)]
+        results = [f.result() for f in futures]  # re-raises a runner's error here
+    assert sorted(results) == [[], [], [], ["0001_init"]]
+
+
+def test_applies_new_files_in_name_order(pg_dsn: str, tmp_path: Path) -> None:
+    (tmp_path / "0001_a.sql").write_text("CREATE TABLE a (id INT PRIMARY KEY);")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert apply_migrations(conn, tmp_path) == ["0001_a"]
+        # Written out of order, and 0010 depends on 0002: name order (not creation order) makes it work.
+        (tmp_path / "0010_c.sql").write_text("CREATE TABLE c (b_id INT REFERENCES b (id));")
+        (tmp_path / "0002_b.sql").write_text("CREATE TABLE b (id INT PRIMARY KEY REFERENCES a (id));")
+        (tmp_path / "notes.txt").write_text("not a migration")
+        assert apply_migrations(conn, tmp_path) == ["0002_b", "0010_c"]
+        assert applied_versions(conn) == ["0001_a", "0002_b", "0010_c"]
+
+
+def test_a_failing_migration_changes_nothing(pg_dsn: str, tmp_path: Path) -> None:
+    (tmp_path / "0001_ok.sql").write_text("CREATE TABLE ok (id INT);\nCREATE TABLE ok2 (id INT);")
+    (tmp_path / "0002_bad.sql").write_text("CREATE TABLE bad (id INT);\nCREATE TABLEX oops;")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.SyntaxError):
+            apply_migrations(conn, tmp_path)
+        assert tables(conn) == set()
+        assert applied_versions(conn) == []
+
+
+def test_an_empty_directory_is_an_error(pg_dsn: str, tmp_path: Path) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn, pytest.raises(FileNotFoundError):
+        apply_migrations(conn, tmp_path)
+
+
+def test_the_sql_has_one_home() -> None:
+    link = Path(migrate.__file__).parent / "migrations"
+    assert link.is_symlink()
+    assert not Path(str(link.readlink())).is_absolute()  # relative, so it works in any checkout
+    assert MIGRATIONS_DIR.resolve() == (REPO_ROOT / "schemas" / "postgres" / "migrations").resolve()
+    assert [p.name for p in migrate.migration_files()] == ["0001_init.sql"]
+
+
+def test_schema_keeps_times_in_utc_and_rejects_bad_rows(pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        apply_migrations(conn)
+        conn.execute("INSERT INTO acl_classes (acl_class_id, principals) VALUES ('acl_x', '{public}')")
+        row = conn.execute("SELECT created_at, malformed FROM acl_classes").fetchone()
+        assert row is not None
+        assert row[1] is False
+        assert row[0].utcoffset() is not None
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(
+                "INSERT INTO documents (doc_id, source, uri, title, version, content_hash, acl_class_id,"
+                " status, media_type, byte_length) VALUES ('d', 's', 'u', 't', 1, 'h', 'acl_x', 'GONE',"
+                " 'text/plain', 1)"
+            )
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(
+                "INSERT INTO embedding_cache (model_id, content_hash, dimension, vector)"
+                " VALUES ('m', 'h', 3, '{1,2}')"
+            )
