@@ -251,12 +251,13 @@ def test_lists_and_quotes_are_blocks() -> None:
     pieces = check_invariants(doc, spans)
     assert pieces[0] == "Intro line."
     assert "- a\n- b\n    - nested\n  lazy continuation\n\n  indented after blank".startswith(pieces[1])
-    assert any(p == "> quoted\nlazy" for p in pieces)
+    assert pieces[-1] == "> quoted\nlazy\n\nend"  # quote + lazy line, packed with the last paragraph
+    assert spans[-1].kind == "paragraph"
 
 
 def test_plain_text_paragraphs() -> None:
     doc = "First paragraph line one\nline two.\n\nSecond paragraph.\n\n\n\nThird.\n"
-    spans = chunk_document(doc, title="t", max_tokens=7, overlap_tokens=0)
+    spans = chunk_document(doc, title="t", max_tokens=8, overlap_tokens=0)
     assert texts(doc, spans) == ["First paragraph line one\nline two.", "Second paragraph.\n\n\n\nThird."]
     assert all(s.breadcrumb == ("t",) for s in spans)
     assert chunk_document(doc, title="")[0].breadcrumb == ()

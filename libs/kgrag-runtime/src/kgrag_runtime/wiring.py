@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import IO
 
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
-from kgrag_adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
-from kgrag_adapters.llm.openai_chat import OpenAICompatibleChat
 from kgrag_adapters.localfs.object_store import LocalObjectStore
 from kgrag_adapters.memory.cache import InMemoryCache
 from kgrag_adapters.postgres.embedded import EmbeddedPostgres
@@ -40,6 +38,9 @@ def build_embedder(settings: KgragSettings) -> Embedder:
                 "KGRAG_EMBEDDER=openai needs an endpoint and a model.",
                 hint="Set KGRAG_EMBEDDINGS_BASE_URL and KGRAG_EMBEDDINGS_MODEL (and KGRAG_EMBEDDINGS_API_KEY).",
             )
+        # Imported only when configured: the HTTP client adds most of a second to every CLI start.
+        from kgrag_adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
+
         key = settings.embeddings_api_key.get_secret_value() if settings.embeddings_api_key else None
         return OpenAICompatibleEmbedder(
             settings.embeddings_base_url, settings.embeddings_model, key, settings.embeddings_dimension
@@ -50,6 +51,8 @@ def build_embedder(settings: KgragSettings) -> Embedder:
 def build_llm(settings: KgragSettings) -> ChatModel | None:
     if not (settings.llm_base_url and settings.llm_model):
         return None
+    from kgrag_adapters.llm.openai_chat import OpenAICompatibleChat
+
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     return OpenAICompatibleChat(settings.llm_base_url, settings.llm_model, key, timeout_s=settings.llm_timeout_s)
 

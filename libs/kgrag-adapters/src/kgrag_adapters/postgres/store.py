@@ -34,10 +34,12 @@ _CHUNK_COLUMNS: LiteralString = (
     " c.content_hash, c.acl_class_id, c.doc_time"
 )
 
+# The ID is a hash of the principals, so an existing row already says the same thing. DO NOTHING (unlike
+# DO UPDATE) also takes no row lock: concurrent commits sharing a class (most documents share PUBLIC) do
+# not queue behind each other on it.
 _UPSERT_ACL = """
 INSERT INTO acl_classes (acl_class_id, principals, malformed) VALUES (%s, %s, %s)
-ON CONFLICT (acl_class_id) DO UPDATE SET malformed = EXCLUDED.malformed
-WHERE acl_classes.malformed IS DISTINCT FROM EXCLUDED.malformed
+ON CONFLICT (acl_class_id) DO NOTHING
 """
 
 # A commit is a new ingestion of the document, so ingested_at moves; status comes from the caller (a

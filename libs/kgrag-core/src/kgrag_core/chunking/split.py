@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
 
@@ -67,23 +67,54 @@ def segment_units(
         if part_tokens <= max_tokens:
             units.append(Unit(position, position + size, part_tokens, part_strength))
         else:
-            units.extend(_cluster_units(part, position, part_strength, count))
+            units.extend(_cluster_units(part, position, part_strength, count, max_tokens))
         position += size
     return units
 
 
-def _cluster_units(text: str, start: int, strength: int, count: Counter) -> list[Unit]:
-    """One unit per grapheme cluster: the fallback for a 'word' longer than the cap (CJK, base64...)."""
+def _cluster_units(text: str, start: int, strength: int, count: Counter, max_tokens: int) -> list[Unit]:
+    """Units of whole grapheme clusters, about max_tokens/16 tokens each: the fallback for a 'word'
+    longer than the cap (CJK without punctuation, base64 images, minified code).
+
+    Small units keep overlap possible; not one unit per cluster, which made a 1 MB blob cost a count
+    call per character.
+    """
+    # Every ASCII character is a cluster of its own (a CR LF pair split here is trimmed away anyway).
+    bounds: Sequence[int] = (
+        range(len(text) + 1) if text.isascii() else [0, *(m.end() for m in _CLUSTER.finditer(text))]
+    )
+    target = max(1, max_tokens // 16)
     units: list[Unit] = []
-    position = start
-    for match in _CLUSTER.finditer(text):
-        size = len(match.group().encode("utf-8"))
-        units.append(Unit(position, position + size, count(match.group()), CHAR))
-        position += size
+    position, i, last = start, 0, len(bounds) - 1
+    while i < last:
+        j = _longest_prefix(text, bounds, i, target, count)
+        part = text[bounds[i] : bounds[j]]
+        size = len(part.encode("utf-8"))
+        units.append(Unit(position, position + size, count(part), CHAR))
+        position, i = position + size, j
     if units:
-        last = units[-1]
-        units[-1] = Unit(last.start, last.end, last.tokens, strength)
+        units[-1] = Unit(units[-1].start, units[-1].end, units[-1].tokens, strength)
     return units
+
+
+def _longest_prefix(text: str, bounds: Sequence[int], i: int, target: int, count: Counter) -> int:
+    """Largest j > i with count(text[bounds[i]:bounds[j]]) <= target (at least i + 1): gallop, then bisect."""
+    last = len(bounds) - 1
+    good, step = i + 1, 1
+    bad = last + 1
+    while good < last:
+        probe = min(good + step, last)
+        if count(text[bounds[i] : bounds[probe]]) > target:
+            bad = probe
+            break
+        good, step = probe, step * 2
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if count(text[bounds[i] : bounds[middle]]) <= target:
+            good = middle
+        else:
+            bad = middle
+    return good
 
 
 def pack_units(

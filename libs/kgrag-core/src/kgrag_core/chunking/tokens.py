@@ -31,21 +31,24 @@ _CJK = (
     "\u1100-\u11ff\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 )
-# Order matters: CJK first (Python's \w matches ideographs), then words, then any other visible char.
-_TOKEN_RE = re.compile(
-    rf"(?P<cjk>[{_CJK}])"
-    rf"|(?P<word>(?:(?![{_CJK}])[^\W_])(?:(?![{_CJK}])[^\W_]|[{_IGNORABLE}])*)"
-    rf"|(?P<sym>[^\s{_IGNORABLE}])"
-)
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# Run after CJK characters are blanked out (Python's \w matches ideographs).
+_WORD = re.compile(rf"[^\W_](?:[^\W_]|[{_IGNORABLE}])*")
+_SYMBOL = re.compile(rf"[^\w\s{_IGNORABLE}]|_")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 _CHARS_PER_WORD_PIECE = 7
 
 
 def estimate_tokens(text: str) -> int:
     """Estimate the number of WordPiece tokens in `text` (see the module docstring for the rules)."""
-    total = 0
-    for match in _TOKEN_RE.finditer(text):
-        if match.lastgroup == "word":
-            total += -(-len(match.group()) // _CHARS_PER_WORD_PIECE)
-        else:
-            total += 1
-    return total
+    if text.isascii():
+        # Same rules, several times faster: the chunker calls this on every block and every piece.
+        words = _ASCII_WORD.findall(text)
+        visible = sum(map(len, text.split()))
+        symbols = visible - sum(map(len, words))
+        return symbols + sum((len(w) + _CHARS_PER_WORD_PIECE - 1) // _CHARS_PER_WORD_PIECE for w in words)
+    text, cjk = _CJK_CHAR.subn(" ", text)
+    words = _WORD.findall(text)
+    return cjk + len(_SYMBOL.findall(text)) + sum(
+        (len(w) + _CHARS_PER_WORD_PIECE - 1) // _CHARS_PER_WORD_PIECE for w in words
+    )

@@ -63,7 +63,7 @@ def ingest(
     if state.as_json:
         render.emit_json({"counts": counts, "outcomes": [o.as_dict() for o in outcomes]})
         return
-    render.ingest_summary(state.console, counts, outcomes)
+    render.ingest_summary(state.out, counts, outcomes)
 
 
 @app.command()
@@ -84,7 +84,7 @@ def search(
     if state.as_json:
         render.emit_json(response.as_dict())
         return
-    render.search_results(state.console, response)
+    render.search_results(state.out, response)
 
 
 @app.command()
@@ -103,7 +103,7 @@ def ask(
     if state.as_json:
         render.emit_json(answer)
         return
-    render.answer(state.console, answer)
+    render.answer(state.out, answer)
 
 
 @app.command()
@@ -121,7 +121,7 @@ def delete(
     if state.as_json:
         render.emit_json(outcome.as_dict())
         return
-    state.console.print(f"Deleted [bold]{doc_id}[/]: {outcome.chunks_removed} chunks removed from every store.")
+    state.out.print(f"Deleted [bold]{doc_id}[/]: {outcome.chunks_removed} chunks removed from every store.")
 
 
 @app.command()
@@ -136,7 +136,7 @@ def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
     if state.as_json:
         render.emit_json(info)
         return
-    render.status(state.console, info)
+    render.status(state.out, info)
 
 
 @app.command(name="eval")
@@ -164,7 +164,7 @@ def eval_command(
     if state.as_json:
         render.emit_json(report)
         return
-    render.eval_report(state.console, report)
+    render.eval_report(state.out, report)
 
 
 @app.command()

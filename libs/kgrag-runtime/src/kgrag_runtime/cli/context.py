@@ -19,7 +19,8 @@ from kgrag_runtime.wiring import open_embedded
 class CliState:
     settings: KgragSettings
     as_json: bool
-    console: Console
+    console: Console  # stderr: progress, spinners, errors
+    out: Console  # stdout: the results themselves
 
     @staticmethod
     def from_options(data_dir: Path | None, as_json: bool) -> CliState:
@@ -27,7 +28,7 @@ class CliState:
         if data_dir is not None:
             settings = settings.model_copy(update={"data_dir": data_dir})
         # Progress and messages go to stderr so `--json` output on stdout stays parseable.
-        return CliState(settings, as_json, Console(stderr=True))
+        return CliState(settings, as_json, Console(stderr=True), Console())
 
 
 @contextmanager

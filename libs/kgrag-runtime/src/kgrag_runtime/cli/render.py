@@ -58,11 +58,15 @@ def search_results(console: Console, response: SearchResponse) -> None:
         )
         snippet = " ".join(hit.text.split())
         console.print(f"   {escape(snippet[:280])}{'…' if len(snippet) > 280 else ''}\n")
-    print(json.dumps({"returned": len(response.hits), "limits": response.limits}))
+    if response.limits.get("truncated"):
+        console.print(f"[dim]Showing the top {len(response.hits)}; raise --top-k (max 100) for more.[/]")
 
 
 def answer(console: Console, result: Mapping[str, Any]) -> None:
     console.print(f"[bold]Q:[/] {escape(str(result['question']))}")
+    if not result["answered"]:
+        console.print(f"[bold]A:[/] {escape(str(result['notice']))}\n")
+        return
     console.print(f"[bold]A:[/] {escape(str(result['answer']))}")
     for c in result["citations"]:
         start, end = c["span"]
@@ -81,20 +85,27 @@ def status(console: Console, info: Mapping[str, Any]) -> None:
         console.print(f"{len(errors)} recent ingest errors; `kgrag status --json` lists them.")
 
 
+_SHORT_TYPES = {"lookup": "lookup", "entity": "entity", "multi_hop": "multihop", "temporal": "temporal",
+                "modality": "modality", "global": "global", "unanswerable": "unans.", "ALL": "ALL"}
+
+
 def eval_report(console: Console, report: Mapping[str, Any]) -> None:
+    """One table per configuration: a row per metric, a column per question type."""
     for config, rows in report["per_type"].items():
-        table = Table(title=f"{config}: retrieval and answers per question type")
-        columns = list(next(iter(rows.values())).keys()) if rows else []
-        table.add_column("type")
-        for col in columns:
-            table.add_column(col, justify="right")
-        for qtype, metrics in rows.items():
-            table.add_row(qtype, *[_fmt(metrics[c]) for c in columns])
+        metrics = sorted({k for m in rows.values() for k in m}, key=lambda c: (c != "n", c))
+        table = Table(title=f"{config}", title_justify="left")
+        table.add_column("metric")
+        for qtype in rows:
+            table.add_column(_SHORT_TYPES.get(qtype, qtype), justify="right")
+        for metric in metrics:
+            table.add_row(metric, *[_fmt(rows[t][metric]) if metric in rows[t] else "–" for t in rows])
         console.print(table)
     for name, test in report.get("sign_tests", {}).items():
         console.print(f"sign test {name}: {test['wins']} wins, {test['losses']} losses, {test['ties']} ties, "
                       f"p = {test['p_value']:.3f}")
+    for config, lat in report.get("latency_ms", {}).items():
+        console.print(f"latency {config}: p50 {lat['p50']} ms, p95 {lat['p95']} ms")
 
 
 def _fmt(value: object) -> str:
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
