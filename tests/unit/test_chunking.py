@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import pytest
 
@@ -219,7 +220,7 @@ def test_oversized_paragraph_splits_at_sentences_with_overlap() -> None:
     pieces = check_invariants(doc, spans, max_tokens=50)
     assert len(pieces) >= 5
     assert pieces[0].startswith("# Notes\n\nSentence 0")  # the heading joins the first piece
-    for before, after in zip(spans, spans[1:], strict=False):
+    for before, after in pairwise(spans):
         assert after.start_byte < before.end_byte  # consecutive pieces of one block overlap
     for piece in pieces[:-1]:
         assert piece.endswith(".")  # ...and end at sentence boundaries
@@ -241,7 +242,7 @@ def test_no_overlap_between_different_blocks() -> None:
     doc = "\n\n".join(paragraphs)
     spans = chunk_document(doc, title="t", max_tokens=70, overlap_tokens=10)
     check_invariants(doc, spans, max_tokens=70)
-    for before, after in zip(spans, spans[1:], strict=False):
+    for before, after in pairwise(spans):
         assert after.start_byte >= before.end_byte
 
 
