@@ -10,8 +10,8 @@ command -v uv >/dev/null 2>&1 || KG=(python3 -m uv run --frozen kgrag --data-dir
 echo
 echo "== As an engineer (group: engineering) =="
 "${KG[@]}" ask "Who is the current on-call owner of Atlas?" --principal sam.ortiz --group engineering
-"${KG[@]}" ask "Was Beacon migrated to a new database?" --principal sam.ortiz --group engineering
+"${KG[@]}" ask "Did Beacon move to CockroachDB?" --principal sam.ortiz --group engineering
 echo "== Anonymous (public documents only) =="
 "${KG[@]}" ask "What is the acquisition code name?"
 echo "== Search =="
-"${KG[@]}" search "warehouse capacity Rotterdam" --top-k 3 --admin
+"${KG[@]}" search "Leipzig warehouse capacity pallet positions" --top-k 3 --admin

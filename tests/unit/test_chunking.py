@@ -168,8 +168,11 @@ def test_heading_that_differs_from_title_is_kept_and_deeper_levels_reset() -> No
 def test_setext_headings_and_closing_hashes() -> None:
     doc = "Big Title\n=========\n\nText.\n\nSub ##\n---\n\n## Closed ##\n\nMore.\n"
     spans = chunk_document(doc, title="x")
-    assert [s.breadcrumb for s in spans] == [("x", "Big Title"), ("x", "Big Title", "Sub ##"),
-                                             ("x", "Big Title", "Closed")]
+    assert [s.breadcrumb for s in spans] == [
+        ("x", "Big Title"),
+        ("x", "Big Title", "Sub ##"),
+        ("x", "Big Title", "Closed"),
+    ]
 
 
 def test_heading_only_sections_yield_small_heading_chunks() -> None:
@@ -311,8 +314,27 @@ def test_estimate_tokens() -> None:
 
 # --- property-style: many random documents -------------------------------------------------------
 
-_WORDS = ["alpha", "beta", "Gamma", "δέλτα", "中文", "句子。", "emoji👩‍💻", "e\u0301te\u0301", "x" * 40,
-          "end.", "why?", "(paren)", "tab\tbed", "über", "🇫🇷", "a_b", "1.5", "—", "word"]
+_WORDS = [
+    "alpha",
+    "beta",
+    "Gamma",
+    "δέλτα",
+    "中文",
+    "句子。",
+    "emoji👩‍💻",
+    "e\u0301te\u0301",
+    "x" * 40,
+    "end.",
+    "why?",
+    "(paren)",
+    "tab\tbed",
+    "über",
+    "🇫🇷",
+    "a_b",
+    "1.5",
+    "—",
+    "word",
+]
 _BREAKS = ["\n", "\r\n", "\r"]
 
 
@@ -334,11 +356,17 @@ def random_document(rng: random.Random) -> str:
             body = nl.join(random_text(rng, 8) for _ in range(rng.randint(0, 15)))
             parts.append(f"{fence}py{nl}{body}{nl}{fence}")
         elif kind == 2:
-            parts.append(nl.join("| " + random_text(rng, 3) + " | " + random_text(rng, 3) + " |"
-                                 for _ in range(rng.randint(1, 20))))
+            parts.append(
+                nl.join(
+                    "| " + random_text(rng, 3) + " | " + random_text(rng, 3) + " |" for _ in range(rng.randint(1, 20))
+                )
+            )
         elif kind == 3:
-            parts.append(nl.join(rng.choice(["- ", "  - ", "1. ", "* "]) + random_text(rng, 10)
-                                 for _ in range(rng.randint(1, 10))))
+            parts.append(
+                nl.join(
+                    rng.choice(["- ", "  - ", "1. ", "* "]) + random_text(rng, 10) for _ in range(rng.randint(1, 10))
+                )
+            )
         elif kind == 4:
             parts.append("> " + random_text(rng, 30))
         elif kind == 5:
@@ -354,11 +382,13 @@ def test_random_documents_keep_the_span_invariant() -> None:
         doc = random_document(rng)
         max_tokens = rng.choice([5, 12, 40, 200])
         overlap = rng.choice([0, 2, max_tokens // 3])
-        spans = chunk_document(doc, title=rng.choice(["", "Doc", "alpha"]), max_tokens=max_tokens,
-                               overlap_tokens=overlap)
+        spans = chunk_document(
+            doc, title=rng.choice(["", "Doc", "alpha"]), max_tokens=max_tokens, overlap_tokens=overlap
+        )
         pieces = check_invariants(doc, spans)
         for piece in pieces:
             # Only a single grapheme cluster may exceed the cap (e.g. a flag counted as two symbols).
             assert estimate_tokens(piece) <= max_tokens or len(piece) <= 4, (piece, max_tokens)
-        assert chunk_document(doc, title="Doc", max_tokens=max_tokens, overlap_tokens=overlap) == \
-            chunk_document(doc, title="Doc", max_tokens=max_tokens, overlap_tokens=overlap)
+        assert chunk_document(doc, title="Doc", max_tokens=max_tokens, overlap_tokens=overlap) == chunk_document(
+            doc, title="Doc", max_tokens=max_tokens, overlap_tokens=overlap
+        )

@@ -113,9 +113,21 @@ def test_folder_order_and_hidden_files(corpus: Path) -> None:
     items = list(iter_folder(corpus))
     ids = [i.doc_id for i in items]
     assert ids == [
-        "image.png", "latin1.md", "latin1.txt", "mail/budget.eml", "mail/html.eml", "mail/not-mail.eml",
-        "notes/atlas.md", "notes/bad-acl.md", "notes/bad-date.md", "notes/bad-yaml.md", "custom-1",
-        "notes/empty-acl.md", "notes/h1-title.markdown", "notes/untitled.md", "readme.txt",
+        "image.png",
+        "latin1.md",
+        "latin1.txt",
+        "mail/budget.eml",
+        "mail/html.eml",
+        "mail/not-mail.eml",
+        "notes/atlas.md",
+        "notes/bad-acl.md",
+        "notes/bad-date.md",
+        "notes/bad-yaml.md",
+        "custom-1",
+        "notes/empty-acl.md",
+        "notes/h1-title.markdown",
+        "notes/untitled.md",
+        "readme.txt",
     ]
     assert all(i.uri.startswith("file://") for i in items)
     assert list(iter_folder(corpus)) == items  # deterministic
@@ -217,8 +229,17 @@ def test_jsonl(tmp_path: Path) -> None:
     lines = [
         json.dumps({"id": "a", "title": "Alpha", "text": "# Alpha\n\nBody é", "published_at": "2024-01-02"}),
         "",
-        json.dumps({"id": "b", "title": "Beta", "text": "x", "source": "wiki", "uri": "https://w/b",
-                    "published_at": "2024-01-02T03:04:05", "acl": {"groups": ["g"]}}),
+        json.dumps(
+            {
+                "id": "b",
+                "title": "Beta",
+                "text": "x",
+                "source": "wiki",
+                "uri": "https://w/b",
+                "published_at": "2024-01-02T03:04:05",
+                "acl": {"groups": ["g"]},
+            }
+        ),
         "{not json",
         "[1, 2]",
         json.dumps({"title": "No id", "text": "x"}),

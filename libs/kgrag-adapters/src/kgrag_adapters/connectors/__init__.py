@@ -27,6 +27,8 @@ def iter_path(path: Path) -> Iterator[ConnectorItem]:
     else:
         supported = ", ".join([".jsonl", *sorted(LOADERS)])
         yield ConnectorFailure(
-            path.absolute().as_uri(), None, ErrorCode.UNSUPPORTED_FILE_TYPE,
+            path.absolute().as_uri(),
+            None,
+            ErrorCode.UNSUPPORTED_FILE_TYPE,
             f"{path} is not a directory or a supported file ({supported}).",
         )

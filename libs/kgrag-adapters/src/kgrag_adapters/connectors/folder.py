@@ -7,8 +7,9 @@ skipped. doc_id is the relative POSIX path unless a Markdown file's front matter
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 from kgrag_adapters.connectors._common import failure, failure_from
 from kgrag_adapters.connectors.email_file import load_email
@@ -19,7 +20,9 @@ from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.validation import validate_doc_id
 
-Loader = Callable[..., ConnectorItem]  # (data, *, doc_id, source, uri, stem) -> item
+
+class Loader(Protocol):
+    def __call__(self, data: bytes, *, doc_id: str, source: str, uri: str, stem: str) -> ConnectorItem: ...
 
 
 def _load_text(data: bytes, *, doc_id: str, source: str, uri: str, stem: str) -> ConnectorItem:
@@ -63,7 +66,9 @@ def load_file(path: Path, *, doc_id: str, source: str) -> ConnectorItem:
     if loader is None:
         supported = ", ".join(sorted(LOADERS))
         return failure(
-            uri, doc_id, ErrorCode.UNSUPPORTED_FILE_TYPE,
+            uri,
+            doc_id,
+            ErrorCode.UNSUPPORTED_FILE_TYPE,
             f"{doc_id}: unsupported file type {path.suffix or '(no extension)'!r}; supported: {supported}.",
         )
     try:

@@ -41,6 +41,8 @@ def _item(raw: bytes, path: Path, lineno: int, default_source: str) -> Connector
         line = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         return failure(where, None, ErrorCode.INVALID_UTF8, f"Line {lineno} is not UTF-8 (byte {err.start}).")
+    if lineno == 1:
+        line = line.removeprefix("\ufeff")  # editors on Windows save UTF-8 with a BOM; json.loads rejects it
     try:
         record = json.loads(line)
     except (ValueError, RecursionError) as err:  # RecursionError: absurdly deep nesting

@@ -60,8 +60,15 @@ def load_markdown(data: bytes, *, doc_id: str, source: str, uri: str, stem: str)
     if published_at is not None:
         metadata["published_at"] = published_at.isoformat()
     return SourceDocument(
-        doc_id=doc_id, source=source, uri=uri, title=title, body=data, acl=acl,
-        modified_at=modified_at, media_type=MEDIA_TYPE, metadata=metadata,
+        doc_id=doc_id,
+        source=source,
+        uri=uri,
+        title=title,
+        body=data,
+        acl=acl,
+        modified_at=modified_at,
+        media_type=MEDIA_TYPE,
+        metadata=metadata,
     )
 
 
@@ -73,9 +80,7 @@ def _front_matter(data: bytes, start: int, end: int) -> Mapping[str, object]:
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise KgragError(
-            ErrorCode.MALFORMED_EVENT, f"The front matter must be a mapping, got {type(loaded).__name__}."
-        )
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"The front matter must be a mapping, got {type(loaded).__name__}.")
     return {str(key): value for key, value in loaded.items()}
 
 

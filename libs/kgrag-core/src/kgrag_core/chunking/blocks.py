@@ -87,9 +87,7 @@ def _fence(text: str) -> tuple[str, int] | None:
 
 def _closes_fence(text: str, char: str, length: int) -> bool:
     stripped = text.strip()
-    return (
-        indent_width(text) <= 3 and len(stripped) >= length and stripped == char * len(stripped)
-    )
+    return indent_width(text) <= 3 and len(stripped) >= length and stripped == char * len(stripped)
 
 
 def _starts_block(text: str) -> bool:
@@ -147,8 +145,10 @@ def detect_blocks(lines: list[Line], begin: int = 0) -> list[Block]:
         if _is_table_start(lines, i):
             leading_pipe = _PIPE_ROW.match(text) is not None
             j = i + 1
-            while j < n and not lines[j].blank and (
-                _PIPE_ROW.match(lines[j].text) if leading_pipe else "|" in lines[j].text
+            while (
+                j < n
+                and not lines[j].blank
+                and (_PIPE_ROW.match(lines[j].text) if leading_pipe else "|" in lines[j].text)
             ):
                 j += 1
             add(BlockKind.TABLE, i, j - 1)
@@ -156,9 +156,7 @@ def detect_blocks(lines: list[Line], begin: int = 0) -> list[Block]:
             continue
         if _QUOTE.match(text):
             j = i + 1
-            while j < n and not lines[j].blank and (
-                _QUOTE.match(lines[j].text) or not _starts_block(lines[j].text)
-            ):
+            while j < n and not lines[j].blank and (_QUOTE.match(lines[j].text) or not _starts_block(lines[j].text)):
                 j += 1
             add(BlockKind.QUOTE, i, j - 1)
             i = j

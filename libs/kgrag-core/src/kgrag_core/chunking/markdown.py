@@ -109,9 +109,7 @@ def _sections(blocks: list[Block], title: str) -> Iterator[_Section]:
 
 
 class _Packer:
-    def __init__(
-        self, data: bytes, lines: list[Line], max_tokens: int, overlap_tokens: int, count: Counter
-    ) -> None:
+    def __init__(self, data: bytes, lines: list[Line], max_tokens: int, overlap_tokens: int, count: Counter) -> None:
         self._data = data
         self._lines = lines
         self._max = max_tokens

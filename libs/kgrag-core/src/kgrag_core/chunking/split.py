@@ -42,9 +42,7 @@ class Unit:
     strength: int  # of the boundary right after this unit
 
 
-def segment_units(
-    data: bytes, start: int, end: int, strength: int, *, max_tokens: int, count: Counter
-) -> list[Unit]:
+def segment_units(data: bytes, start: int, end: int, strength: int, *, max_tokens: int, count: Counter) -> list[Unit]:
     """Units for data[start:end]: the whole segment if it fits, else sentences/words/clusters."""
     text = data[start:end].decode("utf-8")
     tokens = count(text)
@@ -76,13 +74,11 @@ def _cluster_units(text: str, start: int, strength: int, count: Counter, max_tok
     """Units of whole grapheme clusters, about max_tokens/16 tokens each: the fallback for a 'word'
     longer than the cap (CJK without punctuation, base64 images, minified code).
 
-    Small units keep overlap possible; not one unit per cluster, which made a 1 MB blob cost a count
-    call per character.
+    Units this small still allow overlap; one unit per cluster would cost a count call per character
+    (seconds for a 1 MB inline image).
     """
     # Every ASCII character is a cluster of its own (a CR LF pair split here is trimmed away anyway).
-    bounds: Sequence[int] = (
-        range(len(text) + 1) if text.isascii() else [0, *(m.end() for m in _CLUSTER.finditer(text))]
-    )
+    bounds: Sequence[int] = range(len(text) + 1) if text.isascii() else [0, *(m.end() for m in _CLUSTER.finditer(text))]
     target = max(1, max_tokens // 16)
     units: list[Unit] = []
     position, i, last = start, 0, len(bounds) - 1

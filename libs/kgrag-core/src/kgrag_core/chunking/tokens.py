@@ -49,6 +49,8 @@ def estimate_tokens(text: str) -> int:
         return symbols + sum((len(w) + _CHARS_PER_WORD_PIECE - 1) // _CHARS_PER_WORD_PIECE for w in words)
     text, cjk = _CJK_CHAR.subn(" ", text)
     words = _WORD.findall(text)
-    return cjk + len(_SYMBOL.findall(text)) + sum(
-        (len(w) + _CHARS_PER_WORD_PIECE - 1) // _CHARS_PER_WORD_PIECE for w in words
+    return (
+        cjk
+        + len(_SYMBOL.findall(text))
+        + sum((len(w) + _CHARS_PER_WORD_PIECE - 1) // _CHARS_PER_WORD_PIECE for w in words)
     )
