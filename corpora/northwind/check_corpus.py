@@ -205,7 +205,7 @@ def main() -> int:
     if dates:
         print(f"  published_at: {dates[0]} .. {dates[-1]}")
     print(f"questions: {len(qs)} ({args.questions})")
-    for t in QTYPES + ["unanswerable (acl_denied)"]:
+    for t in [*QTYPES, "unanswerable (acl_denied)"]:
         print(f"  {t:<26} {counts[t]}")
 
     if problems:

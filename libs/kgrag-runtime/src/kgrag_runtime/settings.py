@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -38,6 +38,12 @@ class KgragSettings(BaseSettings):
     llm_timeout_s: float = Field(60.0, gt=0)
 
     answer_cache_ttl_s: int = Field(300, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_cap(self) -> KgragSettings:
+        if self.chunk_overlap_tokens >= self.chunk_max_tokens:
+            raise ValueError("KGRAG_CHUNK_OVERLAP_TOKENS must be smaller than KGRAG_CHUNK_MAX_TOKENS")
+        return self
 
     @property
     def llm_configured(self) -> bool:

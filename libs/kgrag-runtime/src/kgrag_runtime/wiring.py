@@ -34,7 +34,7 @@ def build_embedder(settings: KgragSettings) -> Embedder:
     if settings.embedder == "openai":
         if not (settings.embeddings_base_url and settings.embeddings_model):
             raise KgragError(
-                ErrorCode.INTERNAL,
+                ErrorCode.CONFIGURATION_INVALID,
                 "KGRAG_EMBEDDER=openai needs an endpoint and a model.",
                 hint="Set KGRAG_EMBEDDINGS_BASE_URL and KGRAG_EMBEDDINGS_MODEL (and KGRAG_EMBEDDINGS_API_KEY).",
             )
@@ -112,7 +112,7 @@ def _exclusive(data_dir: Path) -> Iterator[IO[str]]:
     except BlockingIOError as err:
         handle.close()
         raise KgragError(
-            ErrorCode.INTERNAL,
+            ErrorCode.DATA_DIR_LOCKED,
             f"Another kgrag process is using {data_dir}.",
             hint="Stop it (for example a running `kgrag serve`), or pass a different --data-dir.",
         ) from err

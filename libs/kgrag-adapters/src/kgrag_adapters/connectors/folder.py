@@ -53,7 +53,7 @@ def iter_folder(root: Path, *, source: str = "folder") -> Iterator[ConnectorItem
                 files.append((path.relative_to(root).as_posix(), path))
     for err in unreadable:
         where = Path(err.filename).as_uri() if err.filename else root.as_uri()
-        yield failure(where, None, ErrorCode.INTERNAL, f"Cannot list {err.filename}: {err.strerror or err}")
+        yield failure(where, None, ErrorCode.SOURCE_UNREADABLE, f"Cannot list {err.filename}: {err.strerror or err}")
     for relative, path in sorted(files):
         yield load_file(path, doc_id=relative, source=source)
 
@@ -80,5 +80,5 @@ def load_file(path: Path, *, doc_id: str, source: str) -> ConnectorItem:
     except FileNotFoundError:
         return failure(uri, doc_id, ErrorCode.DOCUMENT_NOT_FOUND, f"{doc_id} disappeared before it was read.")
     except OSError as err:
-        return failure(uri, doc_id, ErrorCode.INTERNAL, f"{doc_id} cannot be read: {err.strerror or err}")
+        return failure(uri, doc_id, ErrorCode.SOURCE_UNREADABLE, f"{doc_id} cannot be read: {err.strerror or err}")
     return loader(data, doc_id=doc_id, source=source, uri=uri, stem=path.stem)

@@ -27,7 +27,7 @@ def iter_jsonl(path: Path, *, default_source: str = "jsonl") -> Iterator[Connect
         yield failure(str(path), None, ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.")
         return
     except OSError as err:
-        yield failure(str(path), None, ErrorCode.INTERNAL, f"{path} cannot be read: {err.strerror or err}")
+        yield failure(str(path), None, ErrorCode.SOURCE_UNREADABLE, f"{path} cannot be read: {err.strerror or err}")
         return
     with handle:
         for lineno, raw in enumerate(handle, start=1):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from kgrag_core.acl import Caller
@@ -190,7 +191,7 @@ def serve(
         from kgrag_query_api.server import serve_embedded
     except ImportError as err:
         raise KgragError(
-            ErrorCode.INTERNAL,
+            ErrorCode.CONFIGURATION_INVALID,
             "The HTTP API package is not installed.",
             hint="Install kgrag-query-api (it comes with `make install`).",
         ) from err
@@ -204,13 +205,23 @@ _progress = render.progress
 def main() -> None:
     try:
         app()
+    except ValidationError as err:
+        _report(KgragError(ErrorCode.CONFIGURATION_INVALID, f"Invalid settings: {_brief(err)}",
+                           hint="Check the KGRAG_* environment variables (docs/configuration.md)."))
     except KgragError as err:
-        as_json = "--json" in sys.argv
-        if as_json:
-            print(json.dumps({"error": err.as_dict()}))
-        else:
-            console = Console(stderr=True)
-            console.print(f"[bold red]error[/] [{err.code.value}] {err.message}")
-            if err.hint:
-                console.print(f"[yellow]hint[/] {err.hint}")
-        sys.exit(2)
+        _report(err)
+
+
+def _brief(err: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in err.errors()[:5])
+
+
+def _report(err: KgragError) -> None:
+    if "--json" in sys.argv:
+        print(json.dumps({"error": err.as_dict()}))
+    else:
+        console = Console(stderr=True)
+        console.print(f"[bold red]error[/] [{err.code.value}] {err.message}")
+        if err.hint:
+            console.print(f"[yellow]hint[/] {err.hint}")
+    sys.exit(2)

@@ -1,0 +1,75 @@
+"""The `kgrag` command as a user runs it: a real process, real stores, JSON output, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EMAIL = """From: Zoë Müller <zoe.mueller@northwind.example>
+To: ops@northwind.example
+Subject: =?utf-8?q?Dock_4_repair_=E2=80=94_done?=
+Date: Tue, 04 Jun 2024 09:30:00 +0200
+Content-Type: text/plain; charset=utf-8
+
+The hydraulic ramp at dock 4 in Leipzig was repaired on 3 June.
+"""
+
+
+@pytest.fixture
+def kgrag(tmp_path: Path, pg_dsn: str):  # type: ignore[no-untyped-def]
+    env = {**os.environ, "KGRAG_PG_DSN": pg_dsn, "KGRAG_DATA_DIR": str(tmp_path / "index")}
+
+    def run(*args: str, expect: int = 0) -> dict:  # type: ignore[type-arg]
+        proc = subprocess.run(
+            [sys.executable, "-m", "kgrag_runtime.cli", *args, "--json"],
+            capture_output=True, text=True, env=env, timeout=180, check=False,
+        )
+        assert proc.returncode == expect, proc.stderr[-2000:]
+        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+    return run
+
+
+def test_ingest_a_folder_then_search_ask_delete(kgrag, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes"
+    (notes / "ops").mkdir(parents=True)
+    (notes / "ops" / "dock.eml").write_text(EMAIL, encoding="utf-8")
+    (notes / "atlas.md").write_text(
+        "---\ntitle: Atlas\nacl:\n  groups: [engineering]\n---\n# Atlas\n\nAtlas plans routes. See [[Harbor]].\n",
+        encoding="utf-8")
+    (notes / "readme.txt").write_text("Plain text notes about pallets.\n", encoding="utf-8")
+    (notes / "photo.png").write_bytes(b"\x89PNG")
+
+    ingested = kgrag("ingest", str(notes))
+    assert ingested["counts"]["INDEXED"] == 3
+    assert ingested["counts"]["REJECTED"] == 1
+    rejected = [o for o in ingested["outcomes"] if o["status"] == "REJECTED"]
+    assert rejected[0]["error_code"] == "UNSUPPORTED_FILE_TYPE"
+
+    hits = kgrag("search", "hydraulic ramp dock repaired")["hits"]
+    assert hits[0]["doc_id"] == "ops/dock.eml"
+    assert all(h["doc_id"] != "atlas.md" for h in kgrag("search", "Atlas plans routes")["hits"])
+    assert kgrag("search", "Atlas plans routes", "--group", "engineering")["hits"][0]["doc_id"] == "atlas.md"
+
+    answer = kgrag("ask", "When was the ramp at dock 4 repaired?")
+    assert answer["answered"] is True
+    assert answer["citations"][0]["doc_id"] == "ops/dock.eml"
+
+    assert kgrag("delete", "ops/dock.eml")["status"] == "DELETED"
+    assert all(h["doc_id"] != "ops/dock.eml" for h in kgrag("search", "hydraulic ramp dock")["hits"])
+    status = kgrag("status")
+    assert status["documents"] == 2 and status["deleted_documents"] == 1
+    assert status["chunks"] == status["vector_points"] == status["keyword_docs"]
+
+
+def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag) -> None:  # type: ignore[no-untyped-def]
+    missing = kgrag("delete", "no-such-doc", expect=2)
+    assert missing["error"]["code"] == "DOCUMENT_NOT_FOUND"
+    assert "hint" in missing["error"]
+    too_many = kgrag("search", "x", "--top-k", "1000", expect=2)
+    assert too_many["error"]["code"] == "LIMIT_EXCEEDED"
