@@ -20,7 +20,8 @@ lint: install
 typecheck: install
 	$(RUN) mypy
 
-test: lint typecheck  ## Lint, strict type check of the core, and the whole test suite
+test: lint typecheck  ## Lint, strict type check of the core, corpus check, and the whole test suite
+	$(RUN) python corpora/northwind/check_corpus.py
 	$(RUN) pytest
 
 eval: install  ## Retrieval and answer quality per question type on the bundled corpus

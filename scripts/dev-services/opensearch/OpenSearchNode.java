@@ -1,8 +1,11 @@
-// A single-node OpenSearch 2.x for local integration tests, run inside this JVM from Maven Central jars:
-// org.opensearch.node.MockNode (from org.opensearch.test:framework) accepts plugins from the classpath, so
-// the two modules we need are loaded without a distribution or a plugins/ folder:
+// A single-node OpenSearch 2.x for local integration tests, run inside this JVM from Maven Central jars.
+// Node has a protected constructor that takes plugin classes from the classpath (the one the test
+// framework's MockNode uses), so the two modules we need load without a distribution or a plugins/ folder:
 //   - Netty4Plugin          (transport-netty4-client): the HTTP REST layer and the transport layer;
 //   - CommonAnalysisPlugin  (analysis-common): stemmers and language analyzers such as "english".
+// We subclass Node directly instead of using MockNode: org.opensearch.test:framework drags in
+// randomizedtesting, and with it on the classpath Randomness.get() demands a RandomizedRunner context
+// ("No context information for thread") and the node fails to start outside a test runner.
 // Unlike the distribution this runs as root (no bootstrap checks, no jar-hell check, no security manager).
 // Started and stopped by ../services.sh (SIGTERM = clean shutdown).
 //
@@ -10,16 +13,27 @@
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 import org.opensearch.analysis.common.CommonAnalysisPlugin;
 import org.opensearch.common.settings.Settings;
-import org.opensearch.node.MockNode;
+import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
+import org.opensearch.plugins.Plugin;
 import org.opensearch.transport.Netty4Plugin;
 
 public final class OpenSearchNode {
+    /** A plain Node with classpath plugins. */
+    static final class EmbeddedNode extends Node {
+        EmbeddedNode(Settings settings, Collection<Class<? extends Plugin>> plugins) {
+            super(InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), null, () -> "kgrag-dev-0"),
+                    plugins, true);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
             System.err.println("usage: OpenSearchNode <home-dir> [host] [http-port] [transport-port]");
@@ -47,7 +61,7 @@ public final class OpenSearchNode {
                 .put("cluster.routing.allocation.disk.threshold_enabled", false)
                 .build();
 
-        Node node = new MockNode(settings, List.of(Netty4Plugin.class, CommonAnalysisPlugin.class));
+        Node node = new EmbeddedNode(settings, List.of(Netty4Plugin.class, CommonAnalysisPlugin.class));
         node.start();
 
         CountDownLatch stopped = new CountDownLatch(1);
