@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import yaml  # type: ignore[import-untyped]  # no stubs in the lock; only safe_load is used
+import yaml
 
 from kgrag_adapters.connectors._common import failure_from
 from kgrag_core.acl import PRIVATE_ACL, AclClass, acl_from_source

@@ -49,7 +49,7 @@ def run_benchmarks(out: Path, sizes: Sequence[int], queries: int, console: Conso
     console.print(f"Machine: {machine}")
     ingest = _bench_ingest(settings, console)
     search = [_bench_search(settings, n, queries, console) for n in sizes]
-    results = {"machine": machine, "ingest": ingest, "search": search}
+    results: dict[str, object] = {"machine": machine, "ingest": ingest, "search": search}
     (out / "results.json").write_text(json.dumps(results, indent=2))
     markdown = _markdown(results)
     (out / "results.md").write_text(markdown)

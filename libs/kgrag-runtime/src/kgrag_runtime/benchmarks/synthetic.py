@@ -155,4 +155,5 @@ def bag_of_words_vectors(texts: list[str], dimension: int, *, seed: int = 3) -> 
                 out[i] += vec
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return out / norms
+    normalised: np.ndarray = out / norms
+    return normalised
