@@ -108,11 +108,10 @@ port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
 # Resident memory of a process and all its descendants, in MiB (postgres forks one process per role).
 rss_mib() {
-    local pids=("$1") kids all=() p
+    local pids=("$1") all=()
     while ((${#pids[@]})); do
         all+=("${pids[@]}")
-        kids="$(ps -o pid= --ppid "$(IFS=,; echo "${pids[*]}")" 2>/dev/null || true)"
-        read -r -a pids <<<"$(echo $kids)"
+        mapfile -t pids < <(ps -o pid= --ppid "$(IFS=,; echo "${pids[*]}")" 2>/dev/null | tr -d ' ')
     done
     ps -o rss= -p "$(IFS=,; echo "${all[*]}")" 2>/dev/null | awk '{ s += $1 } END { printf "%d", s / 1024 }'
 }
@@ -133,7 +132,7 @@ mvn_copy_deps() {
     local pom=$1 dest=$2; shift 2
     local tmp="$dest.tmp.$$"
     rm -rf "$tmp"
-    mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" "$@" \
+    mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" "$@" \
         || { rm -rf "$tmp"; die "mvn could not resolve $pom $*"; }
     rm -rf "$dest"
     mv "$tmp" "$dest"
@@ -336,13 +335,13 @@ start_neo4j() {
 }
 
 cypher() {
-    "$JAVA" -cp "$NEO4J_DIR/cypher-shell/*" org.neo4j.shell.Main \
+    timeout 120 "$JAVA" -cp "$NEO4J_DIR/cypher-shell/*" org.neo4j.shell.Main \
         -a "bolt://$HOST:$NEO4J_PORT" --format plain --non-interactive "$@"
 }
 
 health_neo4j() {
     port_open "$NEO4J_PORT" || return 1
-    [[ "$(timeout 60 cypher 'RETURN 1 AS ok;' 2>/dev/null | tail -n1)" == 1 ]]
+    [[ "$(cypher 'RETURN 1 AS ok;' 2>/dev/null | tail -n1)" == 1 ]]
 }
 
 smoke_neo4j() {
@@ -403,7 +402,7 @@ smoke_opensearch() {
 # PostgreSQL (Debian package), a private cluster on port 5433, TCP only
 # ----------------------------------------------------------------------------------------------------
 
-pg_bindir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1; }
+pg_bindir() { find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin 2>/dev/null | sort -V | tail -n1; }
 
 # Run a PostgreSQL server binary as the OS user that owns the cluster (initdb/postgres refuse root).
 as_pg_owner() {
@@ -473,7 +472,9 @@ stop_postgres() {
 # ----------------------------------------------------------------------------------------------------
 
 fetch_redis() {
-    command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server
+    if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+        apt_install redis-server
+    fi
 }
 
 start_redis() {
@@ -575,7 +576,7 @@ cmd_fetch() {
 }
 
 cmd_start() {
-    local svc t0 started=() failed=() pid port
+    local svc failed=() pid port
     declare -A t_start
     mkdir -p "$RUN_DIR"
     cmd_fetch "$@"
@@ -595,40 +596,41 @@ cmd_start() {
         t_start[$svc]="$(now)"
         log "$svc: starting"
         "start_$svc"
-        started+=("$svc")
     done
-    # Already-running services still get a health check (a no-op start must not hide a sick service).
+    # Poll all of them round-robin, so each one's time is its own. Already-running services get a
+    # health check too: a no-op start must not hide a sick service.
+    local pending=() deadline=$((SECONDS + START_TIMEOUT)) next=()
     for svc in "$@"; do
-        [[ " ${failed[*]} " == *" $svc "* ]] && continue
-        t0="${t_start[$svc]:-$(now)}"
-        if wait_healthy "$svc"; then
-            [[ " ${started[*]} " == *" $svc "* ]] && log "$svc: healthy after $(elapsed "$t0")s"
-        else
-            failed+=("$svc")
-        fi
+        [[ " ${failed[*]} " == *" $svc "* ]] || pending+=("$svc")
+    done
+    while ((${#pending[@]})); do
+        next=()
+        for svc in "${pending[@]}"; do
+            if "health_$svc"; then
+                [[ -n "${t_start[$svc]:-}" ]] && log "$svc: healthy after $(elapsed "${t_start[$svc]}")s"
+                continue
+            fi
+            pid="$(service_pid "$svc")"
+            if [[ -z "$pid" ]]; then
+                log "ERROR: $svc exited during startup"
+                log_tail "$svc"
+                failed+=("$svc")
+            elif ((SECONDS >= deadline)); then
+                log "ERROR: $svc (pid $pid) not healthy after ${START_TIMEOUT}s"
+                log_tail "$svc"
+                failed+=("$svc")
+            else
+                next+=("$svc")
+            fi
+        done
+        ((${#next[@]})) || break
+        pending=("${next[@]}")
+        sleep 1
     done
     write_env_file
     log "connection settings written to $ENV_FILE:"
     grep '^export' "$ENV_FILE" | sed 's/^/  /' >&2
     ((${#failed[@]} == 0)) || die "not started: ${failed[*]}"
-}
-
-wait_healthy() {
-    local svc=$1 deadline=$((SECONDS + START_TIMEOUT)) pid
-    until "health_$svc"; do
-        pid="$(service_pid "$svc")"
-        if [[ -z "$pid" ]]; then
-            log "ERROR: $svc exited during startup"
-            log_tail "$svc"
-            return 1
-        fi
-        if ((SECONDS >= deadline)); then
-            log "ERROR: $svc (pid $pid) not healthy after ${START_TIMEOUT}s"
-            log_tail "$svc"
-            return 1
-        fi
-        sleep 1
-    done
 }
 
 cmd_stop() {

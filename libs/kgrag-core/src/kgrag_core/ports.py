@@ -24,6 +24,10 @@ class DocumentStore(Protocol):
 
     def get_document(self, doc_id: str) -> StoredDocument | None: ...
 
+    def get_documents(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
+        """Documents by ID, in any status; missing IDs are absent from the result."""
+        ...
+
     def list_documents(self, *, include_deleted: bool = False) -> list[StoredDocument]: ...
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
@@ -114,6 +118,31 @@ class KeywordIndex(Protocol):
     def count(self) -> int: ...
 
     def ids_for_doc(self, doc_id: str) -> list[str]: ...
+
+
+@runtime_checkable
+class LexicalGraph(Protocol):
+    """The lexical graph projection: (Document)<-[:FROM_DOCUMENT]-(Chunk)-[:NEXT_CHUNK]->(Chunk).
+
+    Entities join it in the knowledge-graph work; PostgreSQL stays the truth it is rebuilt from.
+    Every write carries the run ID that produced it, so a projection run can be audited.
+    """
+
+    def upsert_document(self, doc: StoredDocument, chunks: Sequence[Chunk], run_id: str) -> None:
+        """Make the graph hold exactly these chunks for the document (stale chunks are removed)."""
+        ...
+
+    def delete_document(self, doc_id: str) -> int:
+        """Remove the document and its chunks; return how many chunk nodes were removed."""
+        ...
+
+    def chunk_ids(self, doc_id: str) -> list[str]:
+        """Chunk IDs of the document in NEXT_CHUNK order."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Node and relationship counts: documents, chunks, next_chunk, from_document."""
+        ...
 
 
 # --- blobs, cache ----------------------------------------------------------------------------------

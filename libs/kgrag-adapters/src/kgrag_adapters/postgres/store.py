@@ -131,6 +131,15 @@ class PostgresStore:
             ).fetchone()
         return _document(row) if row else None
 
+    def get_documents(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
+        if not doc_ids:
+            return {}
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT " + _DOC_COLUMNS + " FROM documents WHERE doc_id = ANY(%s)", (list(doc_ids),)
+            ).fetchall()
+        return {doc.doc_id: doc for doc in map(_document, rows)}
+
     def list_documents(self, *, include_deleted: bool = False) -> list[StoredDocument]:
         with self._lock:
             rows = self._conn.execute(

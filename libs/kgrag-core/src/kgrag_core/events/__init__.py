@@ -1,9 +1,11 @@
 """Events on the bus. Topics are partitioned by `doc_id`, so one document's events stay in order."""
 
 from kgrag_core.events.model import (
+    ACL_CHANGED,
     CHUNKS_CHANGED,
     DOCUMENTS_CHANGED,
     DOCUMENTS_DELETED,
+    AclChanged,
     ChunksChanged,
     DocumentChanged,
     DocumentDeleted,
@@ -12,9 +14,11 @@ from kgrag_core.events.model import (
 )
 
 __all__ = [
+    "ACL_CHANGED",
     "CHUNKS_CHANGED",
     "DOCUMENTS_CHANGED",
     "DOCUMENTS_DELETED",
+    "AclChanged",
     "ChunksChanged",
     "DocumentChanged",
     "DocumentDeleted",

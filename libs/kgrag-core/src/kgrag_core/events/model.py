@@ -16,6 +16,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 DOCUMENTS_CHANGED = "documents.changed"
 DOCUMENTS_DELETED = "documents.deleted"
 CHUNKS_CHANGED = "chunks.changed"
+ACL_CHANGED = "acl.changed"
 
 
 class _Event(BaseModel):
@@ -51,6 +52,17 @@ class ChunksChanged(_Event):
     doc_id: str
     version: int
     chunk_ids: list[str]
+
+
+class AclChanged(_Event):
+    """A document's readers changed at its source. Consumers fail closed: the authoritative store is
+    updated first, so until every projection has the new class the final recheck hides the chunks
+    from anyone who lost access, and anyone who gained it waits for the projections."""
+
+    event_type: Literal["acl.changed"] = "acl.changed"
+    doc_id: str = Field(min_length=1, max_length=256)
+    acl_principals: list[str]
+    acl_malformed: bool = False
 
 
 def document_changed_from_source(doc: SourceDocument) -> DocumentChanged:

@@ -7,11 +7,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from kgrag_core.acl import Caller, readable_classes
-from kgrag_core.documents import StoredDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.limits import CANDIDATES_PER_ROUTE, QUERY_CHARS, TOP_K
 from kgrag_core.ports import AclStore, DocumentStore, Embedder, KeywordIndex, VectorIndex
-from kgrag_core.retrieval.fusion import RRF_K, reciprocal_rank_fusion
+from kgrag_core.retrieval.fusion import RRF_K, FusedCandidate, reciprocal_rank_fusion
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 
 
@@ -59,11 +58,8 @@ class HybridSearcher:
                 routes["bm25"] = self.keywords.search(text, allowed, per_route)
         fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
 
-        hits = self._hydrate([c.chunk_id for c in fused], set(allowed))
-        by_id = {c.chunk_id: c for c in fused}
-        ordered = [h for h in (hits.get(c.chunk_id) for c in fused) if h is not None][:k]
         results = tuple(
-            replace(h, score=by_id[h.chunk_id].score, ranks=dict(by_id[h.chunk_id].ranks)) for h in ordered
+            replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in self._hydrate(fused, set(allowed), k)
         )
         limits: dict[str, object] = {
             "top_k": k,
@@ -74,27 +70,33 @@ class HybridSearcher:
         }
         return SearchResponse(query=text, hits=results, mode=mode.value, limits=limits)
 
-    def _hydrate(self, chunk_ids: list[str], allowed: set[str]) -> dict[str, SearchHit]:
-        """Load chunks from the authoritative store and recheck each one's ACL class.
+    def _hydrate(
+        self, fused: list[FusedCandidate], allowed: set[str], k: int
+    ) -> list[tuple[FusedCandidate, SearchHit]]:
+        """Load the best candidates from the authoritative store and recheck each one's ACL class.
 
         The filter already ran inside both searches; this recheck catches an index that is behind the
         store (a document deleted or re-permissioned a moment ago) before anything reaches the caller.
+        Candidates are loaded a slice at a time, so a normal query costs two round trips, not one per
+        candidate.
         """
-        chunks = self.documents.get_chunks(chunk_ids)
-        docs: dict[str, StoredDocument | None] = {}
-        out: dict[str, SearchHit] = {}
-        for chunk_id in chunk_ids:
-            chunk = chunks.get(chunk_id)
-            if chunk is None or chunk.acl_class_id not in allowed:
-                continue
-            if chunk.doc_id not in docs:
-                docs[chunk.doc_id] = self.documents.get_document(chunk.doc_id)
-            doc = docs[chunk.doc_id]
-            if doc is None or doc.acl_class_id not in allowed:
-                continue
-            out[chunk_id] = SearchHit(
-                chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=doc.title, uri=doc.uri,
-                source=doc.source, breadcrumb=chunk.breadcrumb, start_byte=chunk.start_byte,
-                end_byte=chunk.end_byte, text=chunk.text, score=0.0, doc_time=chunk.doc_time,
-            )
+        out: list[tuple[FusedCandidate, SearchHit]] = []
+        step = max(k, 20)
+        for start in range(0, len(fused), step):
+            window = fused[start : start + step]
+            chunks = self.documents.get_chunks([c.chunk_id for c in window])
+            docs = self.documents.get_documents(sorted({c.doc_id for c in chunks.values()}))
+            for candidate in window:
+                chunk = chunks.get(candidate.chunk_id)
+                doc = docs.get(chunk.doc_id) if chunk else None
+                if chunk is None or doc is None or chunk.acl_class_id not in allowed or doc.acl_class_id not in allowed:
+                    continue
+                hit = SearchHit(
+                    chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=doc.title, uri=doc.uri,
+                    source=doc.source, breadcrumb=chunk.breadcrumb, start_byte=chunk.start_byte,
+                    end_byte=chunk.end_byte, text=chunk.text, score=0.0, doc_time=chunk.doc_time,
+                )
+                out.append((candidate, hit))
+                if len(out) == k:
+                    return out
         return out

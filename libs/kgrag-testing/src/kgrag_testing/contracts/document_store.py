@@ -120,6 +120,14 @@ class DocumentStoreContract:
         assert store.get_chunks(ids(chunks)) == {c.chunk_id: c for c in chunks}
         assert store.get_chunks([chunks[1].chunk_id, "ch_missing"]) == {chunks[1].chunk_id: chunks[1]}
 
+    def test_get_documents_in_one_call(self, store: FullStore) -> None:
+        a, _ = make_document("doc-a", ["alpha"])
+        b, _ = make_document("doc-b", ["beta"])
+        for doc in (a, b):
+            store.commit_document(doc, ENG, make_document(doc.doc_id, ["x"])[1])
+        assert store.get_documents([]) == {}
+        assert store.get_documents(["doc-b", "doc-a", "missing"]) == {"doc-a": a, "doc-b": b}
+
     def test_chunks_come_back_in_seq_order(self, store: FullStore) -> None:
         doc, chunks = make_document("doc-1", ["one", "two", "three", "four"])
         store.commit_document(doc, ENG, list(reversed(chunks)))

@@ -1,0 +1,1 @@
+"""qdrant: distributed-mode adapters on a Qdrant server (needs the `qdrant` extra, `qdrant-client`)."""

@@ -1,0 +1,233 @@
+"""Run a handler on Kafka with at-least-once delivery and exactly-once effect.
+
+Per batch: decode → handle (the handler writes its sinks and returns) → produce outputs and dead
+letters → flush the producer → commit the consumed offsets. A crash anywhere before the commit
+replays the batch, and the handlers' deterministic IDs and idempotent upserts make the replay change
+nothing. A message that cannot be decoded or validated goes to `<consumer>.dlq` with its error code,
+and the partition moves on. A handler exception means a store is failing: the runner pauses its
+partitions (so the broker stops feeding it), backs off, and retries the same batch until it succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from kgrag_core.errors import KgragError
+from kgrag_core.handlers.protocol import Handler, HandlerResult
+from kgrag_runtime.kafka.codec import dead_letter_topic, decode
+from kgrag_runtime.kafka.metrics import RunnerMetrics
+from kgrag_runtime.kafka.producer import EventProducer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSettings:
+    batch_size: int = 64
+    poll_timeout_s: float = 0.5
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+    unhealthy_after_attempts: int = 5
+    lag_refresh_s: float = 5.0
+
+
+class ConsumerRunner:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        bootstrap: str,
+        group_id: str,
+        producer: EventProducer,
+        settings: RunnerSettings | None = None,
+        metrics: RunnerMetrics | None = None,
+        extra_config: Mapping[str, Any] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.handler = handler
+        self.settings = settings or RunnerSettings()
+        self.metrics = metrics or RunnerMetrics(handler.name)
+        self.producer = producer
+        self.dlq_topic = dead_letter_topic(handler.name)
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "cooperative-sticky",
+            "max.poll.interval.ms": 600_000,
+        }
+        config.update(extra_config or {})
+        self._consumer = Consumer(config)
+        self._sleep = sleep
+        self._failing_attempts = 0
+        self._last_loop = time.monotonic()
+        self._last_lag = 0.0
+        self._subscribed = False
+        self._lag_at = 0.0
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                self.step(stop)
+        finally:
+            self._consumer.close()
+
+    def step(self, stop: threading.Event | None = None) -> int:
+        """Consume, handle and commit at most one batch; return how many messages it held."""
+        if not self._subscribed:
+            self._consumer.subscribe(list(self.handler.topics))
+            self._subscribed = True
+        self._last_loop = time.monotonic()
+        messages = self._consumer.consume(self.settings.batch_size, self.settings.poll_timeout_s)
+        self._refresh_lag()
+        messages = [m for m in messages if not self._is_partition_eof(m)]
+        if not messages:
+            return 0
+        started = time.perf_counter()
+        self._process_with_backoff(messages, stop)
+        self.metrics.handle_seconds.observe(time.perf_counter() - started)
+        return len(messages)
+
+    @property
+    def healthy(self) -> bool:
+        """Alive and not stuck retrying a failing store (the readiness probe reports this)."""
+        return self._failing_attempts < self.settings.unhealthy_after_attempts
+
+    @property
+    def seconds_since_last_loop(self) -> float:
+        return time.monotonic() - self._last_loop
+
+    @property
+    def lag(self) -> float:
+        return self._last_lag
+
+    # --- one batch ---------------------------------------------------------------------------------------
+
+    def _process_with_backoff(self, messages: list[Message], stop: threading.Event | None) -> None:
+        delay = self.settings.backoff_initial_s
+        paused: list[TopicPartition] = []
+        while True:
+            try:
+                self._process(messages)
+                self._failing_attempts = 0
+                break
+            except Exception as err:  # noqa: BLE001
+                # Broad on purpose: every driver has its own exception tree, and any failure here is a
+                # sink or the broker failing, never bad input (bad input was dead-lettered per event).
+                # Nothing was committed, so retrying the same batch is safe.
+                self._failing_attempts += 1
+                self.metrics.retries.inc()
+                log.warning("handler %s failed (attempt %d), retrying in %.1fs: %s",
+                            self.handler.name, self._failing_attempts, delay, err)
+                if not paused:
+                    paused = self._consumer.assignment()
+                    self._consumer.pause(paused)
+                self._wait(delay)
+                delay = min(delay * 2, self.settings.backoff_max_s)
+                if stop is not None and stop.is_set():
+                    # Leave without committing: the batch is redelivered to whoever owns it next.
+                    return
+        if paused:
+            self._consumer.resume(paused)
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep while still serving the group protocol (a paused consumer's poll returns nothing)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._consumer.poll(min(remaining, 0.5))
+
+    def _process(self, messages: Sequence[Message]) -> None:
+        for topic, group in _consecutive_by_topic(messages):
+            batch: list[tuple[str, Mapping[str, object]]] = []
+            for message in group:
+                key = (message.key() or b"").decode("utf-8", "replace")
+                try:
+                    batch.append((key, decode(message.value())))
+                except KgragError as err:
+                    self._dead_letter_raw(message, err.code.value, err.message)
+            if batch:
+                result = self.handler.handle(topic, batch)
+                self._emit(result)
+        self.producer.flush()
+        self._consumer.commit(offsets=_next_offsets(messages), asynchronous=False)
+        self.metrics.processed.inc(len(messages))
+
+    def _emit(self, result: HandlerResult) -> None:
+        for out in result.outputs:
+            self.producer.produce(out.topic, out.key, out.payload)
+        for dead in result.dead_letters:
+            self.producer.produce_raw(self.dlq_topic, dead.key, _json_bytes(dead.payload),
+                                      {"error_code": dead.error_code, "reason": dead.reason[:1000]})
+            self.metrics.dlq.inc()
+        self.metrics.failed.inc(sum(1 for o in result.outcomes if o.error_code is not None))
+
+    def _dead_letter_raw(self, message: Message, code: str, reason: str) -> None:
+        key = message.key()
+        headers = {"error_code": code, "reason": reason[:1000], "source_topic": message.topic() or "",
+                   "source_partition": str(message.partition()), "source_offset": str(message.offset())}
+        self.producer.produce_raw(self.dlq_topic, key.decode("utf-8", "replace") if key else None,
+                                  message.value(), headers)
+        self.metrics.dlq.inc()
+        self.metrics.failed.inc()
+
+    # --- bookkeeping -----------------------------------------------------------------------------------
+
+    def _refresh_lag(self) -> None:
+        now = time.monotonic()
+        if now - self._lag_at < self.settings.lag_refresh_s:
+            return
+        self._lag_at = now
+        total = 0
+        for tp in self._consumer.assignment():
+            low, high = self._consumer.get_watermark_offsets(tp, timeout=2.0, cached=False)
+            (position,) = self._consumer.position([tp])
+            total += max(0, high - (position.offset if position.offset >= 0 else low))
+        self._last_lag = float(total)
+        self.metrics.lag.set(total)
+
+    @staticmethod
+    def _is_partition_eof(message: Message) -> bool:
+        err = message.error()
+        if err is None:
+            return False
+        if err.code() == KafkaError._PARTITION_EOF:
+            return True
+        raise KafkaException(err)
+
+
+def _consecutive_by_topic(messages: Sequence[Message]) -> list[tuple[str, list[Message]]]:
+    """Split into runs of one topic, keeping the order within each partition."""
+    runs: list[tuple[str, list[Message]]] = []
+    for message in messages:
+        topic = message.topic() or ""
+        if runs and runs[-1][0] == topic:
+            runs[-1][1].append(message)
+        else:
+            runs.append((topic, [message]))
+    return runs
+
+
+def _next_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
+    last: dict[tuple[str, int], int] = {}
+    for m in messages:
+        key = (m.topic() or "", m.partition() or 0)
+        last[key] = max(last.get(key, -1), m.offset() or 0)
+    return [TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())]
+
+
+def _json_bytes(payload: Mapping[str, object]) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True, default=str).encode("utf-8")
