@@ -218,6 +218,12 @@ java_opts_common() {
     echo -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true -Djava.awt.headless=true
 }
 
+# For the log4j2-logging servers: our log4j2.properties, and no log4j shutdown hook, which would race
+# the server's own and swallow the shutdown messages.
+log4j_opts() {
+    echo -Dlog4j2.configurationFile="$SCRIPT_DIR/log4j2.properties" -Dlog4j2.shutdownHookEnabled=false
+}
+
 # ----------------------------------------------------------------------------------------------------
 # Kafka 4.x, KRaft, one node that is both broker and controller
 # ----------------------------------------------------------------------------------------------------
@@ -273,8 +279,7 @@ start_kafka() {
             { cat "$dir/format.log" >&2; die "kafka: storage format failed"; }
     fi
     # shellcheck disable=SC2046
-    spawn kafka "$JAVA" -Xms256m -Xmx"$KAFKA_HEAP" $(java_opts_common) \
-        -Dlog4j2.configurationFile="$SCRIPT_DIR/log4j2.properties" \
+    spawn kafka "$JAVA" -Xms256m -Xmx"$KAFKA_HEAP" $(java_opts_common) $(log4j_opts) \
         -cp "$(kafka_cp)" kafka.Kafka "$dir/server.properties"
 }
 
@@ -298,7 +303,14 @@ smoke_kafka() {
         --bootstrap-server "$HOST:$KAFKA_PORT" --topic "$topic" --from-beginning \
         --max-messages 1 --timeout-ms 30000 2>/dev/null)"
     echo "kafka: consumed '$got' from $topic"
-    [[ "$got" == "hello from kgrag" ]]
+    [[ "$got" == "hello from kgrag" ]] || return 1
+    # Auto-creation: producing to an unknown topic creates it with num.partitions=8.
+    echo "auto" | "$JAVA" -cp "$cp" org.apache.kafka.tools.ConsoleProducer \
+        --bootstrap-server "$HOST:$KAFKA_PORT" --topic "$topic-auto" 2>/dev/null
+    got="$("$JAVA" -cp "$cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$HOST:$KAFKA_PORT" \
+        --describe --topic "$topic-auto" 2>/dev/null | grep -o 'PartitionCount: [0-9]*')"
+    echo "kafka: auto-created $topic-auto, $got"
+    [[ "$got" == "PartitionCount: 8" ]]
 }
 
 # ----------------------------------------------------------------------------------------------------
@@ -346,11 +358,23 @@ health_neo4j() {
 
 smoke_neo4j() {
     local out
+    # Also the two index kinds kgrag relies on (both in Community): vector and full-text.
     out="$(cypher "CREATE (:SmokePerson {name: 'Ada'})-[:KNOWS]->(:SmokePerson {name: 'Bob'});
         MATCH (a:SmokePerson)-[:KNOWS]->(b:SmokePerson) RETURN a.name + ' knows ' + b.name AS fact;
-        MATCH (n:SmokePerson) DETACH DELETE n;" 2>&1)"
-    echo "neo4j: $(echo "$out" | tr '\n' ' ')"
-    grep -q '"Ada knows Bob"' <<<"$out"
+        CREATE VECTOR INDEX smoke_vec IF NOT EXISTS FOR (n:SmokeChunk) ON n.emb
+          OPTIONS {indexConfig: {\`vector.dimensions\`: 3, \`vector.similarity_function\`: 'cosine'}};
+        CREATE FULLTEXT INDEX smoke_ft IF NOT EXISTS FOR (n:SmokeChunk) ON EACH [n.text];
+        CREATE (:SmokeChunk {text: 'graphs of running entities', emb: [0.1, 0.2, 0.3]});
+        CALL db.awaitIndexes(60);
+        CALL db.index.vector.queryNodes('smoke_vec', 1, [0.1, 0.2, 0.3]) YIELD node
+          RETURN 'vector hit: ' + node.text AS vector;
+        CALL db.index.fulltext.queryNodes('smoke_ft', 'graphs') YIELD node
+          RETURN 'fulltext hit: ' + node.text AS fulltext;
+        DROP INDEX smoke_vec; DROP INDEX smoke_ft;
+        MATCH (n) WHERE n:SmokePerson OR n:SmokeChunk DETACH DELETE n;" 2>&1)"
+    echo "neo4j: $(grep -v -e '^fact$' -e '^vector$' -e '^fulltext$' <<<"$out" | tr '\n' ' ')"
+    grep -q '"Ada knows Bob"' <<<"$out" && grep -q '"vector hit: ' <<<"$out" &&
+        grep -q '"fulltext hit: ' <<<"$out"
 }
 
 # ----------------------------------------------------------------------------------------------------
@@ -371,8 +395,7 @@ fetch_opensearch() {
 
 start_opensearch() {
     # shellcheck disable=SC2046
-    spawn opensearch "$JAVA" -Xms256m -Xmx"$OPENSEARCH_HEAP" $(java_opts_common) \
-        -Dlog4j2.configurationFile="$SCRIPT_DIR/log4j2.properties" \
+    spawn opensearch "$JAVA" -Xms256m -Xmx"$OPENSEARCH_HEAP" $(java_opts_common) $(log4j_opts) \
         -Dlog4j2.disable.jmx=true \
         -cp "$(opensearch_cp)" OpenSearchNode "$RUN_DIR/opensearch/home" "$HOST" \
         "$OPENSEARCH_PORT" "$OPENSEARCH_TRANSPORT_PORT"
@@ -634,7 +657,9 @@ cmd_start() {
 }
 
 cmd_stop() {
-    local svc pid t
+    local svc pid t waiting=()
+    declare -A stop_pid t_stop
+    # Signal everything first, then wait: the JVMs shut down side by side.
     for svc in "$@"; do
         pid="$(service_pid "$svc")"
         if [[ -z "$pid" ]]; then
@@ -644,11 +669,15 @@ cmd_stop() {
         fi
         t="$(now)"
         case $svc in
-            postgres) stop_postgres ;;
-            redis) stop_redis ;;
-            *) terminate "$svc" "$pid"; rm -f "$(pid_file "$svc")" ;;
+            postgres) stop_postgres; log "$svc: stopped ($(elapsed "$t")s)" ;;
+            redis) stop_redis; log "$svc: stopped ($(elapsed "$t")s)" ;;
+            *) kill -TERM "$pid" 2>/dev/null || true; stop_pid[$svc]=$pid t_stop[$svc]=$t waiting+=("$svc") ;;
         esac
-        log "$svc: stopped ($(elapsed "$t")s)"
+    done
+    for svc in "${waiting[@]}"; do
+        terminate "$svc" "${stop_pid[$svc]}"
+        rm -f "$(pid_file "$svc")"
+        log "$svc: stopped ($(elapsed "${t_stop[$svc]}")s)"
     done
 }
 

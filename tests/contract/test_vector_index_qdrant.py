@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import numpy as np
 import pytest
 from qdrant_client import QdrantClient, models
 from qdrant_client.local import distances
@@ -111,7 +110,7 @@ def test_payload_is_identical_to_the_edge_adapters(tmp_path: Path) -> None:
         index = QdrantVectorIndex(client, COLLECTION, DIMENSION)
         index.upsert([p, point("ch_2", vec(0.0, 1.0))])
         records = client.retrieve(COLLECTION, ids=[edge_module.point_id_for("ch_1"), edge_module.point_id_for("ch_2")])
-        payloads = {str(r.id): r.payload for r in records}
+        payloads = {str(r.id): r.payload or {} for r in records}
         assert payloads[edge_module.point_id_for("ch_1")] == edge_module._payload(p)
         assert payloads[edge_module.point_id_for("ch_1")]["doc_time"] == "2024-05-01T12:30:00+00:00"
         assert "doc_time" not in payloads[edge_module.point_id_for("ch_2")]
@@ -279,10 +278,10 @@ def test_ties_past_one_fetch_round_are_resolved(tmp_path: Path) -> None:
 def test_ids_for_doc_pages_through_scroll(tmp_path: Path) -> None:
     with _local(tmp_path) as index:
         index.upsert(
-            [point(f"a{i:04d}", vec(1.0, i), doc_id="doc-a") for i in range(1100)]
+            [point(f"a{i:04d}", vec(1.0, i), doc_id="doc-a") for i in range(600)]
             + [point("b1", vec(0.0, 1.0), doc_id="doc-b")]
         )
-        assert index.ids_for_doc("doc-a") == [f"a{i:04d}" for i in range(1100)]
+        assert index.ids_for_doc("doc-a") == [f"a{i:04d}" for i in range(600)]
         assert index.ids_for_doc("doc-b") == ["b1"]
 
 
@@ -292,10 +291,10 @@ def test_local_mode_cosine_query_rewrites_stored_vectors(tmp_path: Path) -> None
     try:
         index = QdrantVectorIndex(client, COLLECTION, DIMENSION)
         index.upsert([point("c1", vec(1.0, 1.0, 1.0))])
-        (stored,) = client.retrieve(COLLECTION, ids=[edge_module.point_id_for("c1")], with_vectors=True)
-        before = np.asarray(stored.vector, dtype=np.float32)
-        scores = {index.search(vec(1.0, 1.0, 1.1), [ALLOWED], 1)[0].score for _ in range(4)}
-        (stored,) = client.retrieve(COLLECTION, ids=[edge_module.point_id_for("c1")], with_vectors=True)
-        assert len(scores) == 2 or not np.array_equal(before, np.asarray(stored.vector, dtype=np.float32))
+        # Each query divides the stored float32 vector by its norm again; for this one that alternates
+        # between two bit patterns, so identical queries alternate between two scores.
+        scores = [index.search(vec(1.0, 1.0, 1.1), [ALLOWED], 1)[0].score for _ in range(4)]
+        assert scores[0] != scores[1]
+        assert scores[0] == pytest.approx(scores[1], abs=1e-6)
     finally:
         client.close()

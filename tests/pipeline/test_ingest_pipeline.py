@@ -112,15 +112,15 @@ def test_bad_documents_get_codes_and_lose_nothing_else(kg: KgragApp) -> None:
 
 def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_on(kg: KgragApp) -> None:
     good = doc("pallets", "# Pallets\n\nEuro pallets measure 1200 by 800 millimetres.")
-    kg.bus.publish(DOCUMENTS_CHANGED, "pallets", {"doc_id": "pallets", "title": 7})
-    kg.bus.publish(DOCUMENTS_CHANGED, "pallets", {
+    kg.ingestion.bus.publish(DOCUMENTS_CHANGED, "pallets", {"doc_id": "pallets", "title": 7})
+    kg.ingestion.bus.publish(DOCUMENTS_CHANGED, "pallets", {
         "doc_id": "pallets", "source": "t", "uri": "t://p", "title": "Pallets",
         "body_b64": base64.b64encode(good.body).decode(), "acl_principals": ["public"],
     })
-    report = kg.bus.drain(kg.handler)
+    report = kg.ingestion.bus.drain(kg.ingestion.handlers[0])
     assert [d.error_code for d in report.dead_letters] == ["MALFORMED_EVENT"]
     assert "title" in report.dead_letters[0].reason
-    assert len(kg.bus.dead_letters["chunk-indexer.dlq"]) == 1
+    assert len(kg.ingestion.bus.dead_letters["chunk-indexer.dlq"]) == 1
     assert kg.searcher.documents.get_document("pallets") is not None
 
 

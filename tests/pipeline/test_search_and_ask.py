@@ -111,3 +111,37 @@ def test_llm_answer_with_an_invented_quote_is_refused(open_kg) -> None:  # type:
     assert refused["mode"] == "refused" and refused["error_code"] == "INSUFFICIENT_EVIDENCE"
     assert refused["citations"] == []
     assert garbled["mode"] == "refused"
+
+
+def test_acl_change_moves_every_projection_and_fails_closed(kg: KgragApp) -> None:
+    from kgrag_core.acl import acl_from_source
+    from kgrag_core.ingest import IngestStatus
+
+    kg.ingest(corpus())
+    engineer, hr = Caller(groups=("engineering",)), Caller(groups=("hr",))
+    query = "Harbor warehouse outage certificate"
+    assert kg.search(query, engineer).hits[0].doc_id == "harbor"
+    assert kg.ask("How long was Harbor down in May 2024?", engineer)["answered"] is True
+
+    outcome = kg.change_acl("harbor", acl_from_source({"groups": ["hr"]}))
+
+    assert outcome.status is IngestStatus.ACL_UPDATED
+    assert all(h.doc_id != "harbor" for h in kg.search(query, engineer).hits)
+    assert kg.search(query, hr).hits[0].doc_id == "harbor"
+    assert kg.ask("How long was Harbor down in May 2024?", engineer)["answered"] is False
+    hr_class = acl_from_source({"groups": ["hr"]}).acl_class_id
+    # Both projections carry the new class, not only PostgreSQL.
+    assert kg.searcher.vectors.search(kg.searcher.embedder.embed_query(query), [hr_class], 5)
+    assert kg.searcher.keywords.search(query, [hr_class], 5)
+    assert kg.change_acl("missing", acl_from_source(None)).error_code is not None
+
+
+def test_stale_projection_is_caught_by_the_final_recheck(kg: KgragApp) -> None:
+    """Fail closed: with only PostgreSQL updated (a propagation still in flight), the old readers see nothing."""
+    from kgrag_core.acl import acl_from_source
+
+    kg.ingest(corpus())
+    engineer = Caller(groups=("engineering",))
+    assert kg.searcher.documents.update_acl("harbor", acl_from_source({"groups": ["hr"]}))
+    kg.cache.invalidate_all()
+    assert all(h.doc_id != "harbor" for h in kg.search("Harbor certificate outage", engineer).hits)

@@ -39,6 +39,7 @@ public final class Neo4jServer {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             System.out.println("Neo4jServer: shutting down");
             dbms.shutdown();
+            System.out.println("Neo4jServer: stopped");
             stopped.countDown();
         }, "neo4j-shutdown"));
 

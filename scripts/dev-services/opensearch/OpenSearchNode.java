@@ -69,6 +69,7 @@ public final class OpenSearchNode {
             System.out.println("OpenSearchNode: shutting down");
             try {
                 node.close();
+                System.out.println("OpenSearchNode: stopped");
             } catch (Exception e) {
                 e.printStackTrace();
             }

@@ -15,6 +15,8 @@ class IngestStatus(StrEnum):
     UNCHANGED = "UNCHANGED"
     DELETED = "DELETED"
     REJECTED = "REJECTED"
+    QUEUED = "QUEUED"  # accepted onto the event bus; the workers index it asynchronously
+    ACL_UPDATED = "ACL_UPDATED"
 
 
 @dataclass(frozen=True, slots=True)

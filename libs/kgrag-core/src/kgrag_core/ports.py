@@ -44,6 +44,11 @@ class DocumentStore(Protocol):
         """In one transaction: upsert the ACL class and the document, replace the document's chunk set."""
         ...
 
+    def update_acl(self, doc_id: str, acl: AclClass) -> bool:
+        """In one transaction: upsert the ACL class, re-point the active document and all its chunks at
+        it. False when there is no active document."""
+        ...
+
     def mark_deleted(self, doc_id: str, record: DeletionRecord) -> None:
         """In one transaction: drop the chunks, mark the document DELETED, write the deletion audit row."""
         ...

@@ -1,4 +1,4 @@
-"""The embedded application: the use cases wired to one process's adapters.
+"""The application: the use cases wired to one process's adapters, embedded or distributed.
 
 The CLI and the HTTP API both drive this object; neither touches an adapter directly.
 """
@@ -7,89 +7,44 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kgrag_core.acl import Caller
+from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
-from kgrag_core.connectors import ConnectorFailure, ConnectorItem
-from kgrag_core.documents import SourceDocument
-from kgrag_core.events import (
-    DOCUMENTS_CHANGED,
-    DOCUMENTS_DELETED,
-    DocumentDeleted,
-    document_changed_from_source,
-)
-from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
-from kgrag_core.ingest import IngestOutcome, IngestStatus
+from kgrag_core.connectors import ConnectorItem
+from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.ports import Cache, ChatModel, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
-from kgrag_runtime.bus import InProcessBus
-
-ProgressCallback = Callable[[int], None]
+from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 
 
 @dataclass(slots=True)
 class KgragApp:
     searcher: HybridSearcher
-    handler: ChunkIndexerHandler
-    bus: InProcessBus
+    ingestion: IngestGateway
     ingest_log: IngestLog
     stats_source: StatsSource
     cache: Cache
     llm: ChatModel | None
-    batch_documents: int = 64
     answer_cache_ttl_s: int = 300
-
-    def __post_init__(self) -> None:
-        # Subscribe before anything is published: the embedded bus keeps no retention for unheard topics.
-        for topic in self.handler.topics:
-            self.bus.subscribe(topic)
 
     # --- ingestion -----------------------------------------------------------------------------------
 
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
-        """Publish documents.changed for each item and run the chunk indexer until the bus is drained."""
-        outcomes: list[IngestOutcome] = []
-        failures: list[IngestOutcome] = []
-        pending: list[SourceDocument] = []
-        for item in items:
-            if isinstance(item, ConnectorFailure):
-                failures.append(IngestOutcome(item.doc_id or item.uri, IngestStatus.REJECTED, uri=item.uri,
-                                              error_code=item.code, message=item.message))
-                if progress:
-                    progress(1)
-                continue
-            pending.append(item)
-            if len(pending) >= self.batch_documents:
-                outcomes.extend(self._index(pending, progress))
-                pending = []
-        if pending:
-            outcomes.extend(self._index(pending, progress))
-        # Failures the connector found never reached the bus; they belong in the ingest log all the same.
-        self.ingest_log.record_outcomes(failures)
-        return failures + outcomes
-
-    def _index(self, docs: Sequence[SourceDocument], progress: ProgressCallback | None) -> list[IngestOutcome]:
-        self.bus.publish_many(
-            DOCUMENTS_CHANGED, ((d.doc_id, document_changed_from_source(d).model_dump(mode="json")) for d in docs)
-        )
-        report = self.bus.drain(self.handler)
-        self.ingest_log.record_outcomes(report.outcomes)
-        if progress:
-            progress(len(docs))
-        return report.outcomes
+        """Submit documents (embedded: indexed when this returns; distributed: queued on Kafka)."""
+        return self.ingestion.ingest(items, progress=progress)
 
     def delete(self, doc_id: str) -> IngestOutcome:
-        self.bus.publish(DOCUMENTS_DELETED, doc_id, DocumentDeleted(doc_id=doc_id).model_dump(mode="json"))
-        report = self.bus.drain(self.handler)
-        self.ingest_log.record_outcomes(report.outcomes)
-        return report.outcomes[-1]
+        return self.ingestion.delete(doc_id)
+
+    def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        return self.ingestion.change_acl(doc_id, acl)
 
     # --- queries -------------------------------------------------------------------------------------
 
@@ -134,5 +89,8 @@ class KgragApp:
             "keyword_docs": self.searcher.keywords.count(),
             "embedding_model": self.searcher.embedder.model_id,
             "llm": self.llm.model_id if self.llm else None,
-            "dead_letters": {k: len(v) for k, v in sorted(self.bus.dead_letters.items())},
+            "dead_letters": (
+                {k: len(v) for k, v in sorted(self.ingestion.bus.dead_letters.items())}
+                if isinstance(self.ingestion, EmbeddedIngest) else None
+            ),
         }

@@ -21,12 +21,14 @@ from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
 from kgrag_core.ports import ChatModel, Embedder, TokenCounter
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.ingest_gateway import EmbeddedIngest
 from kgrag_runtime.settings import KgragSettings
 
 
@@ -90,15 +92,19 @@ def open_embedded(
                 chunk_overlap_tokens=settings.chunk_overlap_tokens,
             ),
         )
+        ingestion = EmbeddedIngest(
+            bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
+            handlers=[ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)],
+            ingest_log=store,
+            batch_documents=settings.ingest_batch_documents,
+        )
         yield KgragApp(
             searcher=HybridSearcher(store, store, vectors, keywords, model),
-            handler=ChunkIndexerHandler(indexer),
-            bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
+            ingestion=ingestion,
             ingest_log=store,
             stats_source=store,
             cache=cache,
             llm=llm if llm is not None else build_llm(settings),
-            batch_documents=settings.ingest_batch_documents,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
         )
 

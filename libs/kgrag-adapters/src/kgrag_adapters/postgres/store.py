@@ -194,6 +194,18 @@ class PostgresStore:
                 with self._conn.cursor() as cur:
                     cur.executemany(_UPSERT_CHUNK, [_chunk_params(ch) for ch in chunks])
 
+    def update_acl(self, doc_id: str, acl: AclClass) -> bool:
+        with self._lock, self._conn.transaction():
+            self._conn.execute(_UPSERT_ACL, (acl.acl_class_id, list(acl.principals), acl.malformed))
+            found = self._conn.execute(
+                "UPDATE documents SET acl_class_id = %s WHERE doc_id = %s AND status = 'ACTIVE' RETURNING doc_id",
+                (acl.acl_class_id, doc_id),
+            ).fetchone()
+            if found is None:
+                return False
+            self._conn.execute("UPDATE chunks SET acl_class_id = %s WHERE doc_id = %s", (acl.acl_class_id, doc_id))
+        return True
+
     def mark_deleted(self, doc_id: str, record: DeletionRecord) -> None:
         if record.doc_id != doc_id:
             raise ValueError(f"deletion record is for {record.doc_id}, not {doc_id}")

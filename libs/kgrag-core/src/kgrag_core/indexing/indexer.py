@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from kgrag_core.acl import AclClass
 from kgrag_core.chunking import chunk_document, estimate_tokens
 from kgrag_core.documents import Chunk, DocumentStatus, SourceDocument, StoredDocument
 from kgrag_core.errors import ErrorCode, KgragError
@@ -116,6 +117,52 @@ class DocumentIndexer:
         return IngestOutcome(doc_id, IngestStatus.DELETED, source=existing.source, uri=existing.uri,
                              chunks_removed=len(chunk_ids), message="removed from every store")
 
+    def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        """Move a document to a new ACL class, failing closed.
+
+        PostgreSQL changes first: from that moment the final recheck of every search uses the new class,
+        so a reader who lost access sees nothing even while the projections still carry the old one,
+        and a reader who gained access waits until the projections are rewritten below.
+        """
+        if not self.documents.update_acl(doc_id, acl):
+            return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=ErrorCode.DOCUMENT_NOT_FOUND,
+                                 message=f"No active document {doc_id!r}.")
+        self.cache.invalidate_all()
+        count = self.reproject([doc_id])
+        self.cache.invalidate_all()
+        return IngestOutcome(doc_id, IngestStatus.ACL_UPDATED, chunks_total=count,
+                             message=f"now readable by {', '.join(acl.principals)}")
+
+    def reproject(self, doc_ids: Sequence[str]) -> int:
+        """Rewrite the vector and keyword projections of these documents from PostgreSQL alone.
+
+        Vectors come from the embedding cache, so a rebuild calls the model only for text it never saw.
+        Returns the number of chunks written.
+        """
+        docs = self.documents.get_documents(list(doc_ids))
+        points: list[VectorPoint] = []
+        keyword_docs: list[KeywordDoc] = []
+        texts: dict[str, str] = {}
+        chunks_by_doc = {d: self.documents.chunks_of(d) for d in sorted(docs)}
+        for doc_id, chunks in chunks_by_doc.items():
+            for c in chunks:
+                text = _embedding_text(docs[doc_id].title, c)
+                texts[_embedding_key(text)] = text
+        vectors = self._vectors_for_texts(texts)[0]
+        for doc_id, chunks in chunks_by_doc.items():
+            doc = docs[doc_id]
+            for c in chunks:
+                key = _embedding_key(_embedding_text(doc.title, c))
+                points.append(VectorPoint(c.chunk_id, vectors[key], c.doc_id, c.acl_class_id, c.content_hash,
+                                          doc.source, c.doc_time))
+                keyword_docs.append(
+                    KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
+                )
+        if points:
+            self.vectors.upsert(points)
+            self.keywords.upsert(keyword_docs)
+        return len(points)
+
     # --- steps ---------------------------------------------------------------------------------------
 
     def _prepare(self, doc: SourceDocument) -> _Prepared | IngestOutcome:
@@ -176,12 +223,15 @@ class DocumentIndexer:
         return _Prepared(doc, stored, chunks, previous)
 
     def _vectors_for(self, items: Sequence[_Prepared]) -> tuple[dict[str, tuple[float, ...]], set[str]]:
-        """Vectors keyed by embedding-text hash: the cache first, the model only for text it never saw."""
         wanted: dict[str, str] = {}
         for item in items:
             for chunk in item.chunks:
                 text = _embedding_text(item.source.title, chunk)
                 wanted.setdefault(_embedding_key(text), text)
+        return self._vectors_for_texts(wanted)
+
+    def _vectors_for_texts(self, wanted: dict[str, str]) -> tuple[dict[str, tuple[float, ...]], set[str]]:
+        """Vectors keyed by embedding-text hash: the cache first, the model only for text it never saw."""
         model = self.embedder.model_id
         found = dict(self.embedding_cache.get_vectors(model, sorted(wanted)))
         missing = sorted(h for h in wanted if h not in found)

@@ -128,6 +128,17 @@ class DocumentStoreContract:
         assert store.get_documents([]) == {}
         assert store.get_documents(["doc-b", "doc-a", "missing"]) == {"doc-a": a, "doc-b": b}
 
+    def test_update_acl_repoints_document_and_chunks(self, store: FullStore) -> None:
+        chunks = commit(store, "doc-1", ["one", "two"])
+        hr = AclClass.of(["group:hr"])
+        assert store.update_acl("doc-1", hr) is True
+        doc = store.get_document("doc-1")
+        assert doc is not None and doc.acl_class_id == hr.acl_class_id
+        assert {c.acl_class_id for c in store.chunks_of("doc-1")} == {hr.acl_class_id}
+        assert hr in store.acl_classes()
+        assert [c.chunk_id for c in store.chunks_of("doc-1")] == ids(chunks)
+        assert store.update_acl("missing", hr) is False
+
     def test_chunks_come_back_in_seq_order(self, store: FullStore) -> None:
         doc, chunks = make_document("doc-1", ["one", "two", "three", "four"])
         store.commit_document(doc, ENG, list(reversed(chunks)))

@@ -1,0 +1,373 @@
+"""`LexicalGraph` on Neo4j 5 through the official driver: (Document)<-[:FROM_DOCUMENT]-(Chunk)-[:NEXT_CHUNK]->(Chunk).
+
+The graph is a navigator, not a store: a Chunk node carries the chunk's identity, position, hash and ACL
+class, never its text (PostgreSQL holds that and is the truth the graph is rebuilt from). Every node and
+relationship a write touches carries the `run_id` of the projection run that wrote it.
+
+Writes:
+- `upsert_document` runs in ONE managed write transaction (`execute_write`, so transient errors such as
+  deadlocks are retried as a whole): merge the Document, DETACH DELETE the document's chunks that are not
+  in the new set, merge the chunks and their FROM_DOCUMENT, then drop the document's NEXT_CHUNK links and
+  create the chain again between chunks consecutive in seq order. Repeating a call leaves the same graph.
+- `delete_document` DETACH DELETEs the chunks and the Document in one transaction.
+
+The schema (constraints and indexes) lives in `schemas/neo4j/constraints.cypher`, reached through the
+`schema` symlink next to this module (like the PostgreSQL migrations); `connect()` applies it, and so does
+`ensure_schema()` for a graph built on a driver of the caller's.
+
+Every session the adapter opens asks the server for no notifications: on a fresh database the server warns
+about each label, relationship type and property key it has not seen yet, and the driver turns server
+notifications into Python warnings in development mode. The adapter's Cypher is checked to raise no
+notification (deprecations, cartesian products, ...) by the adapter's tests instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, LiteralString, Self
+
+from neo4j import (
+    Driver,
+    GraphDatabase,
+    ManagedTransaction,
+    NotificationMinimumSeverity,
+    Session,
+    basic_auth,
+    unit_of_work,
+)
+
+from kgrag_core.documents import Chunk, StoredDocument
+
+__all__ = [
+    "SCHEMA_FILE",
+    "LexicalGraphInconsistentError",
+    "Neo4jLexicalGraph",
+    "load_schema_statements",
+]
+
+SCHEMA_FILE = Path(__file__).resolve().parent / "schema" / "constraints.cypher"
+# How long connect() waits for the schema's indexes to come online (instant on an empty database).
+_INDEX_WAIT_SECONDS = 300
+
+# --- Cypher ---------------------------------------------------------------------------------------------
+# Every query is a literal (typed LiteralString by the driver); values always travel as parameters.
+
+# `+=` replaces the listed properties and keeps any other (e.g. ones the knowledge-graph work adds).
+_MERGE_DOCUMENT: LiteralString = """
+MERGE (d:Document {doc_id: $doc_id})
+SET d += $props, d.run_id = $run_id, d.updated_at = datetime.transaction()
+"""
+
+# Before the merge, so a chunk that leaves the document is gone with every relationship it had.
+_DELETE_STALE_CHUNKS: LiteralString = """
+MATCH (c:Chunk {doc_id: $doc_id})
+WHERE NOT c.chunk_id IN $chunk_ids
+DETACH DELETE c
+"""
+
+# A chunk ID already held by ANOTHER document (impossible with kgrag_core.ids.chunk_id_for, which hashes
+# the doc_id in, but not the graph's to assume) moves to this one: its old relationships go first, so a
+# chunk always has exactly one FROM_DOCUMENT. The FROM_DOCUMENT MERGE leaves run_id out of the pattern
+# (then SETs it): with it in the pattern, a new run would add a second relationship instead of updating.
+_MERGE_CHUNKS: LiteralString = """
+MATCH (d:Document {doc_id: $doc_id})
+UNWIND $chunks AS row
+MERGE (c:Chunk {chunk_id: row.chunk_id})
+WITH d, c, row, c.doc_id IS NOT NULL AND c.doc_id <> $doc_id AS moved
+SET c += row, c.run_id = $run_id
+WITH d, c, moved
+OPTIONAL MATCH (c)-[old:NEXT_CHUNK|FROM_DOCUMENT]-()
+WHERE moved
+DELETE old
+WITH DISTINCT d, c
+MERGE (c)-[f:FROM_DOCUMENT]->(d)
+SET f.run_id = $run_id
+"""
+
+# Undirected, so a link from or to a chunk of another document goes too. A link between two chunks of the
+# document matches twice; deleting it twice in one statement is a no-op the second time.
+_UNLINK_CHAIN: LiteralString = """
+MATCH (c:Chunk {doc_id: $doc_id})-[r:NEXT_CHUNK]-()
+DELETE r
+"""
+
+# Two MATCH clauses, not one with a comma: that would be a (harmless, but reported) cartesian product.
+_LINK_CHAIN: LiteralString = """
+UNWIND $links AS link
+MATCH (a:Chunk {chunk_id: link.prev})
+MATCH (b:Chunk {chunk_id: link.next})
+CREATE (a)-[:NEXT_CHUNK {run_id: $run_id}]->(b)
+"""
+
+_DELETE_CHUNKS: LiteralString = """
+MATCH (c:Chunk {doc_id: $doc_id})
+DETACH DELETE c
+RETURN count(*) AS removed
+"""
+
+_DELETE_DOCUMENT: LiteralString = """
+MATCH (d:Document {doc_id: $doc_id})
+DETACH DELETE d
+"""
+
+# Membership is the FROM_DOCUMENT relationship; the chain is walked in Python (see _walk_chain), which
+# also checks it.
+_CHAIN_OF_DOCUMENT: LiteralString = """
+MATCH (c:Chunk)-[:FROM_DOCUMENT]->(:Document {doc_id: $doc_id})
+OPTIONAL MATCH (c)-[:NEXT_CHUNK]->(n:Chunk)
+RETURN c.chunk_id AS chunk_id, collect(n.chunk_id) AS next
+"""
+
+# Label and relationship-type counts come from the count store: constant time, however big the graph.
+_COUNTS: LiteralString = """
+MATCH (d:Document) WITH count(d) AS documents
+MATCH (c:Chunk) WITH documents, count(c) AS chunks
+MATCH ()-[n:NEXT_CHUNK]->() WITH documents, chunks, count(n) AS next_chunk
+MATCH ()-[f:FROM_DOCUMENT]->()
+RETURN documents, chunks, next_chunk, count(f) AS from_document
+"""
+
+_AWAIT_INDEXES: LiteralString = "CALL db.awaitIndexes($seconds)"
+
+# Every query the adapter sends, by name (its tests check each one raises no server notification).
+QUERIES: Mapping[str, LiteralString] = {
+    "merge_document": _MERGE_DOCUMENT,
+    "delete_stale_chunks": _DELETE_STALE_CHUNKS,
+    "merge_chunks": _MERGE_CHUNKS,
+    "unlink_chain": _UNLINK_CHAIN,
+    "link_chain": _LINK_CHAIN,
+    "delete_chunks": _DELETE_CHUNKS,
+    "delete_document": _DELETE_DOCUMENT,
+    "chain_of_document": _CHAIN_OF_DOCUMENT,
+    "counts": _COUNTS,
+    "await_indexes": _AWAIT_INDEXES,
+}
+
+
+class LexicalGraphInconsistentError(RuntimeError):
+    """A document's NEXT_CHUNK links do not form one chain through all of its chunks.
+
+    The adapter never leaves a graph like that; it means someone else wrote to it. Re-projecting the
+    document from PostgreSQL (`upsert_document`) repairs it.
+    """
+
+
+def load_schema_statements(path: Path = SCHEMA_FILE) -> list[str]:
+    """The statements of a schema file: `//` comment lines dropped, the rest split at `;`."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("//")]
+    statements = [" ".join(part.split()) for part in "\n".join(lines).split(";")]
+    found = [s for s in statements if s]
+    if not found:
+        # An empty list means a broken install (e.g. the symlink was not followed), not "no schema".
+        raise FileNotFoundError(f"no schema statements found in {path}")
+    return found
+
+
+class Neo4jLexicalGraph:
+    """The lexical graph in a Neo4j 5 database (`database=None`: the server's default database).
+
+    The driver passed in stays the caller's: `close()` closes only a driver that `connect()` opened.
+    Safe to share between threads (the driver is; every call opens its own session).
+    """
+
+    def __init__(self, driver: Driver, database: str | None = None) -> None:
+        self._driver: Driver | None = driver
+        self._database = database
+        self._owns_driver = False
+
+    @classmethod
+    def connect(
+        cls,
+        uri: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+    ) -> Neo4jLexicalGraph:
+        """A graph on the server at `uri` (e.g. bolt://host:7687), with the schema applied.
+
+        Without `user` and `password` the driver sends no credentials (a server with auth disabled).
+        Raises `neo4j.exceptions.ServiceUnavailable` at once when the server cannot be reached.
+        """
+        if (user is None) != (password is None):
+            raise ValueError("pass both user and password, or neither (a server with auth disabled)")
+        auth = basic_auth(user, password) if user is not None and password is not None else None
+        driver = GraphDatabase.driver(uri, auth=auth)
+        try:
+            # Fails fast; the managed transactions below would retry an unreachable server for 30 s.
+            driver.verify_connectivity()
+            graph = cls(driver, database)
+            graph.ensure_schema()
+        except BaseException:
+            driver.close()
+            raise
+        graph._owns_driver = True
+        return graph
+
+    @property
+    def driver(self) -> Driver:
+        return self._live()
+
+    @property
+    def database(self) -> str | None:
+        return self._database
+
+    def ensure_schema(self, path: Path = SCHEMA_FILE) -> None:
+        """Apply the schema file's constraints and indexes (idempotent), then wait until they are online."""
+        statements = load_schema_statements(path)
+        with self._session() as session:
+            for statement in statements:
+                # Schema commands may share a transaction only with other schema commands: one each. The
+                # text is the packaged file's (trusted DDL, not a value), though not a literal.
+                session.execute_write(_run, statement, {})
+            session.run(_AWAIT_INDEXES, seconds=_INDEX_WAIT_SECONDS).consume()
+
+    # --- LexicalGraph ---------------------------------------------------------------------------------
+
+    def upsert_document(self, doc: StoredDocument, chunks: Sequence[Chunk], run_id: str) -> None:
+        if not run_id:
+            raise ValueError("run_id must be a non-empty string")
+        ordered = _checked_chunks(doc, chunks)
+        doc_props: dict[str, Any] = {
+            "title": doc.title,
+            "uri": doc.uri,
+            "source": doc.source,
+            "version": doc.version,
+            "content_hash": doc.content_hash,
+            "acl_class_id": doc.acl_class_id,
+            "status": doc.status.value,
+        }
+        rows = [
+            {
+                "chunk_id": c.chunk_id,
+                "doc_id": c.doc_id,
+                "seq": c.seq,
+                "start_byte": c.start_byte,
+                "end_byte": c.end_byte,
+                "content_hash": c.content_hash,
+                "acl_class_id": c.acl_class_id,
+                "section_path": c.section_path,
+                "token_count": c.token_count,
+            }
+            for c in ordered
+        ]
+        links = [{"prev": a.chunk_id, "next": b.chunk_id} for a, b in itertools.pairwise(ordered)]
+        common = {"doc_id": doc.doc_id, "run_id": run_id}
+
+        def work(tx: ManagedTransaction) -> None:
+            tx.run(_MERGE_DOCUMENT, common, props=doc_props).consume()
+            tx.run(_DELETE_STALE_CHUNKS, common, chunk_ids=[r["chunk_id"] for r in rows]).consume()
+            if rows:
+                tx.run(_MERGE_CHUNKS, common, chunks=rows).consume()
+            tx.run(_UNLINK_CHAIN, common).consume()
+            if links:
+                tx.run(_LINK_CHAIN, common, links=links).consume()
+
+        # The run and document travel as transaction metadata: SHOW TRANSACTIONS and query.log show them.
+        tagged = unit_of_work(metadata={"app": "kgrag", "op": "upsert_document", **common})(work)
+        with self._session() as session:
+            session.execute_write(tagged)
+
+    def delete_document(self, doc_id: str) -> int:
+        def work(tx: ManagedTransaction) -> int:
+            record = tx.run(_DELETE_CHUNKS, doc_id=doc_id).single(strict=True)
+            tx.run(_DELETE_DOCUMENT, doc_id=doc_id).consume()
+            removed: int = record["removed"]
+            return removed
+
+        with self._session() as session:
+            return session.execute_write(work)
+
+    def chunk_ids(self, doc_id: str) -> list[str]:
+        def work(tx: ManagedTransaction) -> dict[str, list[str]]:
+            return {r["chunk_id"]: list(r["next"]) for r in tx.run(_CHAIN_OF_DOCUMENT, doc_id=doc_id)}
+
+        with self._session() as session:
+            successors = session.execute_read(work)
+        return _walk_chain(doc_id, successors)
+
+    def counts(self) -> dict[str, int]:
+        def work(tx: ManagedTransaction) -> dict[str, int]:
+            record = tx.run(_COUNTS).single(strict=True)
+            return {key: int(record[key]) for key in ("documents", "chunks", "next_chunk", "from_document")}
+
+        with self._session() as session:
+            return session.execute_read(work)
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the driver if `connect()` opened it; idempotent. The graph refuses work afterwards."""
+        driver, self._driver = self._driver, None
+        if driver is not None and self._owns_driver:
+            driver.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _live(self) -> Driver:
+        if self._driver is None:
+            raise RuntimeError("Neo4jLexicalGraph is closed")
+        return self._driver
+
+    def _session(self) -> Session:
+        return self._live().session(
+            database=self._database,
+            notifications_min_severity=NotificationMinimumSeverity.OFF,
+        )
+
+
+def _run(tx: ManagedTransaction, query: str, parameters: dict[str, Any]) -> None:
+    tx.run(query, parameters).consume()
+
+
+def _checked_chunks(doc: StoredDocument, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks in seq order, after checking they form one document's chunk set (nothing is written else)."""
+    ids: set[str] = set()
+    seqs: set[int] = set()
+    for chunk in chunks:
+        if chunk.doc_id != doc.doc_id:
+            raise ValueError(f"chunk {chunk.chunk_id} belongs to {chunk.doc_id!r}, not to {doc.doc_id!r}")
+        if chunk.chunk_id in ids:
+            raise ValueError(f"chunk {chunk.chunk_id} is given twice")
+        if chunk.seq in seqs:
+            raise ValueError(f"seq {chunk.seq} is given twice in document {doc.doc_id!r}")
+        ids.add(chunk.chunk_id)
+        seqs.add(chunk.seq)
+    return sorted(chunks, key=lambda c: c.seq)
+
+
+def _walk_chain(doc_id: str, successors: Mapping[str, list[str]]) -> list[str]:
+    """Chunk IDs from the head of the chain along NEXT_CHUNK; raise unless that visits every chunk once."""
+    if not successors:
+        return []
+    targets = {n for nexts in successors.values() for n in nexts}
+    heads = sorted(set(successors) - targets)
+    problem: str | None = None
+    if any(len(nexts) > 1 for nexts in successors.values()):
+        problem = "a chunk has several NEXT_CHUNK links"
+    elif not targets <= successors.keys():
+        problem = "a NEXT_CHUNK link leaves the document"
+    elif len(heads) != 1:
+        problem = f"{len(heads)} chunks start a chain"
+    if problem is None:
+        order = [heads[0]]
+        while successors[order[-1]] and len(order) <= len(successors):
+            order.append(successors[order[-1]][0])
+        if len(order) == len(successors) and len(set(order)) == len(order):
+            return order
+        problem = "the chain does not pass through every chunk once"
+    raise LexicalGraphInconsistentError(
+        f"document {doc_id!r}: NEXT_CHUNK links are inconsistent ({problem}); re-upsert it from the store"
+    )

@@ -1,0 +1,37 @@
+"""The acl-propagator handler: acl.changed → authoritative store first, then every projection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from kgrag_core.acl import AclClass
+from kgrag_core.errors import ErrorCode
+from kgrag_core.events import ACL_CHANGED, AclChanged
+from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
+from kgrag_core.indexing.indexer import DocumentIndexer
+from kgrag_core.ingest import IngestOutcome, IngestStatus
+
+
+@dataclass(slots=True)
+class AclPropagatorHandler:
+    indexer: DocumentIndexer
+    name: str = "acl-propagator"
+    topics: tuple[str, ...] = (ACL_CHANGED,)
+
+    def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
+        result = HandlerResult()
+        for key, payload in batch:
+            try:
+                event = AclChanged.model_validate(payload)
+            except ValidationError as err:
+                reason = "; ".join(str(e["msg"]) for e in err.errors()[:3])
+                result.dead_letters.append(DeadLetter(key, payload, ErrorCode.MALFORMED_EVENT.value, reason))
+                result.outcomes.append(IngestOutcome(key, IngestStatus.REJECTED,
+                                                     error_code=ErrorCode.MALFORMED_EVENT, message=reason))
+                continue
+            acl = AclClass.of(event.acl_principals, malformed=event.acl_malformed)
+            result.outcomes.append(self.indexer.change_acl(event.doc_id, acl))
+        return result
