@@ -129,7 +129,9 @@ def test_an_invalidation_without_entries_only_moves_the_generation(cache: RedisC
     assert cache.generation() == 1
 
 
-@pytest.mark.parametrize("namespace_name", ["", "a:b", "ns*", "a b", "ns?", "[ns]", pytest.param("x" * 65, id="too-long")])
+@pytest.mark.parametrize(
+    "namespace_name", ["", "a:b", "ns*", "a b", "ns?", "[ns]", pytest.param("x" * 65, id="too-long")]
+)
 def test_rejects_a_namespace_that_could_overlap_another(client: redis.Redis, namespace_name: str) -> None:
     with pytest.raises(ValueError, match="namespace"):
         RedisCache(client, namespace_name)

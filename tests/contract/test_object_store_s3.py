@@ -18,10 +18,14 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
+import boto3  # type: ignore[import-untyped]  # no stubs for boto3/botocore in the lock
 import pytest
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+from botocore.config import Config  # type: ignore[import-untyped]
+from botocore.exceptions import (  # type: ignore[import-untyped]
+    BotoCoreError,
+    ClientError,
+    EndpointConnectionError,
+)
 
 from kgrag_adapters.s3 import object_store as s3_module
 from kgrag_adapters.s3.object_store import S3ObjectStore
@@ -108,15 +112,16 @@ def bucket(module_store: S3ObjectStore) -> str:
 
 
 @pytest.fixture
-def prefix(client: Any, bucket: str) -> Iterator[str]:
+def store_prefix(client: Any, bucket: str) -> Iterator[str]:
+    # (not `prefix`: the contract parametrizes its tests with an argument of that name)
     name = f"t-{uuid.uuid4().hex[:12]}/"
     yield name
     raw_empty(client, bucket, name)
 
 
 @pytest.fixture
-def object_store(client: Any, bucket: str, prefix: str) -> S3ObjectStore:
-    return S3ObjectStore(client, bucket, prefix)
+def object_store(client: Any, bucket: str, store_prefix: str) -> S3ObjectStore:
+    return S3ObjectStore(client, bucket, store_prefix)
 
 
 class TestS3ObjectStore(ObjectStoreContract):
@@ -147,13 +152,11 @@ def test_stores_whose_prefixes_share_a_start_are_isolated(client: Any, bucket: s
 
 @pytest.mark.parametrize("bad_prefix", ["t1", "/t1/", "../", "t1/../", "t1//", "t1/.hidden/", "t1\\x/"])
 def test_rejects_a_store_prefix_that_is_not_a_folder_of_valid_keys(client: Any, bucket: str, bad_prefix: str) -> None:
-    with pytest.raises(ValueError, match="prefix|key"):
+    with pytest.raises(ValueError, match=r"prefix|key"):
         S3ObjectStore(client, bucket, bad_prefix)
 
 
-def test_names_that_are_not_valid_keys_are_never_listed(
-    object_store: S3ObjectStore, client: Any, bucket: str
-) -> None:
+def test_names_that_are_not_valid_keys_are_never_listed(object_store: S3ObjectStore, client: Any, bucket: str) -> None:
     # Written by other tools: a console's folder marker, a hidden name. `get` would reject both.
     for foreign in ("docs/", "docs/aaaa/.partial"):
         client.put_object(Bucket=bucket, Key=object_store.prefix + foreign, Body=b"")

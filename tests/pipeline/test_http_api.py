@@ -90,5 +90,9 @@ def test_ingest_and_delete_change_events(client: TestClient) -> None:
 
 def test_openapi_and_health(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
-    assert {"/v1/search", "/v1/ask", "/v1/ingest/documents", "/healthz"} <= set(spec["paths"])
+    assert {"/v1/search", "/v1/ask", "/v1/ingest/documents", "/v1/ingest/acl", "/healthz", "/readyz"} <= set(
+        spec["paths"])
     assert client.get("/healthz").json()["status"] == "ok"
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["documents"] == 3
+    assert "kgrag_http_requests" in client.get("/metrics").text

@@ -39,6 +39,30 @@ class KgragSettings(BaseSettings):
 
     answer_cache_ttl_s: int = Field(300, ge=0)
 
+    # --- distributed runtime (KGRAG_RUNTIME=distributed) ---------------------------------------------
+    runtime: Literal["embedded", "distributed"] = "embedded"
+    kafka_bootstrap: str | None = Field(None, description="host:port[,host:port] of the Kafka brokers.")
+    kafka_group_prefix: str = Field("kgrag", description="Consumer groups are <prefix>.<service>.")
+    kafka_topic_partitions: int = Field(12, ge=1, le=1024)
+    kafka_replication_factor: int = Field(1, ge=1, le=5)
+    opensearch_url: str | None = None
+    opensearch_user: str | None = None
+    opensearch_password: SecretStr | None = None
+    opensearch_index: str = "kgrag-chunks"
+    qdrant_url: str | None = Field(None, description="Qdrant server URL.")
+    qdrant_path: Path | None = Field(None, description="qdrant-client local mode (tests only).")
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection: str = "kgrag_chunks"
+    neo4j_uri: str | None = None
+    neo4j_user: str | None = None
+    neo4j_password: SecretStr | None = None
+    redis_url: SecretStr | None = None
+    s3_endpoint: str | None = Field(None, description="S3-compatible endpoint; unset means AWS S3.")
+    s3_bucket: str = "kgrag-documents"
+    ops_host: str = Field("127.0.0.1", description="Bind address of a worker's /healthz, /readyz, /metrics.")
+    ops_port: int = Field(9100, ge=0, le=65535)
+    ready_max_lag: int = Field(10_000, ge=0, description="Readiness fails above this consumer lag.")
+
     @model_validator(mode="after")
     def _overlap_below_cap(self) -> KgragSettings:
         if self.chunk_overlap_tokens >= self.chunk_max_tokens:

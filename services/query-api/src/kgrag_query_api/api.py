@@ -1,28 +1,32 @@
-"""FastAPI application: thin HTTP over the app's use cases.
+"""FastAPI applications: the query API (search, ask, ingestion) and the connector gateway (ingestion only).
 
 Identity comes only from the verified bearer token. The embedded app holds single-writer indexes, so
-calls into it are serialised with a lock; the distributed deployment scales by running more processes.
+calls into it are serialised with a lock; the distributed deployment scales by running more replicas.
 """
-
 
 import base64
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kgrag_core.acl import acl_from_source
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.auth import Principal, TokenVerifier
-from kgrag_query_api.schemas import AskRequest, IngestDocumentRequest, SearchRequest
+from kgrag_query_api.schemas import AclChangeRequest, AskRequest, IngestDocumentRequest, SearchRequest
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.ingest_gateway import IngestGateway
 
 T = TypeVar("T")
+ReadyCheck = Callable[[], dict[str, Any]]
 
 _STATUS = {
     ErrorCode.UNAUTHENTICATED: 401,
@@ -39,23 +43,114 @@ _STATUS = {
 }
 
 
-def create_app(kg: KgragApp, verifier: TokenVerifier) -> FastAPI:
-    api = FastAPI(
-        title="kgrag",
-        version="0.1.0",
-        description="Knowledge-graph + RAG hybrid search: search, cited answers, ingestion change events. "
-        "Every call needs a bearer token; what you can see follows the token's user and groups.",
-    )
+def create_app(kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | None = None) -> FastAPI:
+    """The query API: search, ask, and ingestion through whichever runtime `kg` was wired with."""
+    api = _base_app("kgrag", "Search, cited answers and ingestion change events. Every call needs a bearer "
+                    "token; what you can see follows the token's user and groups.", ready or _status_check(kg))
     lock = threading.Lock()
 
     def run(fn: Callable[[], T]) -> T:
         with lock:
             return fn()
 
+    who_dep = _principal_dependency(verifier)
+    router = APIRouter(prefix="/v1", tags=["query"])
+
+    @router.post("/search")
+    def search(body: SearchRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Hybrid search over the chunks the caller may read."""
+        who.require("search")
+        return run(lambda: kg.search(body.query, who.caller, top_k=body.top_k, mode=body.mode)).as_dict()
+
+    @router.post("/ask")
+    def ask(body: AskRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """An answer whose every sentence cites exact source spans, or an honest abstention."""
+        if "ask" not in who.scopes:
+            who.require("search")
+        return run(lambda: kg.ask(body.question, who.caller, evidence_chunks=body.evidence_chunks))
+
+    api.include_router(router)
+    api.include_router(ingest_router(kg.ingestion, verifier, run))
+    return api
+
+
+def create_gateway_app(ingestion: IngestGateway, verifier: TokenVerifier, *, ready: ReadyCheck) -> FastAPI:
+    """The connector gateway: only the ingestion endpoints, producing onto Kafka."""
+    api = _base_app("kgrag connector gateway", "Change events from source systems (ingest scope).", ready)
+    api.include_router(ingest_router(ingestion, verifier, lambda fn: fn()))
+    return api
+
+
+def ingest_router(ingestion: IngestGateway, verifier: TokenVerifier,
+                  run: Callable[[Callable[[], Any]], Any]) -> APIRouter:
+    who_dep = _principal_dependency(verifier)
+    router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
+
+    @router.post("/documents", status_code=202)
+    def ingest_document(body: IngestDocumentRequest, who: Annotated[Principal, Depends(who_dep)]) -> JSONResponse:
+        """A document was created or changed at its source. Embedded: indexed before this returns;
+        distributed: QUEUED once Kafka has acknowledged the event."""
+        who.require("ingest")
+        doc = SourceDocument(
+            doc_id=body.doc_id, source=body.source, uri=body.uri or f"{body.source}://{body.doc_id}",
+            title=body.title, body=_body_bytes(body), acl=acl_from_source(body.acl),
+            modified_at=body.modified_at, media_type=body.media_type,
+        )
+        outcome = run(lambda: ingestion.ingest([doc]))[0]
+        if outcome.status is IngestStatus.REJECTED and outcome.error_code is not None:
+            raise KgragError(outcome.error_code, outcome.message)
+        return JSONResponse({"status": outcome.status.value, "outcome": outcome.as_dict()}, status_code=202)
+
+    @router.delete("/documents/{doc_id:path}")
+    def delete_document(doc_id: str, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Delete a document from every store and cache; the deletion is recorded."""
+        who.require("ingest")
+        outcome = run(lambda: ingestion.delete(doc_id))
+        if outcome.error_code is not None:
+            raise KgragError(outcome.error_code, outcome.message)
+        return {"status": outcome.status.value, "outcome": outcome.as_dict()}
+
+    @router.post("/acl")
+    def change_acl(body: AclChangeRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """A document's readers changed at its source; everything derived from it follows, failing closed."""
+        who.require("ingest")
+        outcome = run(lambda: ingestion.change_acl(body.doc_id, acl_from_source(body.acl)))
+        if outcome.error_code is not None:
+            raise KgragError(outcome.error_code, outcome.message)
+        return {"status": outcome.status.value, "outcome": outcome.as_dict()}
+
+    return router
+
+
+def _principal_dependency(verifier: TokenVerifier) -> Callable[..., Principal]:
     def principal(authorization: Annotated[str | None, Header()] = None) -> Principal:
         return verifier.verify(authorization)
 
-    Caller = Annotated[Principal, Depends(principal)]
+    return principal
+
+
+def _status_check(kg: KgragApp) -> ReadyCheck:
+    def check() -> dict[str, Any]:
+        return {"ok": True, **kg.status()}
+
+    return check
+
+
+def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
+    api = FastAPI(title=title, version="0.1.0", description=description)
+    registry = CollectorRegistry()
+    requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)
+    latency = Histogram("kgrag_http_seconds", "HTTP request latency.", ["route"], registry=registry)
+
+    @api.middleware("http")
+    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        name = getattr(route, "path", "unmatched")
+        requests.labels(name, str(response.status_code)).inc()
+        latency.labels(name).observe(time.perf_counter() - started)
+        return response
 
     @api.exception_handler(KgragError)
     async def kgrag_error(_: Request, err: KgragError) -> JSONResponse:
@@ -65,49 +160,25 @@ def create_app(kg: KgragApp, verifier: TokenVerifier) -> FastAPI:
     @api.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, err: RequestValidationError) -> JSONResponse:
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()[:5])
-        body = {"error": {"code": ErrorCode.MALFORMED_EVENT.value, "message": detail}}
-        return JSONResponse(body, status_code=422)
+        return JSONResponse({"error": {"code": ErrorCode.MALFORMED_EVENT.value, "message": detail}}, status_code=422)
 
     @api.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:
-        """Liveness and readiness: the stores answer."""
-        return {"status": "ok", **run(kg.status)}
+        """Liveness: the process serves requests."""
+        return {"status": "ok"}
 
-    @api.post("/v1/search", tags=["query"])
-    def search(body: SearchRequest, who: Caller) -> dict[str, Any]:
-        """Hybrid search over the chunks the caller may read."""
-        who.require("search")
-        return run(lambda: kg.search(body.query, who.caller, top_k=body.top_k, mode=body.mode)).as_dict()
+    @api.get("/readyz", tags=["operations"])
+    def readyz() -> JSONResponse:
+        """Readiness: the stores answer."""
+        try:
+            report = ready()
+        except Exception as err:  # noqa: BLE001 - an unreachable store is a report, not a crash
+            report = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+        return JSONResponse(report, status_code=200 if report.get("ok") else 503)
 
-    @api.post("/v1/ask", tags=["query"])
-    def ask(body: AskRequest, who: Caller) -> dict[str, Any]:
-        """An answer whose every sentence cites exact source spans, or an honest abstention."""
-        if "ask" not in who.scopes:
-            who.require("search")
-        return run(lambda: kg.ask(body.question, who.caller, evidence_chunks=body.evidence_chunks))
-
-    @api.post("/v1/ingest/documents", tags=["ingest"], status_code=202)
-    def ingest_document(body: IngestDocumentRequest, who: Caller) -> JSONResponse:
-        """A document was created or changed at its source; it is indexed before this returns."""
-        who.require("ingest")
-        doc = SourceDocument(
-            doc_id=body.doc_id, source=body.source, uri=body.uri or f"{body.source}://{body.doc_id}",
-            title=body.title, body=_body_bytes(body), acl=acl_from_source(body.acl),
-            modified_at=body.modified_at, media_type=body.media_type,
-        )
-        outcome = run(lambda: kg.ingest([doc]))[0]
-        if outcome.status is IngestStatus.REJECTED and outcome.error_code is not None:
-            raise KgragError(outcome.error_code, outcome.message)
-        return JSONResponse({"status": outcome.status.value, "outcome": outcome.as_dict()}, status_code=202)
-
-    @api.delete("/v1/ingest/documents/{doc_id:path}", tags=["ingest"])
-    def delete_document(doc_id: str, who: Caller) -> dict[str, Any]:
-        """Delete a document from every store and cache; the deletion is recorded."""
-        who.require("ingest")
-        outcome = run(lambda: kg.delete(doc_id))
-        if outcome.error_code is not None:
-            raise KgragError(outcome.error_code, outcome.message)
-        return {"status": outcome.status.value, "outcome": outcome.as_dict()}
+    @api.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return api
 

@@ -36,3 +36,9 @@ class IngestDocumentRequest(BaseModel):
     acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; malformed = private')
     modified_at: datetime | None = None
     media_type: str = "text/markdown"
+
+
+class AclChangeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    doc_id: str = Field(min_length=1, max_length=256)
+    acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; malformed = private')

@@ -1,4 +1,4 @@
-"""Run the API on the embedded default."""
+"""Run the API: on the embedded default (one process owns the data dir) or on the distributed stores."""
 
 from __future__ import annotations
 
@@ -11,13 +11,27 @@ from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 
 
-def serve_embedded(settings: KgragSettings, *, host: str, port: int) -> None:
+def verifier_for(console: Console) -> TokenVerifier:
     verifier, dev = TokenVerifier.from_settings(AuthSettings())
-    console = Console(stderr=True)
     if dev:
         token = verifier.issue("dev-admin", groups=[], scopes=["admin"], ttl_s=12 * 3600)
         console.print("[yellow]No KGRAG_AUTH_SECRET set: using a development key for this run only.[/]")
         console.print(f"Admin token (12 h): [bold]{token}[/]")
+    return verifier
+
+
+def serve_embedded(settings: KgragSettings, *, host: str, port: int) -> None:
+    console = Console(stderr=True)
+    verifier = verifier_for(console)
     with open_embedded(settings) as kg:
         console.print(f"OpenAPI docs: http://{host}:{port}/docs")
+        uvicorn.run(create_app(kg, verifier), host=host, port=port, log_level="info")
+
+
+def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
+    from kgrag_runtime.distributed import open_query_app
+
+    console = Console(stderr=True)
+    verifier = verifier_for(console)
+    with open_query_app(settings) as kg:
         uvicorn.run(create_app(kg, verifier), host=host, port=port, log_level="info")

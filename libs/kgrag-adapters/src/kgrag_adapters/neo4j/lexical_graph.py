@@ -5,10 +5,11 @@ class, never its text (PostgreSQL holds that and is the truth the graph is rebui
 relationship a write touches carries the `run_id` of the projection run that wrote it.
 
 Writes:
-- `upsert_document` runs in ONE managed write transaction (`execute_write`, so transient errors such as
-  deadlocks are retried as a whole): merge the Document, DETACH DELETE the document's chunks that are not
-  in the new set, merge the chunks and their FROM_DOCUMENT, then drop the document's NEXT_CHUNK links and
-  create the chain again between chunks consecutive in seq order. Repeating a call leaves the same graph.
+- `upsert_document` is ONE statement in ONE managed write transaction (`execute_write`, so transient
+  errors such as deadlocks are retried as a whole): merge the Document, DETACH DELETE the document's
+  chunks that are not in the new set, drop the document's NEXT_CHUNK links, merge the chunks and their
+  FROM_DOCUMENT, and create the chain again between chunks consecutive in seq order. Repeating a call
+  leaves the same graph. Needs Neo4j 5.23+ (scoped CALL subqueries); tested on 5.26 LTS.
 - `delete_document` DETACH DELETEs the chunks and the Document in one transaction.
 
 The schema (constraints and indexes) lives in `schemas/neo4j/constraints.cypher`, reached through the
@@ -38,6 +39,7 @@ from neo4j import (
     basic_auth,
     unit_of_work,
 )
+from neo4j.exceptions import ClientError
 
 from kgrag_core.documents import Chunk, StoredDocument
 
@@ -51,55 +53,66 @@ __all__ = [
 SCHEMA_FILE = Path(__file__).resolve().parent / "schema" / "constraints.cypher"
 # How long connect() waits for the schema's indexes to come online (instant on an empty database).
 _INDEX_WAIT_SECONDS = 300
+_SCHEMA_ATTEMPTS = 3
+_SCHEMA_RACE_CODES = frozenset(
+    {
+        "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
+        "Neo.ClientError.Schema.ConstraintAlreadyExists",
+        "Neo.ClientError.Schema.IndexAlreadyExists",
+    }
+)
 
 # --- Cypher ---------------------------------------------------------------------------------------------
 # Every query is a literal (typed LiteralString by the driver); values always travel as parameters.
 
-# `+=` replaces the listed properties and keeps any other (e.g. ones the knowledge-graph work adds).
-_MERGE_DOCUMENT: LiteralString = """
+# One statement, so one round trip (the caller still runs it in a managed write transaction). Its steps:
+# 1. merge the Document; `+=` replaces the listed properties and keeps others (e.g. ones the
+#    knowledge-graph work adds);
+# 2. DETACH DELETE the document's chunks that are not in the new set;
+# 3. drop every NEXT_CHUNK link from or to the document's chunks (undirected: a link between two of them
+#    matches twice, and deleting it again in the same statement is a no-op);
+# 4. merge the chunks and their FROM_DOCUMENT. run_id stays out of the relationship's MERGE pattern and is
+#    SET instead: in the pattern, a new run would add a second FROM_DOCUMENT rather than update the first.
+#    A chunk ID held by ANOTHER document (impossible with kgrag_core.ids.chunk_id_for, which hashes the
+#    doc_id in, but not the graph's to assume) moves here and leaves its old relationships behind, so a
+#    chunk always has exactly one FROM_DOCUMENT;
+# 5. create the chain between chunks consecutive in seq order (computed by the caller). Two MATCH clauses,
+#    not one with a comma, which the server reports as a cartesian product.
+# Scoped CALL subqueries (`CALL (d) { ... }`) need Neo4j 5.23 or later; the older importing-WITH form is
+# deprecated in 5.x.
+_UPSERT_DOCUMENT: LiteralString = """
 MERGE (d:Document {doc_id: $doc_id})
 SET d += $props, d.run_id = $run_id, d.updated_at = datetime.transaction()
-"""
-
-# Before the merge, so a chunk that leaves the document is gone with every relationship it had.
-_DELETE_STALE_CHUNKS: LiteralString = """
-MATCH (c:Chunk {doc_id: $doc_id})
-WHERE NOT c.chunk_id IN $chunk_ids
-DETACH DELETE c
-"""
-
-# A chunk ID already held by ANOTHER document (impossible with kgrag_core.ids.chunk_id_for, which hashes
-# the doc_id in, but not the graph's to assume) moves to this one: its old relationships go first, so a
-# chunk always has exactly one FROM_DOCUMENT. The FROM_DOCUMENT MERGE leaves run_id out of the pattern
-# (then SETs it): with it in the pattern, a new run would add a second relationship instead of updating.
-_MERGE_CHUNKS: LiteralString = """
-MATCH (d:Document {doc_id: $doc_id})
-UNWIND $chunks AS row
-MERGE (c:Chunk {chunk_id: row.chunk_id})
-WITH d, c, row, c.doc_id IS NOT NULL AND c.doc_id <> $doc_id AS moved
-SET c += row, c.run_id = $run_id
-WITH d, c, moved
-OPTIONAL MATCH (c)-[old:NEXT_CHUNK|FROM_DOCUMENT]-()
-WHERE moved
-DELETE old
-WITH DISTINCT d, c
-MERGE (c)-[f:FROM_DOCUMENT]->(d)
-SET f.run_id = $run_id
-"""
-
-# Undirected, so a link from or to a chunk of another document goes too. A link between two chunks of the
-# document matches twice; deleting it twice in one statement is a no-op the second time.
-_UNLINK_CHAIN: LiteralString = """
-MATCH (c:Chunk {doc_id: $doc_id})-[r:NEXT_CHUNK]-()
-DELETE r
-"""
-
-# Two MATCH clauses, not one with a comma: that would be a (harmless, but reported) cartesian product.
-_LINK_CHAIN: LiteralString = """
-UNWIND $links AS link
-MATCH (a:Chunk {chunk_id: link.prev})
-MATCH (b:Chunk {chunk_id: link.next})
-CREATE (a)-[:NEXT_CHUNK {run_id: $run_id}]->(b)
+WITH d
+CALL () {
+  MATCH (stale:Chunk {doc_id: $doc_id})
+  WHERE NOT stale.chunk_id IN $chunk_ids
+  DETACH DELETE stale
+}
+CALL () {
+  MATCH (:Chunk {doc_id: $doc_id})-[link:NEXT_CHUNK]-()
+  DELETE link
+}
+CALL (d) {
+  UNWIND $chunks AS row
+  MERGE (c:Chunk {chunk_id: row.chunk_id})
+  WITH c, row, c.doc_id IS NOT NULL AND c.doc_id <> $doc_id AS moved
+  SET c += row, c.run_id = $run_id
+  WITH c, moved
+  CALL (c, moved) {
+    OPTIONAL MATCH (c)-[old:NEXT_CHUNK|FROM_DOCUMENT]-()
+    WHERE moved
+    DELETE old
+  }
+  MERGE (c)-[f:FROM_DOCUMENT]->(d)
+  SET f.run_id = $run_id
+}
+CALL () {
+  UNWIND $links AS link
+  MATCH (a:Chunk {chunk_id: link.prev})
+  MATCH (b:Chunk {chunk_id: link.next})
+  CREATE (a)-[:NEXT_CHUNK {run_id: $run_id}]->(b)
+}
 """
 
 _DELETE_CHUNKS: LiteralString = """
@@ -121,24 +134,21 @@ OPTIONAL MATCH (c)-[:NEXT_CHUNK]->(n:Chunk)
 RETURN c.chunk_id AS chunk_id, collect(n.chunk_id) AS next
 """
 
-# Label and relationship-type counts come from the count store: constant time, however big the graph.
+# COUNT {} of a bare label or relationship type is answered from the count store: constant time, however
+# big the graph. (Chained `WITH x, count(y)` would return no row at all on an empty graph: x is a
+# grouping key then.)
 _COUNTS: LiteralString = """
-MATCH (d:Document) WITH count(d) AS documents
-MATCH (c:Chunk) WITH documents, count(c) AS chunks
-MATCH ()-[n:NEXT_CHUNK]->() WITH documents, chunks, count(n) AS next_chunk
-MATCH ()-[f:FROM_DOCUMENT]->()
-RETURN documents, chunks, next_chunk, count(f) AS from_document
+RETURN COUNT { (:Document) } AS documents,
+       COUNT { (:Chunk) } AS chunks,
+       COUNT { ()-[:NEXT_CHUNK]->() } AS next_chunk,
+       COUNT { ()-[:FROM_DOCUMENT]->() } AS from_document
 """
 
 _AWAIT_INDEXES: LiteralString = "CALL db.awaitIndexes($seconds)"
 
 # Every query the adapter sends, by name (its tests check each one raises no server notification).
 QUERIES: Mapping[str, LiteralString] = {
-    "merge_document": _MERGE_DOCUMENT,
-    "delete_stale_chunks": _DELETE_STALE_CHUNKS,
-    "merge_chunks": _MERGE_CHUNKS,
-    "unlink_chain": _UNLINK_CHAIN,
-    "link_chain": _LINK_CHAIN,
+    "upsert_document": _UPSERT_DOCUMENT,
     "delete_chunks": _DELETE_CHUNKS,
     "delete_document": _DELETE_DOCUMENT,
     "chain_of_document": _CHAIN_OF_DOCUMENT,
@@ -220,9 +230,17 @@ class Neo4jLexicalGraph:
         statements = load_schema_statements(path)
         with self._session() as session:
             for statement in statements:
-                # Schema commands may share a transaction only with other schema commands: one each. The
-                # text is the packaged file's (trusted DDL, not a value), though not a literal.
-                session.execute_write(_run, statement, {})
+                for attempt in range(1, _SCHEMA_ATTEMPTS + 1):
+                    try:
+                        # Schema commands may share a transaction only with other schema commands: one
+                        # each. The text is the packaged file's (trusted DDL, not a value), not a literal.
+                        session.execute_write(_run, statement, {})
+                        break
+                    except ClientError as exc:
+                        # Two connects racing on a fresh database: IF NOT EXISTS is checked before the
+                        # other's rule commits, and this one then fails. Again, it is a no-op.
+                        if exc.code not in _SCHEMA_RACE_CODES or attempt == _SCHEMA_ATTEMPTS:
+                            raise
             session.run(_AWAIT_INDEXES, seconds=_INDEX_WAIT_SECONDS).consume()
 
     # --- LexicalGraph ---------------------------------------------------------------------------------
@@ -255,21 +273,20 @@ class Neo4jLexicalGraph:
             for c in ordered
         ]
         links = [{"prev": a.chunk_id, "next": b.chunk_id} for a, b in itertools.pairwise(ordered)]
-        common = {"doc_id": doc.doc_id, "run_id": run_id}
-
-        def work(tx: ManagedTransaction) -> None:
-            tx.run(_MERGE_DOCUMENT, common, props=doc_props).consume()
-            tx.run(_DELETE_STALE_CHUNKS, common, chunk_ids=[r["chunk_id"] for r in rows]).consume()
-            if rows:
-                tx.run(_MERGE_CHUNKS, common, chunks=rows).consume()
-            tx.run(_UNLINK_CHAIN, common).consume()
-            if links:
-                tx.run(_LINK_CHAIN, common, links=links).consume()
-
+        parameters = {
+            "doc_id": doc.doc_id,
+            "run_id": run_id,
+            "props": doc_props,
+            "chunk_ids": [r["chunk_id"] for r in rows],
+            "chunks": rows,
+            "links": links,
+        }
         # The run and document travel as transaction metadata: SHOW TRANSACTIONS and query.log show them.
-        tagged = unit_of_work(metadata={"app": "kgrag", "op": "upsert_document", **common})(work)
+        work = unit_of_work(metadata={"app": "kgrag", "op": "upsert_document", "doc_id": doc.doc_id, "run_id": run_id})(
+            _run
+        )
         with self._session() as session:
-            session.execute_write(tagged)
+            session.execute_write(work, _UPSERT_DOCUMENT, parameters)
 
     def delete_document(self, doc_id: str) -> int:
         def work(tx: ManagedTransaction) -> int:

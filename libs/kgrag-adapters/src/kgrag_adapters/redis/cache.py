@@ -68,9 +68,7 @@ class RedisCache:
         The client is owned by the cache: `close()` closes it. No round trip happens here; the first
         operation connects (and raises `redis.ConnectionError` if the server is unreachable).
         """
-        client = redis.Redis.from_url(
-            url, socket_timeout=_SOCKET_TIMEOUT_S, socket_connect_timeout=_SOCKET_TIMEOUT_S
-        )
+        client = redis.Redis.from_url(url, socket_timeout=_SOCKET_TIMEOUT_S, socket_connect_timeout=_SOCKET_TIMEOUT_S)
         try:
             cache = cls(client, namespace)
         except BaseException:

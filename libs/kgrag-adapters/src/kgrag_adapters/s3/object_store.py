@@ -65,9 +65,7 @@ class S3ObjectStore:
         self.prefix = prefix
 
     @classmethod
-    def connect(
-        cls, endpoint_url: str | None, bucket: str, *, region: str = "us-east-1", prefix: str = ""
-    ) -> Self:
+    def connect(cls, endpoint_url: str | None, bucket: str, *, region: str = "us-east-1", prefix: str = "") -> Self:
         """Open a client and create the bucket if it is missing.
 
         `endpoint_url` None means AWS S3 itself (virtual-hosted addressing); any other endpoint is taken

@@ -133,7 +133,7 @@ class DocumentIndexer:
         return IngestOutcome(doc_id, IngestStatus.ACL_UPDATED, chunks_total=count,
                              message=f"now readable by {', '.join(acl.principals)}")
 
-    def reproject(self, doc_ids: Sequence[str]) -> int:
+    def reproject(self, doc_ids: Sequence[str], *, vectors: bool = True, keywords: bool = True) -> int:
         """Rewrite the vector and keyword projections of these documents from PostgreSQL alone.
 
         Vectors come from the embedding cache, so a rebuild calls the model only for text it never saw.
@@ -148,20 +148,22 @@ class DocumentIndexer:
             for c in chunks:
                 text = _embedding_text(docs[doc_id].title, c)
                 texts[_embedding_key(text)] = text
-        vectors = self._vectors_for_texts(texts)[0]
+        found = self._vectors_for_texts(texts)[0] if vectors else {}
         for doc_id, chunks in chunks_by_doc.items():
             doc = docs[doc_id]
             for c in chunks:
-                key = _embedding_key(_embedding_text(doc.title, c))
-                points.append(VectorPoint(c.chunk_id, vectors[key], c.doc_id, c.acl_class_id, c.content_hash,
-                                          doc.source, c.doc_time))
-                keyword_docs.append(
-                    KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
-                )
+                if vectors:
+                    key = _embedding_key(_embedding_text(doc.title, c))
+                    points.append(VectorPoint(c.chunk_id, found[key], c.doc_id, c.acl_class_id, c.content_hash,
+                                              doc.source, c.doc_time))
+                if keywords:
+                    keyword_docs.append(KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path,
+                                                   c.text, doc.source))
         if points:
             self.vectors.upsert(points)
+        if keyword_docs:
             self.keywords.upsert(keyword_docs)
-        return len(points)
+        return sum(len(chunks) for chunks in chunks_by_doc.values())
 
     # --- steps ---------------------------------------------------------------------------------------
 

@@ -166,9 +166,7 @@ class LexicalGraphContract:
 
     # --- run IDs ----------------------------------------------------------------------------------------
 
-    def test_run_id_is_recorded_on_from_document(
-        self, graph: LexicalGraph, graph_probe: LexicalGraphProbe
-    ) -> None:
+    def test_run_id_is_recorded_on_from_document(self, graph: LexicalGraph, graph_probe: LexicalGraphProbe) -> None:
         _, chunks = upsert(graph, "doc-1", sections("a", 3), run_id=RUN_1)
         assert graph_probe.from_document_run_ids("doc-1") == {c.chunk_id: [RUN_1] for c in chunks}
 

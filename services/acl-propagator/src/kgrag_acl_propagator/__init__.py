@@ -1,0 +1,1 @@
+"""acl-propagator: acl.changed → PostgreSQL first (fail closed), then every projection."""

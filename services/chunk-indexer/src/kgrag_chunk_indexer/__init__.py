@@ -1,0 +1,1 @@
+"""chunk-indexer: documents.changed → chunks in PostgreSQL, Qdrant and OpenSearch → chunks.changed."""

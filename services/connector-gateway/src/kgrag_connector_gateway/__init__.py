@@ -1,0 +1,1 @@
+"""connector-gateway: authenticated change events from source systems onto Kafka."""

@@ -1,0 +1,1 @@
+"""graph-writer: keeps the Neo4j projection equal to PostgreSQL."""
