@@ -2,7 +2,8 @@
 #
 # One image for every kgrag service; the command picks the service:
 #   python -m kgrag_query_api | kgrag_connector_gateway | kgrag_chunk_indexer
-#   python -m kgrag_deletion_worker | kgrag_acl_propagator | kgrag_runtime.admin init
+#   python -m kgrag_deletion_worker | kgrag_acl_propagator | kgrag_graph_writer
+#   python -m kgrag_runtime.admin init | rebuild --projection opensearch|qdrant|neo4j|all
 #
 # Build:  docker build -t kgrag:local .
 # Runs as uid/gid 10001, works with a read-only root filesystem: it writes only to /tmp and /data.
@@ -76,12 +77,14 @@ ENV PATH=/app/.venv/bin:$PATH \
     TMPDIR=/tmp \
     KGRAG_RUNTIME=distributed \
     KGRAG_DATA_DIR=/data \
-    KGRAG_HOST=0.0.0.0
+    KGRAG_HOST=0.0.0.0 \
+    KGRAG_OPS_HOST=0.0.0.0
 
 WORKDIR /app
 USER 10001:10001
 VOLUME ["/data"]
-# query-api 8000, connector-gateway 8080, the consumers' ops port (health + metrics) 9100
+# query-api 8000, connector-gateway 8080, the workers' ops port (health + metrics) 9100.
+# KGRAG_HOST / KGRAG_OPS_HOST default to 127.0.0.1 in the code: the image binds all interfaces.
 EXPOSE 8000 8080 9100
 
 # The orchestrator (compose healthcheck, Kubernetes probes) checks /healthz and /readyz per service.

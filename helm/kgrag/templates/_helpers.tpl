@@ -95,8 +95,10 @@ Non-secret configuration (the ConfigMap's data). Empty values are left out.
   "KGRAG_RUNTIME" $c.runtime
   "KGRAG_DATA_DIR" "/data"
   "KGRAG_HOST" "0.0.0.0"
+  "KGRAG_OPS_HOST" "0.0.0.0"
   "KGRAG_KAFKA_BOOTSTRAP" $c.kafka.bootstrap
   "KGRAG_KAFKA_GROUP_PREFIX" $c.kafka.groupPrefix
+  "KGRAG_KAFKA_TOPIC_PREFIX" $c.kafka.topicPrefix
   "KGRAG_KAFKA_TOPIC_PARTITIONS" (toString $c.kafka.topicPartitions)
   "KGRAG_KAFKA_REPLICATION_FACTOR" (toString $c.kafka.replicationFactor)
   "KGRAG_OPENSEARCH_URL" $c.opensearch.url
@@ -107,6 +109,7 @@ Non-secret configuration (the ConfigMap's data). Empty values are left out.
   "AWS_REGION" $c.s3.region
   "KGRAG_AUTH_ISSUER" $c.auth.issuer
   "KGRAG_AUTH_AUDIENCE" $c.auth.audience
+  "KGRAG_REDIS_NAMESPACE" $c.redis.namespace
   "KGRAG_LLM_BASE_URL" $c.llm.baseUrl
   "KGRAG_LLM_MODEL" $c.llm.model
   "KGRAG_READY_MAX_LAG" (toString $c.readyMaxLag)

@@ -12,7 +12,7 @@ locals {
   bucket_name   = coalesce(var.s3_bucket_name, "${var.name}-${var.region}-${data.aws_caller_identity.current.account_id}-docs")
   data_store_sg = [module.cluster.cluster_security_group_id]
 
-  neo4j_password = var.neo4j.in_cluster ? random_password.neo4j[0].result : var.neo4j.password
+  neo4j_password = var.neo4j.in_cluster ? random_password.neo4j[0].result : var.neo4j_password
   neo4j_uri      = var.neo4j.in_cluster ? "bolt://neo4j.${local.namespace}.svc.cluster.local:7687" : var.neo4j.uri
 }
 
@@ -195,6 +195,13 @@ resource "kubernetes_secret_v1" "kgrag" {
     },
     var.llm_api_key == null ? {} : { KGRAG_LLM_API_KEY = var.llm_api_key },
   )
+
+  lifecycle {
+    precondition {
+      condition     = var.neo4j.in_cluster || (var.neo4j.uri != null && var.neo4j_password != null)
+      error_message = "With neo4j.in_cluster = false, set neo4j.uri and neo4j_password."
+    }
+  }
 }
 
 locals {
@@ -226,8 +233,8 @@ locals {
         audience = var.auth.audience
       }
       llm = {
-        baseUrl = coalesce(var.llm.base_url, "")
-        model   = coalesce(var.llm.model, "")
+        baseUrl = var.llm.base_url != null ? var.llm.base_url : ""
+        model   = var.llm.model != null ? var.llm.model : ""
       }
     }
     secrets = {

@@ -112,7 +112,7 @@ variable "s3_bucket_name" {
 variable "neo4j" {
   description = <<-EOT
     Graph store. in_cluster = true installs Neo4j 5.26 Community (one instance) from its chart into the
-    cluster; false uses an external server (uri/user/password, e.g. a managed Neo4j).
+    cluster; false uses an external server at uri (e.g. a managed Neo4j) with user and neo4j_password.
   EOT
   type = object({
     in_cluster    = bool
@@ -120,15 +120,20 @@ variable "neo4j" {
     storage_size  = optional(string, "50Gi")
     uri           = optional(string)
     user          = optional(string, "neo4j")
-    password      = optional(string)
   })
-  default   = { in_cluster = true }
-  sensitive = false
+  default = { in_cluster = true }
 
   validation {
-    condition     = var.neo4j.in_cluster || (var.neo4j.uri != null && var.neo4j.password != null)
-    error_message = "With neo4j.in_cluster = false, set neo4j.uri and neo4j.password."
+    condition     = var.neo4j.in_cluster || can(regex("^(bolt|neo4j)(\\+s|\\+ssc)?://", var.neo4j.uri))
+    error_message = "With neo4j.in_cluster = false, neo4j.uri must be a bolt:// or neo4j:// URI."
   }
+}
+
+variable "neo4j_password" {
+  description = "Password of the external Neo4j (only with neo4j.in_cluster = false; generated otherwise)."
+  type        = string
+  default     = null
+  sensitive   = true
 }
 
 variable "kgrag_image" {

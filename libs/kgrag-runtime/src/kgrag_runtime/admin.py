@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def init(settings: KgragSettings) -> dict[str, object]:
     created = ensure_topics(require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"),
                             partitions=settings.kafka_topic_partitions,
-                            replication=settings.kafka_replication_factor)
+                            replication=settings.kafka_replication_factor, prefix=settings.kafka_topic_prefix)
     # Connecting applies migrations, the index template, the collection schema.
     with open_stores(settings) as stores:
         stats = stores.store.stats()

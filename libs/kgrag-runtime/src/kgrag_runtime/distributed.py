@@ -79,13 +79,15 @@ def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) ->
         stack.callback(keywords.close)
         objects = S3ObjectStore.connect(settings.s3_endpoint, settings.s3_bucket)
         cache = RedisCache.connect(
-            require(settings.redis_url.get_secret_value() if settings.redis_url else None, "KGRAG_REDIS_URL"))
+            require(settings.redis_url.get_secret_value() if settings.redis_url else None, "KGRAG_REDIS_URL"),
+            namespace=settings.redis_namespace)
         stack.callback(cache.close)
         yield DistributedStores(store, vectors, keywords, objects, cache, model)
 
 
 def producer(settings: KgragSettings, client_id: str) -> EventProducer:
-    return EventProducer(require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"), client_id=client_id)
+    return EventProducer(require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"), client_id=client_id,
+                         topic_prefix=settings.kafka_topic_prefix)
 
 
 @contextmanager

@@ -45,6 +45,8 @@ class KgragSettings(BaseSettings):
     kafka_group_prefix: str = Field("kgrag", description="Consumer groups are <prefix>.<service>.")
     kafka_topic_partitions: int = Field(12, ge=1, le=1024)
     kafka_replication_factor: int = Field(1, ge=1, le=5)
+    kafka_topic_prefix: str = Field("", description="Prepended to every topic name (isolates environments).")
+    redis_namespace: str = Field("kgrag", description="Prefix of every Redis key this deployment writes.")
     opensearch_url: str | None = None
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None

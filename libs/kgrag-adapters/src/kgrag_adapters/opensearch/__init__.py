@@ -1,1 +1,1 @@
-"""opensearch: distributed-mode adapters on an OpenSearch 2.x cluster (needs the `opensearch` extra, `opensearch-py`)."""
+"""opensearch: distributed-mode adapters on an OpenSearch 2.x cluster (needs the `opensearch` extra)."""

@@ -6,6 +6,9 @@ The distributed twin of `kgrag_adapters.tantivy.keyword_index.TantivyKeywordInde
   long tokens dropped, lowercase, Snowball English, no stop words). The template's `_meta` lists the few
   words the two engines stem differently.
 - BM25 over text, title (boost 2) and breadcrumb (boost 1.5): one `term` query per (query term, field), summed.
+  Both engines score with the same BM25, so rankings and scores agree (to float rounding) while every chunk
+  has a title and a breadcrumb; for a chunk with an empty field they differ a little, as Lucene counts a
+  field's statistics over the documents that have it and tantivy over all (see the template's `_meta`).
 - User text never reaches a query parser. The index analyses it (`_analyze` with `field: text`, so exactly
   the chain the field was indexed with); the distinct terms, at most MAX_QUERY_TERMS, come back as `term`
   queries, so query syntax in the input is just text. `simple_query_string` with `flags: NONE` or
@@ -20,9 +23,10 @@ The distributed twin of `kgrag_adapters.tantivy.keyword_index.TantivyKeywordInde
   `preference` derived from the ACL scope, so repeated searches of one scope read the same shard copies.
 - Writes return once searches see them: bulk requests use `refresh=wait_for`. That costs latency, not
   cluster work: each bulk request (up to _WRITE_CHUNK documents) waits for the next scheduled refresh, up to
-  the index's refresh_interval (1 s; 0.5 s on average), instead of forcing a refresh and a tiny segment per
-  call. Throughput comes from batching. (Past index.max_refresh_listeners, 1000 waiting requests per shard,
-  OpenSearch forces a refresh.)
+  the index's refresh_interval (1 s), instead of forcing a refresh and a tiny segment per call. One caller's
+  back-to-back writes wait about the full interval each (each starts just after the refresh that released
+  the one before), so throughput comes from batching. (Past index.max_refresh_listeners, 1000 waiting
+  requests per shard, OpenSearch forces a refresh.)
 
 The index template is put from `schemas/opensearch/chunks-template.json` (reached through the `schema`
 symlink next to this module, like the PostgreSQL migrations) and the index created from it on first use,
@@ -76,8 +80,10 @@ _TEMPLATE_FILE_NAME = "chunks-template.json"
 # relative symlink to it. The repository path itself is the fallback for an install that dropped the symlink.
 _HERE = Path(__file__).resolve().parent
 TEMPLATE_FILE = _HERE / "schema" / _TEMPLATE_FILE_NAME
-_TEMPLATE_CANDIDATES = (TEMPLATE_FILE,) + tuple(
-    root / "schemas" / "opensearch" / _TEMPLATE_FILE_NAME for root in _HERE.parents[4:5]  # <repo>/libs/<pkg>/src/...
+# <repo>/libs/kgrag-adapters/src/kgrag_adapters/opensearch: the repository is the 5th parent (if there is one).
+_TEMPLATE_CANDIDATES = (
+    TEMPLATE_FILE,
+    *(root / "schemas" / "opensearch" / _TEMPLATE_FILE_NAME for root in _HERE.parents[4:5]),
 )
 
 # Documents per bulk request: each request waits for one refresh (refresh=wait_for).

@@ -12,7 +12,9 @@ from kgrag_runtime.kafka.codec import encode
 
 
 class EventProducer:
-    def __init__(self, bootstrap: str, *, client_id: str = "kgrag", extra: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, bootstrap: str, *, client_id: str = "kgrag", topic_prefix: str = "",
+                 extra: Mapping[str, Any] | None = None) -> None:
+        self.topic_prefix = topic_prefix
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "client.id": client_id,
@@ -29,12 +31,12 @@ class EventProducer:
     def produce(self, topic: str, key: str, payload: Mapping[str, object],
                 headers: Mapping[str, str] | None = None) -> None:
         value = encode(topic, payload)
-        self._send(topic, key, value, headers)
+        self._send(self.topic_prefix + topic, key, value, headers)
 
     def produce_raw(self, topic: str, key: str | None, value: bytes | None,
                     headers: Mapping[str, str] | None = None) -> None:
         """Forward bytes as they are (dead letters keep the original message, however malformed)."""
-        self._send(topic, key, value, headers)
+        self._send(self.topic_prefix + topic, key, value, headers)
 
     def _send(self, topic: str, key: str | None, value: bytes | None, headers: Mapping[str, str] | None) -> None:
         while True:

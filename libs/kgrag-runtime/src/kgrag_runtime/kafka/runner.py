@@ -86,7 +86,7 @@ class ConsumerRunner:
     def step(self, stop: threading.Event | None = None) -> int:
         """Consume, handle and commit at most one batch; return how many messages it held."""
         if not self._subscribed:
-            self._consumer.subscribe(list(self.handler.topics))
+            self._consumer.subscribe([self.producer.topic_prefix + t for t in self.handler.topics])
             self._subscribed = True
         self._last_loop = time.monotonic()
         messages = self._consumer.consume(self.settings.batch_size, self.settings.poll_timeout_s)
@@ -151,7 +151,7 @@ class ConsumerRunner:
             self._consumer.poll(min(remaining, 0.5))
 
     def _process(self, messages: Sequence[Message]) -> None:
-        for topic, group in _consecutive_by_topic(messages):
+        for topic, group in _consecutive_by_topic(messages, self.producer.topic_prefix):
             batch: list[tuple[str, Mapping[str, object]]] = []
             for message in group:
                 key = (message.key() or b"").decode("utf-8", "replace")
@@ -209,11 +209,11 @@ class ConsumerRunner:
         raise KafkaException(err)
 
 
-def _consecutive_by_topic(messages: Sequence[Message]) -> list[tuple[str, list[Message]]]:
-    """Split into runs of one topic, keeping the order within each partition."""
+def _consecutive_by_topic(messages: Sequence[Message], prefix: str) -> list[tuple[str, list[Message]]]:
+    """Split into runs of one topic (named without the environment prefix), keeping partition order."""
     runs: list[tuple[str, list[Message]]] = []
     for message in messages:
-        topic = message.topic() or ""
+        topic = (message.topic() or "").removeprefix(prefix)
         if runs and runs[-1][0] == topic:
             runs[-1][1].append(message)
         else:

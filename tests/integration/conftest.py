@@ -1,0 +1,158 @@
+"""Fixtures for tests against the real servers of `scripts/dev-services/services.sh start`.
+
+Connection settings come from `.cache/dev-services/env.sh` (KGRAG_TEST_*). An unreachable server fails
+the test with the command that starts it; nothing is skipped. Every test gets its own database, topic
+prefix, index, collection, bucket and Redis namespace, so tests never see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from kgrag_core.ports import Embedder
+from kgrag_runtime.distributed import DistributedStores, open_stores
+from kgrag_runtime.kafka.runner import ConsumerRunner, RunnerSettings
+from kgrag_runtime.kafka.topics import ensure_topics
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.worker import group_id
+
+pytestmark = pytest.mark.integration
+
+ENV = {
+    "kafka": ("KGRAG_TEST_KAFKA_BOOTSTRAP", "127.0.0.1:9092"),
+    "opensearch": ("KGRAG_TEST_OPENSEARCH_URL", "http://127.0.0.1:9200"),
+    "neo4j": ("KGRAG_TEST_NEO4J_URI", "bolt://127.0.0.1:7687"),
+    "redis": ("KGRAG_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+    "s3": ("KGRAG_TEST_S3_ENDPOINT", "http://127.0.0.1:8333"),
+}
+
+
+def endpoint(service: str) -> str:
+    name, default = ENV[service]
+    value = os.environ.get(name, default)
+    parsed = urlparse(value if "://" in value else f"tcp://{value}")
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 0), timeout=2):
+            pass
+    except OSError as err:
+        pytest.fail(f"{service} is not reachable at {value} ({err}). Start it with "
+                    f"`scripts/dev-services/services.sh start {service}` and `source .cache/dev-services/env.sh`.")
+    return value
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
+
+    return OnnxMiniLmEmbedder()
+
+
+@pytest.fixture
+def distributed_settings(tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> KgragSettings:
+    tag = uuid.uuid4().hex[:10]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", os.environ.get("KGRAG_TEST_S3_ACCESS_KEY", "kgragdev"))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", os.environ.get("KGRAG_TEST_S3_SECRET_KEY", "kgragdevsecret"))
+    settings = KgragSettings(
+        runtime="distributed",
+        data_dir=tmp_path / "unused",
+        pg_dsn=pg_dsn,
+        kafka_bootstrap=endpoint("kafka"),
+        kafka_group_prefix=f"test-{tag}",
+        kafka_topic_prefix=f"t{tag}.",
+        kafka_topic_partitions=4,
+        opensearch_url=endpoint("opensearch"),
+        opensearch_index=f"kgrag-chunks-{tag}",
+        qdrant_path=tmp_path / "qdrant",
+        qdrant_collection=f"chunks_{tag}",
+        neo4j_uri=endpoint("neo4j"),
+        redis_url=endpoint("redis"),
+        redis_namespace=f"kgrag-test-{tag}",
+        s3_endpoint=endpoint("s3"),
+        s3_bucket=f"kgrag-test-{tag}",
+    )
+    ensure_topics(settings.kafka_bootstrap or "", partitions=4, replication=1, prefix=settings.kafka_topic_prefix)
+    return settings
+
+
+@pytest.fixture
+def stores(distributed_settings: KgragSettings, embedder: Embedder) -> Iterator[DistributedStores]:
+    with open_stores(distributed_settings, embedder=embedder) as opened:
+        yield opened
+        opened.cache.invalidate_all()
+        opened.objects.delete_prefix("")
+    _drop_server_side(distributed_settings)
+
+
+def _drop_server_side(settings: KgragSettings) -> None:
+    """Leave nothing behind on the shared servers: the test's index and topics."""
+    from confluent_kafka.admin import AdminClient
+    from opensearchpy import OpenSearch
+
+    from kgrag_runtime.kafka.topics import all_topics
+
+    client = OpenSearch(settings.opensearch_url)
+    client.indices.delete(index=settings.opensearch_index, ignore_unavailable=True)
+    client.close()
+    admin = AdminClient({"bootstrap.servers": settings.kafka_bootstrap or ""})
+    for future in admin.delete_topics(all_topics(settings.kafka_topic_prefix), operation_timeout=30).values():
+        future.result()
+
+
+class Workers:
+    """Consumer runners on threads, as separate processes would run them."""
+
+    def __init__(self, settings: KgragSettings) -> None:
+        self.settings = settings
+        self._threads: list[tuple[threading.Event, threading.Thread, ConsumerRunner]] = []
+
+    def start(self, service: str, handler: object, *, batch_size: int = 16) -> ConsumerRunner:
+        from kgrag_runtime.distributed import producer
+
+        runner = ConsumerRunner(
+            handler,  # type: ignore[arg-type]
+            bootstrap=self.settings.kafka_bootstrap or "", group_id=group_id(self.settings, service),
+            producer=producer(self.settings, service),
+            settings=RunnerSettings(batch_size=batch_size, poll_timeout_s=0.2, backoff_initial_s=0.1,
+                                    backoff_max_s=1.0, lag_refresh_s=0.5),
+            extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=runner.run, args=(stop,), name=service, daemon=True)
+        thread.start()
+        self._threads.append((stop, thread, runner))
+        return runner
+
+    def stop_all(self) -> None:
+        for stop, _, _ in self._threads:
+            stop.set()
+        for _, thread, _ in self._threads:
+            thread.join(timeout=30)
+        self._threads.clear()
+
+
+@pytest.fixture
+def workers(distributed_settings: KgragSettings) -> Iterator[Workers]:
+    pool = Workers(distributed_settings)
+    with ExitStack() as stack:
+        stack.callback(pool.stop_all)
+        yield pool
+
+
+def wait_for(condition: Callable[[], bool], *, timeout_s: float = 60.0, what: str = "condition") -> float:
+    """Poll until the condition holds; return the seconds it took. Bounded: fails after `timeout_s`."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if condition():
+            return time.monotonic() - started
+        time.sleep(0.1)
+    pytest.fail(f"timed out after {timeout_s}s waiting for {what}")

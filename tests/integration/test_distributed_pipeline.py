@@ -1,0 +1,117 @@
+"""The distributed runtime end to end on real Kafka, PostgreSQL, OpenSearch, Qdrant (client local mode),
+Neo4j, Redis and S3: the same handlers as the embedded runtime, run by Kafka consumer groups."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+from kgrag_core.acl import Caller, acl_from_source
+from kgrag_core.documents import DocumentStatus
+from kgrag_core.events import DOCUMENTS_CHANGED, DOCUMENTS_DELETED
+from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
+from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+from kgrag_core.handlers.graph_writer import GraphWriterHandler
+from kgrag_core.ingest import IngestStatus
+from kgrag_runtime.app import KgragApp
+from kgrag_runtime.distributed import DistributedStores, producer
+from kgrag_runtime.ingest_gateway import KafkaIngest
+from kgrag_runtime.settings import KgragSettings
+from tests.integration.conftest import Workers, wait_for
+from tests.pipeline.corpus import corpus
+
+pytestmark = pytest.mark.integration
+ADMIN = Caller(admin=True)
+
+
+def start_pipeline(settings: KgragSettings, stores: DistributedStores, workers: Workers,
+                   graph: Neo4jLexicalGraph) -> KgragApp:
+    indexer = stores.indexer(settings)
+    workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
+    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker",
+                                                         topics=(DOCUMENTS_DELETED,)))
+    workers.start("acl-propagator", AclPropagatorHandler(indexer))
+    workers.start("graph-writer", GraphWriterHandler(stores.store, graph))
+    return KgragApp(searcher=stores.searcher(), ingestion=KafkaIngest(producer(settings, "test")),
+                    ingest_log=stores.store, stats_source=stores.store, cache=stores.cache, llm=None)
+
+
+@pytest.fixture
+def graph(distributed_settings: KgragSettings):  # type: ignore[no-untyped-def]
+    g = Neo4jLexicalGraph.connect(distributed_settings.neo4j_uri or "")
+    for doc in corpus():
+        g.delete_document(doc.doc_id)
+    yield g
+    for doc in corpus():
+        g.delete_document(doc.doc_id)
+    g.close()
+
+
+def test_ingest_search_acl_delete_through_kafka(distributed_settings: KgragSettings, stores: DistributedStores,
+                                                workers: Workers, graph: Neo4jLexicalGraph) -> None:
+    kg = start_pipeline(distributed_settings, stores, workers, graph)
+    queued = kg.ingest(corpus())
+    assert {o.status for o in queued} == {IngestStatus.QUEUED}
+
+    wait_for(lambda: stores.store.stats().documents == 3, what="three documents indexed")
+    chunk_ids = {d.doc_id: [c.chunk_id for c in stores.store.chunks_of(d.doc_id)] for d in corpus()}
+    total = sum(len(v) for v in chunk_ids.values())
+    assert stores.vectors.count() == stores.keywords.count() == total
+    hits = kg.search("Harbor certificate expired", Caller(groups=("engineering",))).hits
+    assert hits[0].doc_id == "harbor"
+    assert all(h.doc_id != "salary" for h in kg.search("142,000 euros", Caller(groups=("engineering",))).hits)
+    wait_for(lambda: graph.chunk_ids("atlas") == chunk_ids["atlas"], what="atlas in Neo4j")
+    assert kg.ask("Who is the on-call owner of Atlas?", Caller())["answered"] is True
+
+    # ACL change: engineering loses Harbor, hr gains it — in every projection.
+    kg.change_acl("harbor", acl_from_source({"groups": ["hr"]}))
+    hr_class = acl_from_source({"groups": ["hr"]}).acl_class_id
+    wait_for(lambda: stores.keywords.search("Harbor certificate", [hr_class], 5) != [], what="ACL in OpenSearch")
+    assert all(h.doc_id != "harbor" for h in kg.search("Harbor certificate expired", Caller(groups=("engineering",))).hits)
+    assert kg.search("Harbor certificate expired", Caller(groups=("hr",))).hits[0].doc_id == "harbor"
+
+    # Deletion: gone from PostgreSQL, Qdrant, OpenSearch, S3, Neo4j, and the answer cache.
+    kg.delete("atlas")
+    wait_for(lambda: (d := stores.store.get_document("atlas")) is not None and d.status is DocumentStatus.DELETED,
+             what="atlas deleted")
+    assert stores.vectors.ids_for_doc("atlas") == []
+    assert stores.keywords.ids_for_doc("atlas") == []
+    assert stores.objects.list_keys("") and all("atlas" not in k for k in stores.objects.list_keys(""))
+    assert len(stores.objects.list_keys("")) == 2
+    wait_for(lambda: graph.chunk_ids("atlas") == [], what="atlas gone from Neo4j")
+    assert kg.ask("Who is the on-call owner of Atlas?", Caller())["answered"] is False
+    (record,) = stores.store.deletion_records("atlas")
+    assert sorted(record.chunk_ids) == sorted(chunk_ids["atlas"])
+
+
+def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_on(
+        distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers) -> None:
+    from confluent_kafka import Consumer
+
+    indexer = stores.indexer(distributed_settings)
+    runner = workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer",
+                                                                topics=(DOCUMENTS_CHANGED,)))
+    send = producer(distributed_settings, "test")
+    # Same key, so the bad events sit in front of the good one in the same partition.
+    send.produce_raw(DOCUMENTS_CHANGED, "atlas", b"{not json")
+    send.produce_raw(DOCUMENTS_CHANGED, "atlas", b'{"doc_id": "atlas", "title": 7}')
+    KafkaIngest(send).ingest([corpus()[0]])
+    wait_for(lambda: stores.store.get_document("atlas") is not None, what="the good event after the bad ones")
+
+    consumer = Consumer({"bootstrap.servers": distributed_settings.kafka_bootstrap, "group.id": "dlq-reader",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([distributed_settings.kafka_topic_prefix + "chunk-indexer.dlq"])
+    dead: list[dict[str, str]] = []
+    wait_for(lambda: bool(_drain(consumer, dead)) or len(dead) >= 2, what="two dead letters")
+    consumer.close()
+    codes = sorted(h["error_code"] for h in dead)
+    assert codes == ["MALFORMED_EVENT", "MALFORMED_JSON"]
+    assert all(h["reason"] for h in dead)
+    assert runner.metrics.dlq._value.get() == 2  # type: ignore[attr-defined]
+
+
+def _drain(consumer, out: list[dict[str, str]]) -> bool:  # type: ignore[no-untyped-def]
+    for message in consumer.consume(10, 0.5):
+        if message.error() is None:
+            out.append({k: v.decode() for k, v in (message.headers() or [])})
+    return len(out) >= 2
