@@ -3,8 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA_DIR="${1:-.kgrag-demo}"
-KG=(uv run --frozen kgrag --data-dir "$DATA_DIR")
-command -v uv >/dev/null 2>&1 || KG=(python3 -m uv run --frozen kgrag --data-dir "$DATA_DIR")
+export KGRAG_DATA_DIR="$DATA_DIR"
+KG=(uv run --frozen kgrag)
+command -v uv >/dev/null 2>&1 || KG=(python3 -m uv run --frozen kgrag)
 
 "${KG[@]}" ingest corpora/northwind/documents.jsonl
 echo

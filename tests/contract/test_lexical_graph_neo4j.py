@@ -119,18 +119,23 @@ def neo4j_graph(neo4j_owned: str) -> Iterator[Neo4jLexicalGraph]:
     except ServiceUnavailable as exc:
         pytest.fail(
             f"no Neo4j server at {uri}: {exc}\nStart it with `{START_HINT}` (then `source "
-            ".cache/dev-services/env.sh`; see docs/dev-services.md). These tests fail rather than skip.",
+            ".cache/dev-services/env.sh`). These tests fail rather than skip.",
             pytrace=False,
         )
     with graph:
         yield graph
+        _wipe(graph)  # leave the server empty for whoever takes the lock next
+
+
+def _wipe(graph: Neo4jLexicalGraph) -> None:
+    with _quiet(graph.driver, graph.database) as session:
+        session.run("MATCH (n) DETACH DELETE n").consume()
 
 
 @pytest.fixture
 def graph(neo4j_graph: Neo4jLexicalGraph) -> Neo4jLexicalGraph:
-    """The session's graph, wiped: empty when the test starts (the schema stays)."""
-    with _quiet(neo4j_graph.driver, neo4j_graph.database) as session:
-        session.run("MATCH (n) DETACH DELETE n").consume()
+    """The module's graph, wiped: empty when the test starts (the schema stays)."""
+    _wipe(neo4j_graph)
     return neo4j_graph
 
 

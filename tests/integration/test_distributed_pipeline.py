@@ -4,6 +4,8 @@ Neo4j, Redis and S3: the same handlers as the embedded runtime, run by Kafka con
 from __future__ import annotations
 
 import pytest
+from tests.integration.conftest import Workers, wait_for
+from tests.pipeline.corpus import corpus
 
 from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 from kgrag_core.acl import Caller, acl_from_source
@@ -17,8 +19,6 @@ from kgrag_runtime.app import KgragApp
 from kgrag_runtime.distributed import DistributedStores, producer
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.settings import KgragSettings
-from tests.integration.conftest import Workers, wait_for
-from tests.pipeline.corpus import corpus
 
 pytestmark = pytest.mark.integration
 ADMIN = Caller(admin=True)
@@ -67,7 +67,8 @@ def test_ingest_search_acl_delete_through_kafka(distributed_settings: KgragSetti
     kg.change_acl("harbor", acl_from_source({"groups": ["hr"]}))
     hr_class = acl_from_source({"groups": ["hr"]}).acl_class_id
     wait_for(lambda: stores.keywords.search("Harbor certificate", [hr_class], 5) != [], what="ACL in OpenSearch")
-    assert all(h.doc_id != "harbor" for h in kg.search("Harbor certificate expired", Caller(groups=("engineering",))).hits)
+    engineer_hits = kg.search("Harbor certificate expired", Caller(groups=("engineering",))).hits
+    assert all(h.doc_id != "harbor" for h in engineer_hits)
     assert kg.search("Harbor certificate expired", Caller(groups=("hr",))).hits[0].doc_id == "harbor"
 
     # Deletion: gone from PostgreSQL, Qdrant, OpenSearch, S3, Neo4j, and the answer cache.

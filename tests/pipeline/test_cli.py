@@ -64,6 +64,8 @@ def test_ingest_a_folder_then_search_ask_delete(kgrag, tmp_path: Path) -> None: 
     assert all(h["doc_id"] != "ops/dock.eml" for h in kgrag("search", "hydraulic ramp dock")["hits"])
     status = kgrag("status")
     assert status["documents"] == 2 and status["deleted_documents"] == 1
+    listed = kgrag("documents", "--include-deleted")["documents"]
+    assert {d["doc_id"]: d["status"] for d in listed}["ops/dock.eml"] == "DELETED"
     assert status["chunks"] == status["vector_points"] == status["keyword_docs"]
 
 

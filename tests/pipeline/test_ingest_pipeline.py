@@ -85,7 +85,8 @@ def test_delete_removes_the_document_from_every_store(kg: KgragApp) -> None:
     (record,) = store.deletion_records("harbor")
     assert sorted(record.chunk_ids) == sorted(chunk_ids)
     assert len(record.object_keys) == 1
-    assert "object_store" in record.stores
+    assert "object_store" in record.stores and "embedding_cache" in record.stores
+    assert kg.status()["cached_vectors"] == kg.status()["chunks"]  # the deleted text's vectors are gone
     # Deleting again is a clear error, not a silent success.
     again = kg.delete("harbor")
     assert again.error_code is ErrorCode.DOCUMENT_NOT_FOUND

@@ -76,6 +76,10 @@ class EmbeddingCache(Protocol):
 
     def put_vectors(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
 
+    def delete_vectors(self, model_id: str, hashes: Sequence[str]) -> int:
+        """Forget these vectors (a deleted document's); return how many were removed."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class StoreStats:

@@ -19,7 +19,8 @@ class KgragSettings(BaseSettings):
     pg_dsn: SecretStr | None = Field(None, description="Use this PostgreSQL instead of the embedded one.")
 
     max_document_bytes: int = Field(5_000_000, ge=1)
-    chunk_max_tokens: int = Field(200, ge=16, le=512)
+    # At most 240: MiniLM reads 256 word pieces, and the breadcrumb is embedded with the chunk.
+    chunk_max_tokens: int = Field(200, ge=16, le=240)
     chunk_overlap_tokens: int = Field(24, ge=0, le=128)
     ingest_batch_documents: int = Field(64, ge=1, le=1024)
     bus_partitions: int = Field(8, ge=1, le=256)

@@ -40,6 +40,13 @@ _STATUS = {
     ErrorCode.EMPTY_DOCUMENT: 422,
     ErrorCode.DOCUMENT_TOO_LARGE: 413,
     ErrorCode.LLM_UNAVAILABLE: 503,
+    ErrorCode.EMBEDDING_FAILED: 503,
+    ErrorCode.INDEX_WRITE_FAILED: 503,
+    ErrorCode.DATA_DIR_LOCKED: 503,
+    ErrorCode.INSUFFICIENT_EVIDENCE: 422,
+    ErrorCode.UNSUPPORTED_FILE_TYPE: 415,
+    ErrorCode.CONFIGURATION_INVALID: 500,
+    ErrorCode.INTERNAL: 500,
 }
 
 
@@ -93,7 +100,7 @@ def ingest_router(ingestion: IngestGateway, verifier: TokenVerifier,
         who.require("ingest")
         doc = SourceDocument(
             doc_id=body.doc_id, source=body.source, uri=body.uri or f"{body.source}://{body.doc_id}",
-            title=body.title, body=_body_bytes(body), acl=acl_from_source(body.acl),
+            title=body.title, body=_body_bytes(body), acl=acl_from_source(body.raw_acl()),
             modified_at=body.modified_at, media_type=body.media_type,
         )
         outcome = run(lambda: ingestion.ingest([doc]))[0]
@@ -114,7 +121,7 @@ def ingest_router(ingestion: IngestGateway, verifier: TokenVerifier,
     def change_acl(body: AclChangeRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """A document's readers changed at its source; everything derived from it follows, failing closed."""
         who.require("ingest")
-        outcome = run(lambda: ingestion.change_acl(body.doc_id, acl_from_source(body.acl)))
+        outcome = run(lambda: ingestion.change_acl(body.doc_id, acl_from_source(body.raw_acl())))
         if outcome.error_code is not None:
             raise KgragError(outcome.error_code, outcome.message)
         return {"status": outcome.status.value, "outcome": outcome.as_dict()}
@@ -131,7 +138,8 @@ def _principal_dependency(verifier: TokenVerifier) -> Callable[..., Principal]:
 
 def _status_check(kg: KgragApp) -> ReadyCheck:
     def check() -> dict[str, Any]:
-        return {"ok": True, **kg.status()}
+        kg.stats_source.stats()  # the authoritative store answers; counts stay behind authentication
+        return {"ok": True}
 
     return check
 
@@ -156,6 +164,13 @@ def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
     async def kgrag_error(_: Request, err: KgragError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if err.code is ErrorCode.UNAUTHENTICATED else None
         return JSONResponse({"error": err.as_dict()}, status_code=_STATUS.get(err.code, 400), headers=headers)
+
+    @api.exception_handler(Exception)
+    async def unexpected(_: Request, err: Exception) -> JSONResponse:
+        # Never a bare 500 page: the body has the stable shape, and no internals beyond the type.
+        body = {"error": {"code": ErrorCode.INTERNAL.value, "message": f"Unexpected {type(err).__name__}.",
+                          "hint": "The server log has the details; retrying is safe (ingestion is idempotent)."}}
+        return JSONResponse(body, status_code=500)
 
     @api.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, err: RequestValidationError) -> JSONResponse:

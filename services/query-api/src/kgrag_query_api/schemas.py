@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kgrag_core.retrieval.hybrid import SearchMode
+
+# Sizes and counts are checked by the core's bounds (kgrag_core.limits), so that going over a maximum
+# is reported as LIMIT_EXCEEDED with the maximum, exactly as on the CLI.
 
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, max_length=4000)
-    top_k: int = Field(10, ge=1, le=100)
+    query: str
+    top_k: int = 10
     mode: SearchMode = SearchMode.HYBRID
 
 
 class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=4000)
-    evidence_chunks: int = Field(8, ge=1, le=40)
+    question: str
+    evidence_chunks: int = 8
 
 
 class IngestDocumentRequest(BaseModel):
@@ -37,8 +40,27 @@ class IngestDocumentRequest(BaseModel):
     modified_at: datetime | None = None
     media_type: str = "text/markdown"
 
+    @field_validator("modified_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        # A date without a zone is taken as UTC, as the connectors do, so re-posting it is a no-op.
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def raw_acl(self) -> object:
+        """The ACL as sent: absent means everyone; an explicit null (or anything malformed) is private."""
+        if "acl" not in self.model_fields_set:
+            return None
+        return self.acl if self.acl is not None else "null"
+
 
 class AclChangeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     doc_id: str = Field(min_length=1, max_length=256)
     acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; malformed = private')
+
+    def raw_acl(self) -> object:
+        if "acl" not in self.model_fields_set:
+            return None
+        return self.acl if self.acl is not None else "null"

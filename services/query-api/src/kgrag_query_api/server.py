@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import uvicorn
 from rich.console import Console
 
@@ -16,7 +18,8 @@ def verifier_for(console: Console) -> TokenVerifier:
     if dev:
         token = verifier.issue("dev-admin", groups=[], scopes=["admin"], ttl_s=12 * 3600)
         console.print("[yellow]No KGRAG_AUTH_SECRET set: using a development key for this run only.[/]")
-        console.print(f"Admin token (12 h): [bold]{token}[/]")
+        # Plain print: rich would wrap the token across lines and break copy-paste.
+        print(f"Admin token (12 h): {token}", file=sys.stderr, flush=True)
     return verifier
 
 

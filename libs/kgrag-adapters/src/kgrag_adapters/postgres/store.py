@@ -298,6 +298,15 @@ class PostgresStore:
                 params,
             )
 
+    def delete_vectors(self, model_id: str, hashes: Sequence[str]) -> int:
+        if not hashes:
+            return 0
+        with self._lock:
+            cur = self._conn.execute(
+                "DELETE FROM embedding_cache WHERE model_id = %s AND content_hash = ANY(%s)", (model_id, list(hashes))
+            )
+        return cur.rowcount
+
     # --- StatsSource ------------------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:

@@ -97,20 +97,25 @@ class DocumentIndexer:
             err = KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"No active document {doc_id!r}.")
             return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=err.code, message=err.message)
         # Take IDs from both the store and the indexes, so a half-finished earlier write leaves nothing.
+        stored_chunks = self.documents.chunks_of(doc_id)
         chunk_ids = sorted(
-            {c.chunk_id for c in self.documents.chunks_of(doc_id)}
+            {c.chunk_id for c in stored_chunks}
             | set(self.vectors.ids_for_doc(doc_id))
             | set(self.keywords.ids_for_doc(doc_id))
         )
         self.vectors.delete(chunk_ids)
         self.keywords.delete(chunk_ids)
         object_keys = self.objects.delete_prefix(_object_prefix(doc_id))
+        # The cached vectors are derived from the document's text too; a compliance deletion takes them.
+        self.embedding_cache.delete_vectors(
+            self.embedder.model_id, sorted({_embedding_key(_embedding_text(existing.title, c)) for c in stored_chunks})
+        )
         self.cache.invalidate_all()
         record = DeletionRecord(
             doc_id=doc_id,
             chunk_ids=tuple(chunk_ids),
             object_keys=tuple(object_keys),
-            stores=("postgres", "vector_index", "keyword_index", "object_store", "result_cache"),
+            stores=("postgres", "vector_index", "keyword_index", "object_store", "embedding_cache", "result_cache"),
             at=self.clock(),
         )
         self.documents.mark_deleted(doc_id, record)

@@ -94,7 +94,8 @@ def _bench_search(settings: KgragSettings, size: int, queries: int, console: Con
     embedder = build_embedder(settings)
     vectors = bag_of_words_vectors(texts, embedder.dimension)
     finance = acl_from_source({"groups": ["finance"]})
-    acl_of = [finance if i % 4 == 3 else PUBLIC_ACL for i in range(size)]
+    # A quarter of the documents (all their chunks) are finance-only; the caller may not read them.
+    acl_of = [finance if (i // CHUNKS_PER_DOC) % 4 == 3 else PUBLIC_ACL for i in range(size)]
     rng = random.Random(5)
     query_texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))) for _ in range(queries)]
     caller = Caller(user="bench", groups=("engineering",))  # may not read the finance quarter

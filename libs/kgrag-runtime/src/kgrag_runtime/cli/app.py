@@ -118,7 +118,7 @@ def delete(
     with open_app(state) as kg:
         outcome = kg.delete(doc_id)
     if outcome.error_code is not None:
-        raise KgragError(outcome.error_code, outcome.message, hint="List documents with `kgrag status --json`.")
+        raise KgragError(outcome.error_code, outcome.message, hint="List documents with `kgrag documents`.")
     if state.as_json:
         render.emit_json(outcome.as_dict())
         return
@@ -138,6 +138,25 @@ def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
         render.emit_json(info)
         return
     render.status(state.out, info)
+
+
+@app.command()
+def documents(
+    include_deleted: Annotated[bool, typer.Option("--include-deleted", help="Also list deleted documents.")] = False,
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
+    """List the documents in the index (IDs for `kgrag delete`), with version and status."""
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        docs = kg.searcher.documents.list_documents(include_deleted=include_deleted)
+    rows = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "version": d.version,
+             "status": d.status.value, "modified_at": d.modified_at.isoformat() if d.modified_at else None}
+            for d in docs]
+    if state.as_json:
+        render.emit_json({"documents": rows})
+        return
+    render.documents(state.out, rows)
 
 
 @app.command(name="eval")

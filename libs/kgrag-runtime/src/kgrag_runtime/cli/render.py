@@ -85,6 +85,17 @@ def status(console: Console, info: Mapping[str, Any]) -> None:
         console.print(f"{len(errors)} recent ingest errors; `kgrag status --json` lists them.")
 
 
+def documents(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
+    if not rows:
+        console.print("The index holds no documents yet: `kgrag ingest PATH` adds some.")
+        return
+    table = Table("doc_id", "title", "source", "version", "status", "modified")
+    for r in rows:
+        table.add_row(escape(r["doc_id"]), escape(r["title"]), escape(r["source"]), str(r["version"]), r["status"],
+                      (r["modified_at"] or "")[:10])
+    console.print(table)
+
+
 _SHORT_TYPES = {"lookup": "lookup", "entity": "entity", "multi_hop": "multihop", "temporal": "temporal",
                 "modality": "modality", "global": "global", "unanswerable": "unans.", "ALL": "ALL"}
 

@@ -82,7 +82,9 @@ def _retrieval_metrics(
 def _answer_metrics(q: EvalQuestion, answer: dict[str, object]) -> dict[str, float]:
     answered = bool(answer["answered"])
     if not q.answerable:
-        return {"abstained": 0.0 if answered else 1.0}
+        # Split the two kinds of "no answer": absent from the corpus, or present but not readable by the asker.
+        kind = "abstained_acl_denied" if q.acl_denied else "abstained_not_in_corpus"
+        return {"abstained": 0.0 if answered else 1.0, kind: 0.0 if answered else 1.0}
     citations = answer.get("citations") or []
     cited_docs = {c["doc_id"] for c in citations} if isinstance(citations, list) else set()
     return {

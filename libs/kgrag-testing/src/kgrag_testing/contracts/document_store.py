@@ -312,6 +312,14 @@ class DocumentStoreContract:
         assert store.get_vectors("other-model", ["sha256:a"]) == {}
         assert store.get_vectors(MODEL, []) == {}
 
+    def test_embedding_cache_delete(self, store: FullStore) -> None:
+        store.put_vectors("m", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
+        store.put_vectors("other", {"h1": [0.5, 0.25]})
+        assert store.delete_vectors("m", ["h1", "missing"]) == 1
+        assert store.delete_vectors("m", []) == 0
+        assert set(store.get_vectors("m", ["h1", "h2"])) == {"h2"}
+        assert set(store.get_vectors("other", ["h1"])) == {"h1"}
+
     def test_embedding_cache_keeps_the_first_vector(self, store: FullStore) -> None:
         store.put_vectors(MODEL, {"sha256:a": (1.0, 2.0)})
         store.put_vectors(MODEL, {"sha256:a": (9.0, 9.0), "sha256:b": (3.0, 4.0)})
