@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 DEMO_DIR ?= .kgrag-demo
 RUN := $(UV) run --frozen
 
-.PHONY: install demo test lint typecheck unit eval bench serve clean
+.PHONY: install demo test lint typecheck services services-stop eval bench serve clean
 
 install:  ## Create .venv and install every workspace package from uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q "uv==$(UV_VERSION)"
@@ -20,9 +20,15 @@ lint: install
 typecheck: install
 	$(RUN) mypy
 
-test: lint typecheck  ## Lint, strict type check of the core, corpus check, and the whole test suite
+services:  ## Fetch (cached) and start Kafka, Neo4j, OpenSearch, PostgreSQL, Redis and S3 on 127.0.0.1
+	bash scripts/dev-services/services.sh start
+
+services-stop:
+	bash scripts/dev-services/services.sh stop
+
+test: lint typecheck services  ## Lint, strict types, corpus check, then every test (unit, contract, pipeline, integration, deploy)
 	$(RUN) python corpora/northwind/check_corpus.py
-	$(RUN) pytest
+	set -a && . .cache/dev-services/env.sh && set +a && $(RUN) pytest
 
 eval: install  ## Retrieval and answer quality per question type on the bundled corpus
 	$(RUN) kgrag eval corpora/northwind/questions.jsonl --corpus corpora/northwind/documents.jsonl --data-dir .kgrag-eval

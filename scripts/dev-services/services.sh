@@ -185,10 +185,11 @@ service_pid() {
     pid="$(head -n1 "$f" | tr -dc 0-9)"
     [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
     case $svc in
-        redis) grep -q '^redis' "/proc/$pid/comm" 2>/dev/null || return 0 ;;
-        postgres) grep -qE '^(postgres|postmaster)' "/proc/$pid/comm" 2>/dev/null || return 0 ;;
-        # Java services and weed carry their run folder on the command line.
-        *) tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$RUN_DIR/$svc" || return 0 ;;
+        # redis-server rewrites its title to "redis-server 127.0.0.1:PORT".
+        redis) tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "^redis-server .*:$REDIS_PORT" ||
+            return 0 ;;
+        # The others carry their run folder on the command line (postgres: -D .../run/postgres/data).
+        *) tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$RUN_DIR/$svc/" || return 0 ;;
     esac
     echo "$pid"
 }
@@ -206,7 +207,7 @@ spawn() {
     local svc=$1; shift
     local dir="$RUN_DIR/$svc"
     mkdir -p "$dir"
-    : >"$dir/log"
+    [[ -s "$dir/log" ]] && mv "$dir/log" "$dir/log.prev"
     nohup setsid "$@" >>"$dir/log" 2>&1 </dev/null &
     echo $! >"$(pid_file "$svc")"
 }

@@ -36,6 +36,12 @@ START_S=$SECONDS
 
 mkdir -p "$TOOLS_DIR/logs"
 
+# One install at a time (a test session and a person may start one together).
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$TOOLS_DIR/.lock"
+    flock 9
+fi
+
 log() { printf '[deploy-tools %3ds] %s\n' "$((SECONDS - START_S))" "$*" >&2; }
 
 skip_if_over_budget() {  # a build not yet started is skipped once the budget is spent
@@ -145,7 +151,7 @@ install_tofu() {
         return 1
     fi
     echo "$TOFU_VERSION" >"$TOOLS_DIR/.tofu.stamp"
-    log "tofu: $("$TOOLS_DIR/tofu" version | head -n1)"
+    log "tofu: $("$TOOLS_DIR/tofu" version 2>/dev/null | grep -m1 OpenTofu)"
 }
 
 # ---------------------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ def deploy_tools() -> DeployTools:
     """helm, tofu and the validators' venv from .cache/tools, installing what is missing first.
 
     KGRAG_DEPLOY_TOOLS_INSTALL=0 uses only what is already there; KGRAG_DEPLOY_TOOLS_TIMEOUT bounds the
-    install (seconds, default 480). Whatever is still missing afterwards, the tests use their fallback
+    install (seconds, default 360). Whatever is still missing afterwards, the tests use their fallback
     validators for it, and say so in their output.
     """
     log = ""
     if os.environ.get("KGRAG_DEPLOY_TOOLS_INSTALL", "1") != "0":
-        log = install_tools(float(os.environ.get("KGRAG_DEPLOY_TOOLS_TIMEOUT", "480")))
+        log = install_tools(float(os.environ.get("KGRAG_DEPLOY_TOOLS_TIMEOUT", "360")))
     tools = discover_tools(log)
     print(f"\n[deploy tools] {tools.describe()}")
     return tools

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import warnings
@@ -64,13 +65,18 @@ def install_tools(timeout_s: float) -> str:
     """Run the install script in its own process group, killed as a whole after timeout_s."""
     env = {**os.environ, "KGRAG_TOOLS_DIR": str(TOOLS_DIR)}
     with subprocess.Popen(
-        ["bash", str(INSTALL_SCRIPT)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True,
+        ["bash", str(INSTALL_SCRIPT)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     ) as proc:
         try:
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate()
             out += f"\n(install-deploy-tools.sh stopped after {timeout_s:.0f}s; missing tools use fallbacks)\n"
     return out
@@ -101,8 +107,12 @@ def _call(tools: DeployTools, args: list[str], payload: Any = None) -> Any:
             f"run {INSTALL_SCRIPT.relative_to(REPO)} (install log follows)\n{tools.install_log}"
         )
     proc = subprocess.run(
-        [tools.validators_python, __file__, *args], input=json.dumps(payload), capture_output=True, text=True,
-        timeout=300, check=False,
+        [tools.validators_python, __file__, *args],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stderr}")
@@ -124,12 +134,12 @@ def _unquote(value: Any) -> Any:
 
 
 def parse_hcl_files(paths: Sequence[str]) -> dict[str, Any]:
-    import hcl2  # optional dependency, see the module docstring
-
     out: dict[str, Any] = {}
-    for path in paths:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the test run turns warnings into errors; these are not ours
+        import hcl2  # optional dependency, see the module docstring
+
+        for path in paths:
             out[path] = _unquote(hcl2.loads(Path(path).read_text()))
     return out
 
@@ -146,8 +156,10 @@ def parse_hcl(tools: DeployTools, paths: Sequence[Path]) -> dict[str, Any]:
 # Kubernetes schemas
 # ---------------------------------------------------------------------------------------------------
 def k8s_validate_docs(docs: Sequence[dict[str, Any]], version: str) -> list[str]:
-    import kubernetes_validate  # optional dependency, see the module docstring
-    from kubernetes_validate import utils
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import kubernetes_validate  # optional dependency, see the module docstring
+        from kubernetes_validate import utils
 
     available = sorted(set(utils.all_versions()), key=lambda v: tuple(int(x) for x in v.split(".")))
     wanted = tuple(int(x) for x in version.split("."))

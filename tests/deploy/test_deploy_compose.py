@@ -208,8 +208,13 @@ def test_docker_compose_config_when_the_plugin_exists() -> None:
     if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True, check=False).returncode:
         print("docker compose plugin not available: the YAML checks above are the validation")
         return
-    proc = subprocess.run([docker, "compose", "-f", str(COMPOSE), "config", "--quiet"], capture_output=True,
-                          text=True, cwd=REPO, check=False)
+    proc = subprocess.run(
+        [docker, "compose", "-f", str(COMPOSE), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
 
 

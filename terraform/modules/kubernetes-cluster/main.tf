@@ -189,6 +189,7 @@ resource "aws_eks_addon" "this" {
   cluster_name                = aws_eks_cluster.this.name
   addon_name                  = each.key
   addon_version               = each.value
+  configuration_values        = lookup(var.addon_configuration_values, each.key, null)
   resolve_conflicts_on_create = "OVERWRITE"
   resolve_conflicts_on_update = "PRESERVE"
 

@@ -127,6 +127,19 @@ variable "addons" {
   }
 }
 
+variable "addon_configuration_values" {
+  description = "JSON configuration per add-on (name => JSON). The default lets the VPC CNI enforce NetworkPolicies (the kgrag chart's networkPolicy.enabled)."
+  type        = map(string)
+  default = {
+    "vpc-cni" = "{\"enableNetworkPolicy\":\"true\"}"
+  }
+
+  validation {
+    condition     = alltrue([for v in values(var.addon_configuration_values) : can(jsondecode(v))])
+    error_message = "Every addon_configuration_values entry must be a JSON document."
+  }
+}
+
 variable "cluster_log_types" {
   description = "Control plane log types sent to CloudWatch."
   type        = list(string)

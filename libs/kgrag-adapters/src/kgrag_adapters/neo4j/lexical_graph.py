@@ -44,6 +44,7 @@ from neo4j.exceptions import ClientError
 from kgrag_core.documents import Chunk, StoredDocument
 
 __all__ = [
+    "QUERIES",
     "SCHEMA_FILE",
     "LexicalGraphInconsistentError",
     "Neo4jLexicalGraph",
@@ -160,8 +161,9 @@ QUERIES: Mapping[str, LiteralString] = {
 class LexicalGraphInconsistentError(RuntimeError):
     """A document's NEXT_CHUNK links do not form one chain through all of its chunks.
 
-    The adapter never leaves a graph like that; it means someone else wrote to it. Re-projecting the
-    document from PostgreSQL (`upsert_document`) repairs it.
+    The adapter leaves a graph like that only when another document's upsert took over one of this
+    document's chunk IDs (which kgrag's chunk IDs, derived from the doc_id, never do); otherwise someone
+    else wrote to the graph. Re-projecting the document from PostgreSQL (`upsert_document`) repairs it.
     """
 
 

@@ -192,21 +192,34 @@ class ConsumerRunner:
             return
         self._lag_at = now
         total = 0
-        for tp in self._consumer.assignment():
-            low, high = self._consumer.get_watermark_offsets(tp, timeout=2.0, cached=False)
-            (position,) = self._consumer.position([tp])
-            total += max(0, high - (position.offset if position.offset >= 0 else low))
+        try:
+            for tp in self._consumer.assignment():
+                low, high = self._consumer.get_watermark_offsets(tp, timeout=2.0, cached=False)
+                (position,) = self._consumer.position([tp])
+                total += max(0, high - (position.offset if position.offset >= 0 else low))
+        except KafkaException as err:
+            # Leadership moves during a broker restart; the lag is a metric, so keep the last value.
+            log.info("consumer lag unavailable for now: %s", err)
+            return
         self._last_lag = float(total)
         self.metrics.lag.set(total)
 
     @staticmethod
     def _is_partition_eof(message: Message) -> bool:
+        """True for events that carry no record: end-of-partition and transient client errors.
+
+        librdkafka reconnects and retries by itself after a transient error (a broker restart shows up
+        here), so such a message is logged and skipped; only a fatal error stops the consumer.
+        """
         err = message.error()
         if err is None:
             return False
         if err.code() == KafkaError._PARTITION_EOF:
             return True
-        raise KafkaException(err)
+        if err.fatal():
+            raise KafkaException(err)
+        log.warning("transient Kafka error, continuing: %s", err)
+        return True
 
 
 def _consecutive_by_topic(messages: Sequence[Message], prefix: str) -> list[tuple[str, list[Message]]]:
