@@ -19,7 +19,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +37,27 @@ class DeployTools:
 
     helm: Path | None = None
     tofu: Path | None = None  # tofu, else terraform: both format-check and validate the same HCL
-    validators_python: str | None = None  # a python that imports hcl2 and kubernetes_validate
-    in_process: bool = False  # ... and it is this interpreter
+    venv_python: str | None = None  # .cache/tools/pyenv: imports hcl2 and kubernetes_validate
+    hcl_in_process: bool = False  # this interpreter imports hcl2
+    k8s_in_process: bool = False  # this interpreter imports kubernetes_validate
     install_log: str = ""
-    notes: list[str] = field(default_factory=list)
+
+    @property
+    def hcl_available(self) -> bool:
+        return self.hcl_in_process or self.venv_python is not None
+
+    @property
+    def k8s_available(self) -> bool:
+        return self.k8s_in_process or self.venv_python is not None
 
     def describe(self) -> str:
+        def where(in_process: bool) -> str:
+            return "in-process" if in_process else self.venv_python or "missing"
+
         return (
             f"helm={self.helm or 'missing (static chart checks)'}; "
             f"tofu={self.tofu or 'missing (no fmt check)'}; "
-            f"validators={'in-process' if self.in_process else self.validators_python or 'missing'}"
+            f"python-hcl2={where(self.hcl_in_process)}; kubernetes-validate={where(self.k8s_in_process)}"
         )
 
 
@@ -57,8 +68,8 @@ def _runs(cmd: Sequence[str]) -> bool:
         return False
 
 
-def validators_importable() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("hcl2", "kubernetes_validate"))
+def importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def install_tools(timeout_s: float) -> str:
@@ -91,23 +102,21 @@ def discover_tools(install_log: str = "") -> DeployTools:
         if candidate and Path(candidate).is_file() and _runs([str(candidate), "version"]):
             tools.tofu = Path(candidate)
             break
-    if validators_importable():
-        tools.validators_python, tools.in_process = sys.executable, True
-    else:
-        venv_python = TOOLS_DIR / "pyenv" / "bin" / "python"
-        if venv_python.is_file() and _runs([str(venv_python), "-c", "import hcl2, kubernetes_validate"]):
-            tools.validators_python = str(venv_python)
+    tools.hcl_in_process, tools.k8s_in_process = importable("hcl2"), importable("kubernetes_validate")
+    venv_python = TOOLS_DIR / "pyenv" / "bin" / "python"
+    if venv_python.is_file() and _runs([str(venv_python), "-c", "import hcl2, kubernetes_validate"]):
+        tools.venv_python = str(venv_python)
     return tools
 
 
 def _call(tools: DeployTools, args: list[str], payload: Any = None) -> Any:
-    if tools.validators_python is None:
+    if tools.venv_python is None:
         raise RuntimeError(
             "neither the test environment nor .cache/tools/pyenv has python-hcl2 and kubernetes-validate; "
             f"run {INSTALL_SCRIPT.relative_to(REPO)} (install log follows)\n{tools.install_log}"
         )
     proc = subprocess.run(
-        [tools.validators_python, __file__, *args],
+        [tools.venv_python, __file__, *args],
         input=json.dumps(payload),
         capture_output=True,
         text=True,
@@ -146,7 +155,7 @@ def parse_hcl_files(paths: Sequence[str]) -> dict[str, Any]:
 
 def parse_hcl(tools: DeployTools, paths: Sequence[Path]) -> dict[str, Any]:
     names = [str(p) for p in paths]
-    if tools.in_process:
+    if tools.hcl_in_process:
         return parse_hcl_files(names)
     result: dict[str, Any] = _call(tools, ["hcl", *names])
     return result
@@ -181,7 +190,7 @@ def k8s_validate_docs(docs: Sequence[dict[str, Any]], version: str) -> list[str]
 
 
 def k8s_validate(tools: DeployTools, docs: Sequence[dict[str, Any]], version: str) -> list[str]:
-    if tools.in_process:
+    if tools.k8s_in_process:
         return k8s_validate_docs(docs, version)
     result: list[str] = _call(tools, ["k8s", version], list(docs))
     return result

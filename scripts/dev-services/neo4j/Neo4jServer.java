@@ -35,6 +35,11 @@ public final class Neo4jServer {
                 // Keep the footprint small: the page cache is off-heap and would otherwise default to
                 // half of the free RAM.
                 .setConfig(GraphDatabaseSettings.pagecache_memory, pageCacheMiB * 1024 * 1024)
+                // Transaction logs: by default each database (neo4j and system) preallocates a 256 MiB
+                // file and keeps two days of them: half a gigabyte of disk for a few test rows.
+                .setConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
+                .setConfig(GraphDatabaseSettings.logical_log_rotation_threshold, 32L * 1024 * 1024)
+                .setConfig(GraphDatabaseSettings.keep_logical_logs, "2 files")
                 .build();
 
         CountDownLatch stopped = new CountDownLatch(1);
