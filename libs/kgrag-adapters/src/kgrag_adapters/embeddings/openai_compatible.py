@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_core.errors import ErrorCode, KgragError
 
 MAX_ATTEMPTS = 3
@@ -38,7 +39,7 @@ def _is_retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-class OpenAICompatibleEmbedder:
+class OpenAICompatibleEmbedder(Closeable):
     """Embedder over HTTP. Batches inputs, restores the server's order by `index`, validates sizes.
 
     Transient failures (429, 5xx, transport errors) are retried up to 3 attempts in all, honouring
@@ -78,11 +79,7 @@ class OpenAICompatibleEmbedder:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> OpenAICompatibleEmbedder:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def embed_documents(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
         if isinstance(texts, str):

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from kgrag_adapters.embeddings.openai_compatible import retry_after_seconds
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ports import ChatMessage
 
@@ -18,7 +19,7 @@ MAX_RETRY_AFTER_S = 10.0
 _HINT_DOWN = "the LLM endpoint is overloaded, slow or down; retry later or check the LLM settings"
 
 
-class OpenAICompatibleChat:
+class OpenAICompatibleChat(Closeable):
     """Deterministic (temperature 0) chat completions, optionally constrained by a JSON schema.
 
     429, 5xx and transport errors (timeouts included) are retried `max_retries` times with
@@ -52,11 +53,7 @@ class OpenAICompatibleChat:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> OpenAICompatibleChat:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def complete(
         self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None

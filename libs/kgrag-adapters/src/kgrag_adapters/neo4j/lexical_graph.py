@@ -27,8 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, LiteralString, Self
+from typing import Any, LiteralString
 
 from neo4j import (
     Driver,
@@ -41,6 +40,7 @@ from neo4j import (
 )
 from neo4j.exceptions import ClientError
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_core.documents import Chunk, StoredDocument
 
 __all__ = [
@@ -178,7 +178,7 @@ def load_schema_statements(path: Path = SCHEMA_FILE) -> list[str]:
     return found
 
 
-class Neo4jLexicalGraph:
+class Neo4jLexicalGraph(Closeable):
     """The lexical graph in a Neo4j 5 database (`database=None`: the server's default database).
 
     The driver passed in stays the caller's: `close()` closes only a driver that `connect()` opened.
@@ -324,16 +324,7 @@ class Neo4jLexicalGraph:
         if driver is not None and self._owns_driver:
             driver.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _live(self) -> Driver:
         if self._driver is None:

@@ -47,12 +47,12 @@ import json
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from opensearchpy import OpenSearch, helpers
 from opensearchpy.exceptions import NotFoundError, RequestError
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_adapters.tantivy.keyword_index import (
     _SEARCH_FIELDS,  # the embedded twin's field boosts, so both engines weigh fields alike
     MAX_LIMIT,
@@ -142,7 +142,7 @@ def ensure_index(client: OpenSearch, index: str, template: Mapping[str, Any] | N
     _check_mapping(client, index, template)
 
 
-class OpenSearchKeywordIndex:
+class OpenSearchKeywordIndex(Closeable):
     """BM25 index of chunks in the OpenSearch index (or alias) `index`.
 
     The client passed in stays the caller's: `close()` closes only a client that `connect()` opened.
@@ -305,16 +305,7 @@ class OpenSearchKeywordIndex:
         if client is not None and self._owns_client:
             client.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- helpers -----------------------------------------------------------------------------------
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, LiteralString, Self
+from typing import Any, LiteralString
 
 import psycopg
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_adapters.postgres.migrate import apply_migrations
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, DocumentStatus, StoredDocument
@@ -89,7 +89,7 @@ SELECT (SELECT count(*) FROM documents WHERE status = 'ACTIVE'),
 """
 
 
-class PostgresStore:
+class PostgresStore(Closeable):
     """DocumentStore, AclStore, IngestLog, EmbeddingCache and StatsSource on one connection."""
 
     def __init__(self, conn: psycopg.Connection[Row]) -> None:
@@ -114,13 +114,7 @@ class PostgresStore:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # --- DocumentStore ----------------------------------------------------------------------------
 

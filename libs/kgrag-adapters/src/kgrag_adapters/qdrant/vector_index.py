@@ -24,11 +24,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from qdrant_client import QdrantClient, models
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_adapters.qdrant_edge.vector_index import (
     MAX_LIMIT,
     _payload,  # the edge adapter's payload, so both engines store identical points
@@ -80,7 +80,7 @@ def load_schema(path: Path = SCHEMA_FILE) -> CollectionSchema:
     )
 
 
-class QdrantVectorIndex:
+class QdrantVectorIndex(Closeable):
     """Cosine-similarity index of chunk vectors in the Qdrant collection `collection`.
 
     The client passed in stays the caller's: `close()` closes only a client that `connect()` opened.
@@ -220,16 +220,7 @@ class QdrantVectorIndex:
         if client is not None and self._owns_client:
             client.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- helpers -----------------------------------------------------------------------------------
 

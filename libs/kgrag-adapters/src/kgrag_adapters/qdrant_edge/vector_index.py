@@ -14,11 +14,11 @@ import math
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import qdrant_edge as qe
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_core.search import RouteHit, VectorPoint
 
 MAX_LIMIT = 1000
@@ -36,7 +36,7 @@ def point_id_for(chunk_id: str) -> str:
     return str(uuid.uuid5(_POINT_NAMESPACE, chunk_id))
 
 
-class EdgeVectorIndex:
+class EdgeVectorIndex(Closeable):
     """Cosine-similarity index of chunk vectors in a Qdrant Edge shard at `path`."""
 
     def __init__(self, path: Path, dimension: int) -> None:
@@ -154,16 +154,7 @@ class EdgeVectorIndex:
             shard.flush()
             shard.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- helpers -----------------------------------------------------------------------------------
 

@@ -30,10 +30,11 @@ query or degrades to a miss is the caller's decision.
 from __future__ import annotations
 
 import re
-from types import TracebackType
 from typing import Self
 
 import redis
+
+from kgrag_adapters.lifecycle import Closeable
 
 __all__ = ["RedisCache"]
 
@@ -46,7 +47,7 @@ _NAMESPACE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _SOCKET_TIMEOUT_S = 5.0
 
 
-class RedisCache:
+class RedisCache(Closeable):
     """A result cache in Redis. The application's keys must include the caller's ACL scope."""
 
     def __init__(self, client: redis.Redis, namespace: str = "kgrag") -> None:
@@ -114,13 +115,7 @@ class RedisCache:
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _entry_key(self, key: str) -> str:
         return self._entry_prefix + key

@@ -23,13 +23,13 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any, Self
 
 import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints and no stubs are locked
 from botocore.config import Config  # type: ignore[import-untyped]  # ditto (botocore)
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]  # ditto
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_adapters.localfs.object_store import (
     _check_key,  # the local store's validators, so both stores accept exactly the same keys
     _check_prefix,
@@ -46,7 +46,7 @@ _NO_SUCH_KEY = "NoSuchKey"
 _BUCKET_OWNED = "BucketAlreadyOwnedByYou"
 
 
-class S3ObjectStore:
+class S3ObjectStore(Closeable):
     def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
         """Use `client` (a boto3 S3 client) on an existing `bucket`; see `connect` to create both.
 
@@ -153,13 +153,7 @@ class S3ObjectStore:
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _iter_keys(self, prefix: str) -> Iterator[str]:
         paginator = self._client.get_paginator("list_objects_v2")

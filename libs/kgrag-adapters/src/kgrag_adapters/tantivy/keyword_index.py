@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import tantivy
 
+from kgrag_adapters.lifecycle import Closeable
 from kgrag_core.search import KeywordDoc, RouteHit
 
 MAX_LIMIT = 1000
@@ -55,7 +54,7 @@ def _build_query_analyzer() -> tantivy.TextAnalyzer:
     )
 
 
-class TantivyKeywordIndex:
+class TantivyKeywordIndex(Closeable):
     """BM25 index of chunks in a tantivy index directory at `path` (created if missing)."""
 
     def __init__(self, path: Path) -> None:
@@ -172,16 +171,7 @@ class TantivyKeywordIndex:
         """Release the index. No writer outlives a call, so there is nothing to flush. Safe to call twice."""
         self._index = None
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- helpers -----------------------------------------------------------------------------------
 
