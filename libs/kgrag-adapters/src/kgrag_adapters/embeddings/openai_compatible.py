@@ -79,8 +79,6 @@ class OpenAICompatibleEmbedder(Closeable):
     def close(self) -> None:
         self._client.close()
 
-
-
     def embed_documents(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
         if isinstance(texts, str):
             raise TypeError("embed_documents takes a sequence of strings, not a string")

@@ -53,8 +53,6 @@ class OpenAICompatibleChat(Closeable):
     def close(self) -> None:
         self._client.close()
 
-
-
     def complete(
         self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
     ) -> str:

@@ -324,8 +324,6 @@ class Neo4jLexicalGraph(Closeable):
         if driver is not None and self._owns_driver:
             driver.close()
 
-
-
     def _live(self) -> Driver:
         if self._driver is None:
             raise RuntimeError("Neo4jLexicalGraph is closed")

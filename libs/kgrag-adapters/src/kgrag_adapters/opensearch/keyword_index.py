@@ -305,8 +305,6 @@ class OpenSearchKeywordIndex(Closeable):
         if client is not None and self._owns_client:
             client.close()
 
-
-
     # --- helpers -----------------------------------------------------------------------------------
 
     def _live(self) -> OpenSearch:

@@ -114,8 +114,6 @@ class PostgresStore(Closeable):
         with self._lock:
             self._conn.close()
 
-
-
     # --- DocumentStore ----------------------------------------------------------------------------
 
     def get_document(self, doc_id: str) -> StoredDocument | None:

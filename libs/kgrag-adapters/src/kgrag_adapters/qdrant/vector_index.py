@@ -220,8 +220,6 @@ class QdrantVectorIndex(Closeable):
         if client is not None and self._owns_client:
             client.close()
 
-
-
     # --- helpers -----------------------------------------------------------------------------------
 
     def _live(self) -> QdrantClient:

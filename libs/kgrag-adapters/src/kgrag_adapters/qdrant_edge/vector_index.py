@@ -154,8 +154,6 @@ class EdgeVectorIndex(Closeable):
             shard.flush()
             shard.close()
 
-
-
     # --- helpers -----------------------------------------------------------------------------------
 
     def _live(self) -> qe.EdgeShard:

@@ -115,7 +115,5 @@ class RedisCache(Closeable):
         if self._owns_client:
             self._client.close()
 
-
-
     def _entry_key(self, key: str) -> str:
         return self._entry_prefix + key

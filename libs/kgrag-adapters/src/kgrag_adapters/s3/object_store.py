@@ -153,8 +153,6 @@ class S3ObjectStore(Closeable):
         if self._owns_client:
             self._client.close()
 
-
-
     def _iter_keys(self, prefix: str) -> Iterator[str]:
         paginator = self._client.get_paginator("list_objects_v2")
         pages = paginator.paginate(

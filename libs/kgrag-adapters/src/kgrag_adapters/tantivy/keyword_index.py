@@ -171,8 +171,6 @@ class TantivyKeywordIndex(Closeable):
         """Release the index. No writer outlives a call, so there is nothing to flush. Safe to call twice."""
         self._index = None
 
-
-
     # --- helpers -----------------------------------------------------------------------------------
 
     def _live(self) -> tantivy.Index:
