@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from tests.integration.conftest import endpoint
 
 from kgrag_runtime.benchmarks.distributed import Endpoints, run_distributed_benchmarks
+from tests.integration.conftest import endpoint
 
 pytestmark = pytest.mark.integration
 DOCS = 5

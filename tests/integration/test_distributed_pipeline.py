@@ -4,8 +4,6 @@ Neo4j, Redis and S3: the same handlers as the embedded runtime, run by Kafka con
 from __future__ import annotations
 
 import pytest
-from tests.integration.conftest import Workers, wait_for
-from tests.pipeline.corpus import corpus
 
 from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 from kgrag_core.acl import Caller, acl_from_source
@@ -19,6 +17,8 @@ from kgrag_runtime.app import KgragApp
 from kgrag_runtime.distributed import DistributedStores, producer
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.settings import KgragSettings
+from tests.integration.conftest import Workers, wait_for
+from tests.pipeline.corpus import corpus
 
 pytestmark = pytest.mark.integration
 ADMIN = Caller(admin=True)

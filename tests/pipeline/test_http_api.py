@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.pipeline.corpus import ATLAS, corpus
 
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.app import KgragApp
+from tests.pipeline.corpus import ATLAS, corpus
 
 VERIFIER = TokenVerifier(key="test-key-" + "x" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
 

@@ -6,7 +6,6 @@ import base64
 from dataclasses import replace
 
 import pytest
-from tests.pipeline.corpus import ATLAS, corpus, doc
 
 from kgrag_core.acl import Caller
 from kgrag_core.documents import DocumentStatus
@@ -14,6 +13,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import DOCUMENTS_CHANGED
 from kgrag_core.ingest import IngestStatus
 from kgrag_runtime.app import KgragApp
+from tests.pipeline.corpus import ATLAS, corpus, doc
 
 ADMIN = Caller(admin=True)
 
@@ -135,3 +135,26 @@ def test_index_persists_across_restarts_and_one_process_holds_it(open_kg) -> Non
         assert [h.chunk_id for h in second.search("Atlas routes per night", ADMIN).hits] == expected
         assert {o.status for o in second.ingest(corpus())} == {IngestStatus.UNCHANGED}
     assert expected
+
+
+def test_events_older_than_the_store_are_skipped(kg: KgragApp) -> None:
+    """Across topics Kafka gives no order: a late, older change must not resurrect a deleted document,
+    and a late, older deletion must not delete a newer version."""
+    from datetime import UTC, datetime, timedelta
+
+    before = datetime.now(UTC) - timedelta(minutes=5)
+    kg.ingest(corpus())
+    kg.delete("harbor")
+    stale_change = replace(next(d for d in corpus() if d.doc_id == "harbor"), observed_at=before)
+    (outcome,) = kg.ingest([stale_change])
+    assert outcome.status is IngestStatus.UNCHANGED and "later" in outcome.message
+    stored = kg.searcher.documents.get_document("harbor")
+    assert stored is not None and stored.status is DocumentStatus.DELETED
+
+    indexer = kg.ingestion.handlers[0].indexer  # type: ignore[attr-defined]
+    skipped = indexer.delete("atlas", observed_at=before)
+    assert skipped.status is IngestStatus.UNCHANGED
+    assert kg.searcher.documents.chunks_of("atlas")
+    # A change made after the deletion brings the document back.
+    (back,) = kg.ingest([next(d for d in corpus() if d.doc_id == "harbor")])
+    assert back.status is IngestStatus.UPDATED

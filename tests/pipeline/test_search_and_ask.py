@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.pipeline.corpus import corpus
 
 from kgrag_core.acl import Caller
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_runtime.app import KgragApp
 from kgrag_testing.scripted_llm import ScriptedChatModel
+from tests.pipeline.corpus import corpus
 
 QUERIES = [
     "compensation band senior engineer", "142,000 euros", "Harbor outage certificate", "Atlas owner",

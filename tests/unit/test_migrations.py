@@ -12,6 +12,9 @@ import pytest
 from kgrag_adapters.postgres import migrate
 from kgrag_adapters.postgres.migrate import MIGRATIONS_DIR, applied_versions, apply_migrations
 
+# Every migration in schemas/postgres/migrations, in order; a new file must be added here on purpose.
+ALL = ["0001_init", "0002_event_times"]
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"acl_classes", "documents", "chunks", "embedding_cache", "ingest_log", "deletion_log"}
 
@@ -24,9 +27,9 @@ def tables(conn: psycopg.Connection[tuple[object, ...]]) -> set[str]:
 def test_applies_the_schema_and_records_it(pg_dsn: str) -> None:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         assert applied_versions(conn) == []
-        assert apply_migrations(conn) == ["0001_init"]
+        assert apply_migrations(conn) == ALL
         assert tables(conn) == TABLES | {"schema_migrations"}
-        assert applied_versions(conn) == ["0001_init"]
+        assert applied_versions(conn) == ALL
         row = conn.execute("SELECT applied_at FROM schema_migrations").fetchone()
         assert row is not None
         assert row[0].utcoffset() is not None  # TIMESTAMPTZ
@@ -38,14 +41,14 @@ def test_second_run_applies_nothing(pg_dsn: str) -> None:
         assert apply_migrations(conn) == []
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # and from a new session
         assert apply_migrations(conn) == []
-        assert applied_versions(conn) == ["0001_init"]
+        assert applied_versions(conn) == ALL
 
 
 def test_works_on_a_connection_that_is_not_autocommit(pg_dsn: str) -> None:
     with psycopg.connect(pg_dsn) as conn:
-        assert apply_migrations(conn) == ["0001_init"]
+        assert apply_migrations(conn) == ALL
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # committed, not left in a transaction
-        assert applied_versions(conn) == ["0001_init"]
+        assert applied_versions(conn) == ALL
 
 
 def test_concurrent_runners_apply_each_migration_once(pg_dsn: str) -> None:
@@ -59,7 +62,7 @@ def test_concurrent_runners_apply_each_migration_once(pg_dsn: str) -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = [pool.submit(run) for _ in range(4)]
         results = [f.result() for f in futures]  # re-raises a runner's error here
-    assert sorted(results) == [[], [], [], ["0001_init"]]
+    assert sorted(results) == [[], [], [], ALL]
 
 
 def test_applies_new_files_in_name_order(pg_dsn: str, tmp_path: Path) -> None:
@@ -94,7 +97,7 @@ def test_the_sql_has_one_home() -> None:
     assert link.is_symlink()
     assert not Path(str(link.readlink())).is_absolute()  # relative, so it works in any checkout
     assert MIGRATIONS_DIR.resolve() == (REPO_ROOT / "schemas" / "postgres" / "migrations").resolve()
-    assert [p.name for p in migrate.migration_files()] == ["0001_init.sql"]
+    assert [p.name for p in migrate.migration_files()] == [f"{v}.sql" for v in ALL]
 
 
 def test_schema_keeps_times_in_utc_and_rejects_bad_rows(pg_dsn: str) -> None:

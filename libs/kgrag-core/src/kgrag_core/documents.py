@@ -31,6 +31,7 @@ class SourceDocument:
     modified_at: datetime | None = None
     media_type: str = "text/markdown"
     metadata: dict[str, str] = field(default_factory=dict)
+    observed_at: datetime | None = None  # when the producer saw this change: orders it against deletions
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,8 @@ class StoredDocument:
     status: DocumentStatus
     media_type: str = "text/markdown"
     byte_length: int = 0
+    observed_at: datetime | None = None  # the newest change event applied
+    deleted_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

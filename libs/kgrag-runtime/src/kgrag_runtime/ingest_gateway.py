@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Protocol
 
 from kgrag_core.acl import AclClass
@@ -42,6 +43,10 @@ class IngestGateway(Protocol):
     def delete(self, doc_id: str) -> IngestOutcome: ...
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome: ...
+
+
+def _deleted(doc_id: str) -> dict[str, object]:
+    return DocumentDeleted(doc_id=doc_id, observed_at=datetime.now(UTC)).model_dump(mode="json")
 
 
 def _failure_outcome(item: ConnectorFailure) -> IngestOutcome:
@@ -96,7 +101,7 @@ class EmbeddedIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
-        self.bus.publish(DOCUMENTS_DELETED, doc_id, DocumentDeleted(doc_id=doc_id).model_dump(mode="json"))
+        self.bus.publish(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
         return self.drain()[-1]
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
@@ -136,7 +141,7 @@ class KafkaIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
-        self.sink.produce(DOCUMENTS_DELETED, doc_id, DocumentDeleted(doc_id=doc_id).model_dump(mode="json"))
+        self.sink.produce(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
         self.sink.flush()
         return IngestOutcome(doc_id, IngestStatus.QUEUED, message="deletion queued")
 

@@ -27,7 +27,7 @@ Row = tuple[Any, ...]
 # Typed LiteralString so queries built from them with `+` still count as literal SQL.
 _DOC_COLUMNS: LiteralString = (
     "doc_id, source, uri, title, version, content_hash, acl_class_id, modified_at, status, media_type,"
-    " byte_length"
+    " byte_length, observed_at, deleted_at"
 )
 _CHUNK_COLUMNS: LiteralString = (
     "c.chunk_id, c.doc_id, c.seq, c.section_path, c.start_byte, c.end_byte, c.text, c.token_count,"
@@ -46,13 +46,14 @@ ON CONFLICT (acl_class_id) DO NOTHING
 # re-ingested DELETED document becomes ACTIVE again).
 _UPSERT_DOC = """
 INSERT INTO documents (doc_id, source, uri, title, version, content_hash, acl_class_id, modified_at,
-                       status, media_type, byte_length)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                       status, media_type, byte_length, observed_at, deleted_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL)
 ON CONFLICT (doc_id) DO UPDATE SET
     source = EXCLUDED.source, uri = EXCLUDED.uri, title = EXCLUDED.title, version = EXCLUDED.version,
     content_hash = EXCLUDED.content_hash, acl_class_id = EXCLUDED.acl_class_id,
     modified_at = EXCLUDED.modified_at, status = EXCLUDED.status, media_type = EXCLUDED.media_type,
-    byte_length = EXCLUDED.byte_length, ingested_at = now()
+    byte_length = EXCLUDED.byte_length, ingested_at = now(),
+    observed_at = GREATEST(documents.observed_at, EXCLUDED.observed_at), deleted_at = NULL
 """
 
 # The WHERE skips rows that did not change, so a kept chunk is not rewritten (no dead tuple, and its
@@ -176,7 +177,7 @@ class PostgresStore(Closeable):
                 (
                     doc.doc_id, doc.source, doc.uri, doc.title, doc.version, doc.content_hash,
                     doc.acl_class_id, _utc_or_none(doc.modified_at), doc.status.value, doc.media_type,
-                    doc.byte_length,
+                    doc.byte_length, _utc_or_none(doc.observed_at),
                 ),
             )
             self._conn.execute(
@@ -203,7 +204,9 @@ class PostgresStore(Closeable):
             raise ValueError(f"deletion record is for {record.doc_id}, not {doc_id}")
         with self._lock, self._conn.transaction():
             found = self._conn.execute(
-                "UPDATE documents SET status = 'DELETED' WHERE doc_id = %s RETURNING doc_id", (doc_id,)
+                "UPDATE documents SET status = 'DELETED', deleted_at = COALESCE(%s::timestamptz, now())"
+                " WHERE doc_id = %s RETURNING doc_id",
+                (_utc_or_none(record.at), doc_id),
             ).fetchone()
             if found is None:
                 # Raising rolls the transaction back: no audit row for a document that never existed.
@@ -327,6 +330,7 @@ def _document(r: Row) -> StoredDocument:
     return StoredDocument(
         doc_id=r[0], source=r[1], uri=r[2], title=r[3], version=r[4], content_hash=r[5], acl_class_id=r[6],
         modified_at=_utc_or_none(r[7]), status=DocumentStatus(r[8]), media_type=r[9], byte_length=r[10],
+        observed_at=_utc_or_none(r[11]), deleted_at=_utc_or_none(r[12]),
     )
 
 

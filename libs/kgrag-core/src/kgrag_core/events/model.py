@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,12 +39,14 @@ class DocumentChanged(_Event):
     modified_at: datetime | None = None
     media_type: str = "text/markdown"
     metadata: dict[str, str] = Field(default_factory=dict)
+    observed_at: datetime | None = Field(None, description="When the producer saw the change (UTC).")
 
 
 class DocumentDeleted(_Event):
     event_type: Literal["documents.deleted"] = "documents.deleted"
     doc_id: str = Field(min_length=1, max_length=256)
     reason: str = ""
+    observed_at: datetime | None = Field(None, description="When the deletion was requested (UTC).")
 
 
 class ChunksChanged(_Event):
@@ -77,6 +79,7 @@ def document_changed_from_source(doc: SourceDocument) -> DocumentChanged:
         modified_at=doc.modified_at,
         media_type=doc.media_type,
         metadata=dict(doc.metadata),
+        observed_at=doc.observed_at or datetime.now(UTC),
     )
 
 
@@ -95,4 +98,5 @@ def source_from_document_changed(event: DocumentChanged) -> SourceDocument:
         modified_at=event.modified_at,
         media_type=event.media_type,
         metadata=dict(event.metadata),
+        observed_at=event.observed_at,
     )

@@ -63,7 +63,7 @@ class ChunkIndexerHandler:
             self._poison(key, payload, ErrorCode.MALFORMED_EVENT, _brief(err), result)
             return
         # Downstream consumers subscribe to documents.deleted itself, so nothing is produced here.
-        result.outcomes.append(self.indexer.delete(event.doc_id))
+        result.outcomes.append(self.indexer.delete(event.doc_id, observed_at=event.observed_at))
 
     @staticmethod
     def _poison(

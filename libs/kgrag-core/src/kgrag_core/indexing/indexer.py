@@ -91,8 +91,11 @@ class DocumentIndexer:
             self.cache.invalidate_all()
         return [outcomes[i] for i in range(len(docs))]
 
-    def delete(self, doc_id: str) -> IngestOutcome:
+    def delete(self, doc_id: str, *, observed_at: datetime | None = None) -> IngestOutcome:
         existing = self.documents.get_document(doc_id)
+        if existing is not None and observed_at and existing.observed_at and existing.observed_at > observed_at:
+            return IngestOutcome(doc_id, IngestStatus.UNCHANGED, source=existing.source, uri=existing.uri,
+                                 message="skipped: a newer version arrived after this deletion was requested")
         if existing is None or existing.status is DocumentStatus.DELETED:
             err = KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"No active document {doc_id!r}.")
             return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=err.code, message=err.message)
@@ -176,6 +179,9 @@ class DocumentIndexer:
         text = decode_body(doc.body, max_bytes=self.settings.max_document_bytes)
         body_hash = content_hash(doc.body)
         existing = self.documents.get_document(doc.doc_id)
+        if _older_than_store(doc.observed_at, existing):
+            return IngestOutcome(doc.doc_id, IngestStatus.UNCHANGED, source=doc.source, uri=doc.uri,
+                                 message="skipped: the store already reflects a later change or deletion")
         if (
             existing is not None
             and existing.status is DocumentStatus.ACTIVE
@@ -226,6 +232,7 @@ class DocumentIndexer:
             doc_id=doc.doc_id, source=doc.source, uri=doc.uri, title=doc.title, version=version,
             content_hash=body_hash, acl_class_id=doc.acl.acl_class_id, modified_at=doc.modified_at,
             status=DocumentStatus.ACTIVE, media_type=doc.media_type, byte_length=len(body),
+            observed_at=doc.observed_at,
         )
         return _Prepared(doc, stored, chunks, previous)
 
@@ -280,6 +287,14 @@ class DocumentIndexer:
         for key in self.objects.list_keys(_object_prefix(doc_id)):
             if key != keep:
                 self.objects.delete_prefix(key)
+
+
+def _older_than_store(observed_at: datetime | None, existing: StoredDocument | None) -> bool:
+    """A change event older than what the store already applied (a newer version, or a deletion)."""
+    if observed_at is None or existing is None:
+        return False
+    newest = max((t for t in (existing.observed_at, existing.deleted_at) if t is not None), default=None)
+    return newest is not None and observed_at < newest
 
 
 def _embedding_text(title: str, chunk: Chunk) -> str:
