@@ -3,7 +3,7 @@
 # into .cache/tools/ (ignored by git). Idempotent: a tool whose binary and version stamp are present is
 # not touched, so a second run takes well under a second.
 #
-#   scripts/tools/install-deploy-tools.sh [all|pyenv|helm|tofu]...     (default: all)
+#   scripts/tools/install-deploy-tools.sh [all|pyenv|helm|tofu|compose]...     (default: all)
 #
 # What it makes:
 #   .cache/tools/helm      Helm, built from its Go module with the Go toolchain (the module proxy)
@@ -11,10 +11,14 @@
 #                          `go install pkg@version` refuses it: it is built inside the downloaded module)
 #   .cache/tools/pyenv/    a throwaway Python venv with python-hcl2 and kubernetes-validate (PyPI),
 #                          kept out of the project's uv.lock
+#   .cache/tools/docker-compose
+#                          Docker Compose v2 (standalone binary), built from its Go module like tofu
+#                          (exclude directives): `docker-compose config` validates docker-compose.yml
+#                          without a Docker engine
 #
 # Settings (environment):
 #   KGRAG_TOOLS_DIR                 where to put them (default <repo>/.cache/tools)
-#   KGRAG_HELM_VERSION=v3.22.0      KGRAG_TOFU_VERSION=v1.12.6
+#   KGRAG_HELM_VERSION=v3.22.0      KGRAG_TOFU_VERSION=v1.12.6      KGRAG_COMPOSE_VERSION=v2.40.3
 #   KGRAG_PY_HCL2_VERSION=8.1.4     KGRAG_K8S_VALIDATE_VERSION=1.37.0
 #   KGRAG_TOOLS_BUDGET_S=0          stop starting new builds after this many seconds (0: no limit); a
 #                                   tool left unbuilt makes the tests use their fallback validators
@@ -29,6 +33,7 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 TOOLS_DIR="${KGRAG_TOOLS_DIR:-$REPO_ROOT/.cache/tools}"
 HELM_VERSION="${KGRAG_HELM_VERSION:-v3.22.0}"
 TOFU_VERSION="${KGRAG_TOFU_VERSION:-v1.12.6}"
+COMPOSE_VERSION="${KGRAG_COMPOSE_VERSION:-v2.40.3}"
 PY_HCL2_VERSION="${KGRAG_PY_HCL2_VERSION:-8.1.4}"
 K8S_VALIDATE_VERSION="${KGRAG_K8S_VALIDATE_VERSION:-1.37.0}"
 BUDGET_S="${KGRAG_TOOLS_BUDGET_S:-0}"
@@ -155,15 +160,40 @@ install_tofu() {
 }
 
 # ---------------------------------------------------------------------------------------------------
+install_compose() {
+    if stamp_ok docker-compose "$COMPOSE_VERSION"; then
+        log "compose: cached ($COMPOSE_VERSION)"
+        return 0
+    fi
+    skip_if_over_budget compose || return 1
+    have_go compose || return 1
+    log "compose: building github.com/docker/compose/v2/cmd $COMPOSE_VERSION (first build: minutes)"
+    local dir
+    dir="$(go mod download -json "github.com/docker/compose/v2@$COMPOSE_VERSION" 2>>"$TOOLS_DIR/logs/compose.log" |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')" || {
+        log "compose: cannot download the module (see $TOOLS_DIR/logs/compose.log)"
+        return 1
+    }
+    if ! (cd "$dir" && CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=readonly" \
+        go build -trimpath -ldflags "-s -w -X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
+        -o "$TOOLS_DIR/docker-compose" ./cmd) >>"$TOOLS_DIR/logs/compose.log" 2>&1; then
+        log "compose: build failed (see $TOOLS_DIR/logs/compose.log)"
+        return 1
+    fi
+    echo "$COMPOSE_VERSION" >"$TOOLS_DIR/.docker-compose.stamp"
+    log "compose: $("$TOOLS_DIR/docker-compose" version)"
+}
+
+# ---------------------------------------------------------------------------------------------------
 main() {
     local wanted=("$@") status=0 tool
     [[ ${#wanted[@]} -gt 0 ]] || wanted=(all)
-    [[ "${wanted[*]}" == "all" ]] && wanted=(pyenv helm tofu)
+    [[ "${wanted[*]}" == "all" ]] && wanted=(pyenv helm tofu compose)
     for tool in "${wanted[@]}"; do
         case "$tool" in
-            pyenv | helm | tofu) ;;
+            pyenv | helm | tofu | compose) ;;
             *)
-                echo "usage: $0 [all|pyenv|helm|tofu]..." >&2
+                echo "usage: $0 [all|pyenv|helm|tofu|compose]..." >&2
                 exit 2
                 ;;
         esac

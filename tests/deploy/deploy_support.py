@@ -37,6 +37,7 @@ class DeployTools:
 
     helm: Path | None = None
     tofu: Path | None = None  # tofu, else terraform: both format-check and validate the same HCL
+    compose: list[str] | None = None  # docker-compose (standalone) or `docker compose` (CLI plugin)
     venv_python: str | None = None  # .cache/tools/pyenv: imports hcl2 and kubernetes_validate
     hcl_in_process: bool = False  # this interpreter imports hcl2
     k8s_in_process: bool = False  # this interpreter imports kubernetes_validate
@@ -57,6 +58,7 @@ class DeployTools:
         return (
             f"helm={self.helm or 'missing (static chart checks)'}; "
             f"tofu={self.tofu or 'missing (no fmt check)'}; "
+            f"compose={' '.join(self.compose) if self.compose else 'missing (YAML checks only)'}; "
             f"python-hcl2={where(self.hcl_in_process)}; kubernetes-validate={where(self.k8s_in_process)}"
         )
 
@@ -101,6 +103,12 @@ def discover_tools(install_log: str = "") -> DeployTools:
     for candidate in (TOOLS_DIR / "tofu", shutil.which("tofu"), shutil.which("terraform")):
         if candidate and Path(candidate).is_file() and _runs([str(candidate), "version"]):
             tools.tofu = Path(candidate)
+            break
+    standalone = TOOLS_DIR / "docker-compose"
+    docker = shutil.which("docker")
+    for cmd in ([str(standalone)], [shutil.which("docker-compose") or ""], [docker or "", "compose"]):
+        if cmd[0] and Path(cmd[0]).is_file() and _runs([*cmd, "version"]):
+            tools.compose = cmd
             break
     tools.hcl_in_process, tools.k8s_in_process = importable("hcl2"), importable("kubernetes_validate")
     venv_python = TOOLS_DIR / "pyenv" / "bin" / "python"

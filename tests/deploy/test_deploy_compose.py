@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from deploy_support import REPO
+from deploy_support import REPO, DeployTools
 
 COMPOSE = REPO / "docker-compose.yml"
 
@@ -202,20 +203,29 @@ def test_contract_modules_exist_in_the_workspace() -> None:
     assert (REPO / "libs/kgrag-runtime/src/kgrag_runtime/admin.py").is_file()
 
 
-def test_docker_compose_config_when_the_plugin_exists() -> None:
-    """`docker compose config` needs no engine, only the compose plugin (absent on the CI machine)."""
-    docker = shutil.which("docker")
-    if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True, check=False).returncode:
-        print("docker compose plugin not available: the YAML checks above are the validation")
+@pytest.mark.timeout(900)  # may build the tools first (see conftest.py)
+def test_docker_compose_config(deploy_tools: DeployTools, tmp_path: Path) -> None:
+    """Compose's own parser and schema (no engine needed), with an empty environment: the defaults."""
+    if deploy_tools.compose is None:
+        print("no docker compose binary: the YAML checks above are the validation")
         return
-    proc = subprocess.run(
-        [docker, "compose", "-f", str(COMPOSE), "config", "--quiet"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    cmd = [*deploy_tools.compose, "--project-directory", str(REPO), "-f", str(COMPOSE)]
+    proc = subprocess.run([*cmd, "config", "--quiet"], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([*cmd, "config", "--format", "json"], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    model = json.loads(proc.stdout)
+    assert set(model["services"]) == set(ENGINE_VERSIONS) | set(KGRAG_SERVICES) | ONE_SHOT
+    for name, svc in model["services"].items():
+        for port in svc.get("ports", []):
+            assert port.get("host_ip") == "127.0.0.1", f"{name}: compose reads {port}"
+        if name not in ONE_SHOT:
+            assert svc["healthcheck"]["test"], name
+    for name in KGRAG_SERVICES:
+        env_vars = model["services"][name]["environment"]
+        assert env_vars["KGRAG_RUNTIME"] == "distributed", name
+        assert model["services"][name]["depends_on"]["kgrag-init"]["condition"] == "service_completed_successfully"
 
 
 # ---------------------------------------------------------------------------------------------------
