@@ -24,7 +24,7 @@ def test_freshness_report_has_sane_fields(tmp_path: Path, pg_server_dsn: str) ->
     console = Console(file=io.StringIO())
 
     report = run_distributed_benchmarks(tmp_path, console, docs=DOCS, rate_per_s=5.0, replicas=(), settle_s=60.0,
-                                        endpoints=endpoints)
+                                        lag_diagnostic=False, endpoints=endpoints)
 
     fresh = report["freshness"]
     assert fresh["documents"] == DOCS
@@ -36,7 +36,7 @@ def test_freshness_report_has_sane_fields(tmp_path: Path, pg_server_dsn: str) ->
     assert 2 * DOCS <= fresh["chunks"] <= 4 * DOCS  # small documents: 2-4 chunks each
     assert fresh["model_alone_chunks_per_s"] > 0
     assert fresh["batches"] >= 1
-    assert report["scale_out"] == []
+    assert report["scale_out"] == [] and report["freshness_diagnostic"] is None
     assert "Qdrant Edge shard per worker process" in report["vector_projection"]
 
     written = json.loads((tmp_path / "results.json").read_text())
