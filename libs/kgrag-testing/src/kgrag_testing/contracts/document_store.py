@@ -234,13 +234,21 @@ class DocumentStoreContract:
         store.mark_deleted("doc-1", record)
         assert store.chunks_of("doc-1") == []
         assert store.get_chunks(ids(chunks)) == {}
-        assert store.get_document("doc-1") == dataclasses.replace(doc, status=DocumentStatus.DELETED)
+        assert store.get_document("doc-1") == dataclasses.replace(doc, status=DocumentStatus.DELETED, deleted_at=T0)
         assert store.list_documents() == []
         assert [d.doc_id for d in store.list_documents(include_deleted=True)] == ["doc-1"]
         assert store.deletion_records("doc-1") == [record]
         assert store.deletion_records("doc-2") == []
         stats = store.stats()
         assert (stats.documents, stats.deleted_documents, stats.chunks) == (0, 1, 0)
+
+    def test_observed_time_only_moves_forward(self, store: FullStore) -> None:
+        doc, chunks = make_document("doc-1", ["one"])
+        later = T0 + timedelta(hours=1)
+        store.commit_document(dataclasses.replace(doc, observed_at=later), ENG, chunks)
+        store.commit_document(dataclasses.replace(doc, observed_at=T0), ENG, chunks)
+        stored = store.get_document("doc-1")
+        assert stored is not None and stored.observed_at == later and stored.deleted_at is None
 
     def test_deletion_record_without_time_is_stamped(self, store: FullStore) -> None:
         commit(store, "doc-1", ["one"])
