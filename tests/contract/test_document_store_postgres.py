@@ -74,3 +74,16 @@ def test_put_vectors_accepts_numpy_arrays(store: PostgresStore) -> None:
 def test_store_requires_an_autocommit_connection(pg_dsn: str) -> None:
     with psycopg.connect(pg_dsn) as conn, pytest.raises(ValueError, match="autocommit"):
         PostgresStore(conn)
+
+
+def test_store_reconnects_after_its_connection_is_killed(pg_dsn: str) -> None:
+    """A server restart or failover kills connections: the next call after the failing one works."""
+    with PostgresStore.connect(pg_dsn) as store:
+        store.stats()
+        pid = store._conn.info.backend_pid
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(psycopg.OperationalError):
+            store.stats()
+        assert store.stats().documents == 0
+        assert store._conn.info.backend_pid != pid

@@ -97,23 +97,38 @@ class PostgresStore(Closeable):
         """Wrap an open autocommit connection (prefer `connect`); the store closes it on `close`."""
         if not conn.autocommit:
             raise ValueError("PostgresStore needs an autocommit connection; it opens its own transactions")
-        self._conn = conn
+        self._current = conn
+        self._dsn: str | None = None
+        self._closed = False
         self._lock = threading.RLock()
 
     @classmethod
     def connect(cls, dsn: str) -> PostgresStore:
-        """Open a connection, bring the schema up to date, and return the store."""
+        """Open a connection, bring the schema up to date, and return the store.
+
+        A store opened this way reconnects by itself when its connection breaks (a server restart or
+        failover); the failing call still raises, and the caller's retry finds a fresh connection.
+        """
         conn = psycopg.connect(dsn, autocommit=True)
         try:
             apply_migrations(conn)
         except BaseException:
             conn.close()
             raise
-        return cls(conn)
+        store = cls(conn)
+        store._dsn = dsn
+        return store
+
+    @property
+    def _conn(self) -> psycopg.Connection[Row]:
+        if (self._current.closed or self._current.broken) and self._dsn is not None and not self._closed:
+            self._current = psycopg.connect(self._dsn, autocommit=True)
+        return self._current
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._closed = True
+            self._current.close()
 
     # --- DocumentStore ----------------------------------------------------------------------------
 

@@ -1239,7 +1239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "freshness (produce → searchable) under a steady document rate, and chunk-indexer "
                     "throughput with 1 vs n replica processes in one consumer group.",
         epilog="Servers come from the KGRAG_TEST_* variables (`source .cache/dev-services/env.sh`) or the flags "
-               "below, and must be on 127.0.0.1: each run creates and afterwards drops its own database, topics, "
+               "above, and must be on 127.0.0.1: each run creates and afterwards drops its own database, topics, "
                "index, bucket and Redis keys. Start the servers with `scripts/dev-services/services.sh start`. "
                "Results: OUT/results.md and OUT/results.json. See docs/benchmarks.md.",
     )

@@ -194,7 +194,10 @@ class ConsumerRunner:
         total = 0
         try:
             for tp in self._consumer.assignment():
-                low, high = self._consumer.get_watermark_offsets(tp, timeout=2.0, cached=False)
+                # cached=True: the fetcher already learns each partition's high watermark; asking the
+                # broker (cached=False) waits behind its long poll, ~0.5 s a partition, and stalled the
+                # consume loop for seconds (docs/benchmarks.md, distributed section).
+                low, high = self._consumer.get_watermark_offsets(tp, cached=True)
                 (position,) = self._consumer.position([tp])
                 total += max(0, high - (position.offset if position.offset >= 0 else low))
         except KafkaException as err:
