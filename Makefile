@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 DEMO_DIR ?= .kgrag-demo
 RUN := $(UV) run --frozen
 
-.PHONY: install demo test lint typecheck services services-stop eval bench serve clean
+.PHONY: install demo test lint typecheck services services-stop eval bench bench-distributed serve clean
 
 install:  ## Create .venv and install every workspace package from uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q "uv==$(UV_VERSION)"
@@ -35,6 +35,9 @@ eval: install  ## Retrieval and answer quality per question type on the bundled 
 
 bench: install  ## Benchmarks (tables with same-run baselines) into bench-results/
 	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results
+
+bench-distributed: install services  ## Freshness under load and 1 vs 2 replicas on the real servers
+	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed
 
 serve: install  ## HTTP API with OpenAPI docs at http://127.0.0.1:8000/docs
 	$(RUN) kgrag serve --data-dir $(DEMO_DIR)
