@@ -50,6 +50,9 @@ class DocumentDeleted(_Event):
 
 
 class ChunksChanged(_Event):
+    """A document's chunks in PostgreSQL changed (indexed, re-indexed, re-permissioned or deleted: then
+    `chunk_ids` is empty). Consumers re-read the store; the event only says which document to look at."""
+
     event_type: Literal["chunks.changed"] = "chunks.changed"
     doc_id: str
     version: int

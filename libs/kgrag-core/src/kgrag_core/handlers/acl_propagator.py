@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from kgrag_core.acl import AclClass
 from kgrag_core.errors import ErrorCode
-from kgrag_core.events import ACL_CHANGED, AclChanged
-from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
+from kgrag_core.events import ACL_CHANGED, CHUNKS_CHANGED, AclChanged, ChunksChanged
+from kgrag_core.handlers.protocol import DeadLetter, HandlerResult, OutputEvent
 from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 
@@ -33,5 +33,10 @@ class AclPropagatorHandler:
                                                      error_code=ErrorCode.MALFORMED_EVENT, message=reason))
                 continue
             acl = AclClass.of(event.acl_principals, malformed=event.acl_malformed)
-            result.outcomes.append(self.indexer.change_acl(event.doc_id, acl))
+            outcome = self.indexer.change_acl(event.doc_id, acl)
+            result.outcomes.append(outcome)
+            if outcome.status is IngestStatus.ACL_UPDATED:
+                chunk_ids = [c.chunk_id for c in self.indexer.documents.chunks_of(event.doc_id)]
+                changed = ChunksChanged(doc_id=event.doc_id, version=0, chunk_ids=chunk_ids)
+                result.outputs.append(OutputEvent(CHUNKS_CHANGED, event.doc_id, changed.model_dump(mode="json")))
         return result

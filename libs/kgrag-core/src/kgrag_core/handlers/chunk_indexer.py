@@ -62,8 +62,13 @@ class ChunkIndexerHandler:
         except ValidationError as err:
             self._poison(key, payload, ErrorCode.MALFORMED_EVENT, _brief(err), result)
             return
-        # Downstream consumers subscribe to documents.deleted itself, so nothing is produced here.
-        result.outcomes.append(self.indexer.delete(event.doc_id, observed_at=event.observed_at))
+        outcome = self.indexer.delete(event.doc_id, observed_at=event.observed_at)
+        result.outcomes.append(outcome)
+        if outcome.status is IngestStatus.DELETED:
+            # Announced only after PostgreSQL says DELETED: a projection that re-reads the store on this
+            # event (the graph-writer) cannot race ahead of the deletion.
+            gone = ChunksChanged(doc_id=event.doc_id, version=0, chunk_ids=[])
+            result.outputs.append(OutputEvent(CHUNKS_CHANGED, event.doc_id, gone.model_dump(mode="json")))
 
     @staticmethod
     def _poison(

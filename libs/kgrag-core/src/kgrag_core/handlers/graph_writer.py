@@ -1,8 +1,9 @@
 """The graph-writer handler: keep the lexical graph equal to PostgreSQL for every document it hears of.
 
-It never trusts the event's contents, only its key: whatever arrives (chunks.changed, documents.deleted,
-in any order across topics), it reads the document's current state from PostgreSQL and projects that.
-So a late chunks.changed after a deletion removes rather than resurrects, and replays converge.
+It listens to chunks.changed only, which the chunk-indexer, the deletion-worker and the acl-propagator
+produce after their PostgreSQL commit. It never trusts the event's contents, only its key: it reads the
+document's current state from PostgreSQL and projects that, so a late event removes rather than
+resurrects, and replays converge.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from kgrag_core.documents import DocumentStatus
 from kgrag_core.errors import ErrorCode
-from kgrag_core.events import CHUNKS_CHANGED, DOCUMENTS_DELETED
+from kgrag_core.events import CHUNKS_CHANGED
 from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 from kgrag_core.ports import DocumentStore, LexicalGraph
@@ -23,7 +24,7 @@ class GraphWriterHandler:
     documents: DocumentStore
     graph: LexicalGraph
     name: str = "graph-writer"
-    topics: tuple[str, ...] = (CHUNKS_CHANGED, DOCUMENTS_DELETED)
+    topics: tuple[str, ...] = (CHUNKS_CHANGED,)
 
     def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
         result = HandlerResult()
