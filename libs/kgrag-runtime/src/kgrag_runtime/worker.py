@@ -11,7 +11,7 @@ from types import FrameType
 
 from kgrag_core.handlers.protocol import Handler
 from kgrag_runtime.distributed import DistributedStores, open_stores, producer
-from kgrag_runtime.kafka.runner import ConsumerRunner
+from kgrag_runtime.kafka.runner import ConsumerRunner, RunnerSettings
 from kgrag_runtime.ops_server import OpsServer
 from kgrag_runtime.settings import KgragSettings
 
@@ -39,6 +39,8 @@ def run_worker(
         runner = ConsumerRunner(
             handler, bootstrap=cfg.kafka_bootstrap or "", group_id=group_id(cfg, service),
             producer=producer(cfg, service),
+            # One knob for batch size on both runtimes: events per handler call.
+            settings=RunnerSettings(batch_size=cfg.ingest_batch_documents),
         )
 
         def live() -> dict[str, object]:
