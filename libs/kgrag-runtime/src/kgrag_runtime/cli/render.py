@@ -51,8 +51,10 @@ def search_results(console: Console, response: SearchResponse) -> None:
         return
     for i, hit in enumerate(response.hits, start=1):
         ranks = " ".join(f"{k}#{v}" for k, v in sorted(hit.ranks.items()))
+        # The breadcrumb starts with the title; show only the sections below it.
+        sections = hit.breadcrumb[1:] if hit.breadcrumb[:1] == (hit.title,) else hit.breadcrumb
         console.print(
-            f"[bold]{i}. {escape(hit.title)}[/] [dim]{escape(' > '.join(hit.breadcrumb))}[/]\n"
+            f"[bold]{i}. {escape(hit.title)}[/] [dim]{escape(' > '.join(sections))}[/]\n"
             f"   [cyan]{escape(hit.doc_id)}[/] bytes {hit.start_byte}–{hit.end_byte} · score {hit.score:.4f}"
             f" · {ranks}"
         )
