@@ -54,23 +54,33 @@ class InProcessBus:
         return sum(len(q) for t in topics for q in self._queues.get(t, []))
 
     def drain(self, handler: Handler) -> DrainReport:
-        """Run the handler until its topics are empty; partitions are visited in order."""
+        """Run the handler until its topics are empty.
+
+        A batch takes events from every partition (in partition order, each partition's events in
+        publish order), as a Kafka consumer's poll does: bigger batches let the embedder fill its own
+        batches, and a document's events still reach the handler in order.
+        """
         for topic in handler.topics:
             self.subscribe(topic)
         report = DrainReport()
         while any(self.pending(t) for t in handler.topics):
-            for partition in range(self.partitions):
-                for topic in handler.topics:
-                    queue = self._queues[topic][partition]
-                    if not queue:
-                        continue
-                    batch = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
-                    result = handler.handle(topic, batch)
-                    for out in result.outputs:
-                        self.publish(out.topic, out.key, out.payload)
-                    self.dead_letters.setdefault(f"{handler.name}.dlq", []).extend(result.dead_letters)
-                    report.batches += 1
-                    report.events += len(batch)
-                    report.outcomes.extend(result.outcomes)
-                    report.dead_letters.extend(result.dead_letters)
+            for topic in handler.topics:
+                batch = self._take(topic)
+                if not batch:
+                    continue
+                result = handler.handle(topic, batch)
+                for out in result.outputs:
+                    self.publish(out.topic, out.key, out.payload)
+                self.dead_letters.setdefault(f"{handler.name}.dlq", []).extend(result.dead_letters)
+                report.batches += 1
+                report.events += len(batch)
+                report.outcomes.extend(result.outcomes)
+                report.dead_letters.extend(result.dead_letters)
         return report
+
+    def _take(self, topic: str) -> list[tuple[str, Mapping[str, object]]]:
+        batch: list[tuple[str, Mapping[str, object]]] = []
+        for queue in self._queues[topic]:
+            while queue and len(batch) < self.batch_size:
+                batch.append(queue.popleft())
+        return batch
