@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from kgrag_adapters.lifecycle import Closeable
 from kgrag_adapters.qdrant_edge.vector_index import (
@@ -35,6 +36,7 @@ from kgrag_adapters.qdrant_edge.vector_index import (
     check_limit,
     point_id_for,
 )
+from kgrag_core.retrieval.ties import top_k_breaking_ties_by_id
 from kgrag_core.search import RouteHit, VectorPoint
 
 __all__ = ["MAX_LIMIT", "SCHEMA_FILE", "CollectionSchema", "QdrantVectorIndex", "load_schema", "point_id_for"]
@@ -172,23 +174,19 @@ class QdrantVectorIndex(Closeable):
         acl_filter = models.Filter(
             must=[models.FieldCondition(key="acl_class_id", match=models.MatchAny(any=sorted(set(acl_class_ids))))]
         )
-        # The engine breaks score ties by its internal order; fetch past the cut-off until the tie group
-        # that straddles it is complete, so the chunk_id tie-break decides who is in the top-k.
-        fetch = limit + 1
-        while True:
+
+        def fetch(size: int) -> list[tuple[str, float]]:
             found = client.query_points(
                 self._collection,
                 query=query_vector,
                 query_filter=acl_filter,
-                limit=fetch,
+                limit=size,
                 with_payload=["chunk_id"],
                 with_vectors=False,
             ).points
-            if len(found) < fetch or found[-1].score < found[limit - 1].score or fetch >= _MAX_FETCH:
-                break
-            fetch = min(fetch * 2, _MAX_FETCH)
-        ranked = sorted(((_chunk_id_of(p.payload), float(p.score)) for p in found), key=lambda h: (-h[1], h[0]))
-        return [RouteHit(chunk_id, score, rank) for rank, (chunk_id, score) in enumerate(ranked[:limit], 1)]
+            return [(_chunk_id_of(p.payload), float(p.score)) for p in found]
+
+        return top_k_breaking_ties_by_id(fetch, limit, _MAX_FETCH)
 
     def count(self) -> int:
         return self._live().count(self._collection, exact=True).count
@@ -248,8 +246,9 @@ def _ensure_collection(client: QdrantClient, collection: str, dimension: int, sc
                 hnsw_config=schema.hnsw_config,
                 on_disk_payload=schema.on_disk_payload,
             )
-        except Exception:
-            # Another process may have created it since the check: then validate theirs below.
+        except (UnexpectedResponse, ValueError):
+            # Another process may have created it since the check (a server answers 409, local mode raises
+            # ValueError): then validate theirs below; anything else, or no collection, is re-raised.
             if not client.collection_exists(collection):
                 raise
     info = client.get_collection(collection)

@@ -19,6 +19,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from kgrag_adapters.lifecycle import Closeable
+from kgrag_core.retrieval.ties import top_k_breaking_ties_by_id
 from kgrag_core.search import RouteHit, VectorPoint
 
 MAX_LIMIT = 1000
@@ -101,26 +102,20 @@ class EdgeVectorIndex(Closeable):
         acl_filter = qe.Filter(
             must=[qe.FieldCondition(key="acl_class_id", match=qe.MatchAny(any=sorted(set(acl_class_ids))))]
         )
-        # The engine breaks score ties by its internal order; fetch past the cut-off until the tie group
-        # that straddles it is complete, so the chunk_id tie-break decides who is in the top-k.
-        fetch = limit + 1
-        while True:
+
+        def fetch(size: int) -> list[tuple[str, float]]:
             found = shard.query(
                 qe.QueryRequest(
-                    limit=fetch,
+                    limit=size,
                     query=qe.Query.Nearest(query_vector),
                     filter=acl_filter,
                     with_payload=["chunk_id"],
                     with_vector=False,
                 )
             )
-            if len(found) < fetch or found[-1].score < found[limit - 1].score or fetch >= _MAX_FETCH:
-                break
-            fetch = min(fetch * 2, _MAX_FETCH)
-        ranked = sorted(
-            ((_chunk_id_of(p.payload), float(p.score)) for p in found), key=lambda h: (-h[1], h[0])
-        )
-        return [RouteHit(chunk_id, score, rank) for rank, (chunk_id, score) in enumerate(ranked[:limit], 1)]
+            return [(_chunk_id_of(p.payload), float(p.score)) for p in found]
+
+        return top_k_breaking_ties_by_id(fetch, limit, _MAX_FETCH)
 
     def count(self) -> int:
         return self._live().count(qe.CountRequest(exact=True))

@@ -16,6 +16,7 @@ from pathlib import Path
 import tantivy
 
 from kgrag_adapters.lifecycle import Closeable
+from kgrag_core.retrieval.ties import top_k_breaking_ties_by_id
 from kgrag_core.search import KeywordDoc, RouteHit
 
 MAX_LIMIT = 1000
@@ -128,19 +129,12 @@ class TantivyKeywordIndex(Closeable):
         )
         full = tantivy.Query.boolean_query([(tantivy.Occur.Must, matches), (tantivy.Occur.Must, allowed)])
         searcher = index.searcher()
-        # tantivy breaks score ties by document address; fetch past the cut-off until the tie group that
-        # straddles it is complete, so the chunk_id tie-break decides who is in the top-k.
-        fetch = limit + 1
-        while True:
-            hits = searcher.search(full, limit=fetch, count=False).hits
-            if len(hits) < fetch or hits[-1][0] < hits[limit - 1][0] or fetch >= _MAX_FETCH:
-                break
-            fetch = min(fetch * 2, _MAX_FETCH)
-        ranked = sorted(
-            ((_stored_chunk_id(searcher, address), float(score)) for score, address in hits),
-            key=lambda h: (-h[1], h[0]),
-        )
-        return [RouteHit(chunk_id, score, rank) for rank, (chunk_id, score) in enumerate(ranked[:limit], 1)]
+
+        def fetch(size: int) -> list[tuple[str, float]]:
+            hits = searcher.search(full, limit=size, count=False).hits
+            return [(_stored_chunk_id(searcher, address), float(score)) for score, address in hits]
+
+        return top_k_breaking_ties_by_id(fetch, limit, _MAX_FETCH)
 
     def count(self) -> int:
         return self._live().searcher().num_docs

@@ -428,8 +428,9 @@ class _MeasuredRunner(ConsumerRunner):
         started = time.time()
         try:
             super()._process(messages)  # handle, produce outputs, flush, commit offsets
-        except Exception:
-            self.failed_attempts += 1  # the runner backs off and retries the same batch
+        except BaseException:
+            # Counted, never swallowed: the runner backs off and retries the same batch.
+            self.failed_attempts += 1
             raise
         self.last_commit_at = time.time()
         self.batch_log.append((self.last_commit_at, self.last_commit_at - started))
