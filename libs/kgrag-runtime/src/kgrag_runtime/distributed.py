@@ -12,16 +12,15 @@ from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_adapters.qdrant.vector_index import QdrantVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
-from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
-from kgrag_core.ports import ChatModel, Embedder, TokenCounter
+from kgrag_core.indexing.indexer import DocumentIndexer
+from kgrag_core.ports import ChatModel, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder, build_llm
+from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm
 
 
 @dataclass(slots=True)
@@ -34,17 +33,8 @@ class DistributedStores:
     embedder: Embedder
 
     def indexer(self, settings: KgragSettings) -> DocumentIndexer:
-        model = self.embedder
-        return DocumentIndexer(
-            documents=self.store, vectors=self.vectors, keywords=self.keywords, objects=self.objects,
-            embedder=model, embedding_cache=self.store, cache=self.cache,
-            settings=IndexerSettings(
-                max_document_bytes=settings.max_document_bytes,
-                chunk_max_tokens=settings.chunk_max_tokens,
-                chunk_overlap_tokens=settings.chunk_overlap_tokens,
-            ),
-            count_tokens=model.count_tokens if isinstance(model, TokenCounter) else estimate_tokens,
-        )
+        return build_indexer(settings, store=self.store, vectors=self.vectors, keywords=self.keywords,
+                             objects=self.objects, cache=self.cache, embedder=self.embedder)
 
     def searcher(self) -> HybridSearcher:
         return HybridSearcher(self.store, self.store, self.vectors, self.keywords, self.embedder)

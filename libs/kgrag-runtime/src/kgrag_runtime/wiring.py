@@ -24,7 +24,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
-from kgrag_core.ports import ChatModel, Embedder, TokenCounter
+from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectStore, TokenCounter, VectorIndex
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
@@ -59,6 +59,31 @@ def build_llm(settings: KgragSettings) -> ChatModel | None:
     return OpenAICompatibleChat(settings.llm_base_url, settings.llm_model, key, timeout_s=settings.llm_timeout_s)
 
 
+def build_indexer(
+    settings: KgragSettings,
+    *,
+    store: PostgresStore,
+    vectors: VectorIndex,
+    keywords: KeywordIndex,
+    objects: ObjectStore,
+    cache: Cache,
+    embedder: Embedder,
+) -> DocumentIndexer:
+    """The chunk-indexer use case on the given stores; every runtime builds it here."""
+    return DocumentIndexer(
+        documents=store, vectors=vectors, keywords=keywords, objects=objects, embedder=embedder,
+        embedding_cache=store, cache=cache,
+        # Chunk sizes are measured with the embedding model's own tokenizer when it has one, so a
+        # chunk fits the model's window.
+        count_tokens=embedder.count_tokens if isinstance(embedder, TokenCounter) else estimate_tokens,
+        settings=IndexerSettings(
+            max_document_bytes=settings.max_document_bytes,
+            chunk_max_tokens=settings.chunk_max_tokens,
+            chunk_overlap_tokens=settings.chunk_overlap_tokens,
+        ),
+    )
+
+
 @contextmanager
 def open_embedded(
     settings: KgragSettings, *, embedder: Embedder | None = None, llm: ChatModel | None = None
@@ -80,18 +105,8 @@ def open_embedded(
         stack.callback(keywords.close)
         objects = LocalObjectStore(data_dir / "objects")
         cache = InMemoryCache()
-        indexer = DocumentIndexer(
-            documents=store, vectors=vectors, keywords=keywords, objects=objects, embedder=model,
-            embedding_cache=store, cache=cache,
-            # Chunk sizes are measured with the embedding model's own tokenizer when it has one, so a
-            # chunk fits the model's window.
-            count_tokens=model.count_tokens if isinstance(model, TokenCounter) else estimate_tokens,
-            settings=IndexerSettings(
-                max_document_bytes=settings.max_document_bytes,
-                chunk_max_tokens=settings.chunk_max_tokens,
-                chunk_overlap_tokens=settings.chunk_overlap_tokens,
-            ),
-        )
+        indexer = build_indexer(settings, store=store, vectors=vectors, keywords=keywords, objects=objects,
+                                cache=cache, embedder=model)
         ingestion = EmbeddedIngest(
             bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
             handlers=[ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)],

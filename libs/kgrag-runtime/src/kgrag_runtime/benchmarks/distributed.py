@@ -70,12 +70,11 @@ from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
 from kgrag_core.acl import Caller
-from kgrag_core.chunking import estimate_tokens
 from kgrag_core.documents import DocumentStatus, SourceDocument
 from kgrag_core.events import DOCUMENTS_CHANGED
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
-from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
-from kgrag_core.ports import Embedder, TokenCounter
+from kgrag_core.indexing.indexer import DocumentIndexer
+from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.benchmarks.synthetic import synthetic_documents
 from kgrag_runtime.distributed import producer
@@ -83,7 +82,7 @@ from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.runner import ConsumerRunner, RunnerSettings
 from kgrag_runtime.kafka.topics import all_topics, ensure_topics
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder
+from kgrag_runtime.wiring import build_embedder, build_indexer
 from kgrag_runtime.worker import group_id
 
 log = logging.getLogger(__name__)
@@ -344,17 +343,8 @@ class _IndexerStores:
     def indexer(self, settings: KgragSettings) -> DocumentIndexer:
         """The same indexer `DistributedStores.indexer` builds, with the vector index swapped (see the
         module docstring): the benchmark measures the production use case, not a copy of it."""
-        model = self.embedder
-        return DocumentIndexer(
-            documents=self.store, vectors=self.vectors, keywords=self.keywords, objects=self.objects,
-            embedder=model, embedding_cache=self.store, cache=self.cache,
-            settings=IndexerSettings(
-                max_document_bytes=settings.max_document_bytes,
-                chunk_max_tokens=settings.chunk_max_tokens,
-                chunk_overlap_tokens=settings.chunk_overlap_tokens,
-            ),
-            count_tokens=model.count_tokens if isinstance(model, TokenCounter) else estimate_tokens,
-        )
+        return build_indexer(settings, store=self.store, vectors=self.vectors, keywords=self.keywords,
+                             objects=self.objects, cache=self.cache, embedder=self.embedder)
 
 
 @contextlib.contextmanager
