@@ -12,6 +12,8 @@ from typing import Protocol, runtime_checkable
 
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, StoredDocument
+from kgrag_core.extraction.model import ChunkExtraction, ExtractionKey, Quarantined
+from kgrag_core.extraction.records import ChunkExtractionState, ClaimRecord, ExtractionRun, MinHashEntry, RerunScope
 from kgrag_core.ingest import DeletionRecord, IngestOutcome
 from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
 
@@ -38,9 +40,7 @@ class DocumentStore(Protocol):
         """Chunks by ID (only those of active documents)."""
         ...
 
-    def commit_document(
-        self, doc: StoredDocument, acl: AclClass, chunks: Sequence[Chunk]
-    ) -> None:
+    def commit_document(self, doc: StoredDocument, acl: AclClass, chunks: Sequence[Chunk]) -> None:
         """In one transaction: upsert the ACL class and the document, replace the document's chunk set."""
         ...
 
@@ -234,3 +234,96 @@ class EventBus(Protocol):
     def publish(self, topic: str, key: str, event: Mapping[str, object]) -> None: ...
 
     def publish_many(self, topic: str, events: Iterable[tuple[str, Mapping[str, object]]]) -> None: ...
+
+
+# --- extraction ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecognizedMention:
+    """A typed span found by NER or the entity ruler; offsets are character offsets into the text."""
+
+    text: str
+    label: str  # an ontology entity type (the recognizer maps its own labels) or "DATE"
+    start: int
+    end: int
+    sentence_start: int
+    sentence_end: int
+    source: str  # "ner" (statistical model) | "ruler" (known alias)
+
+
+@runtime_checkable
+class MentionRecognizer(Protocol):
+    """Tier 2's NER: a statistical model plus an entity ruler fed with the aliases the graph already knows."""
+
+    @property
+    def version(self) -> str: ...
+
+    def set_known_names(self, names: Mapping[str, str]) -> None:
+        """Replace the ruler's patterns: surface form -> ontology entity type."""
+        ...
+
+    def recognize(self, texts: Sequence[str]) -> list[list[RecognizedMention]]: ...
+
+
+@runtime_checkable
+class ExtractionStore(Protocol):
+    """Extraction results and the facts they support, authoritative in PostgreSQL.
+
+    Facts (entities, relations, claims) are written with one evidence row per supporting chunk, carrying
+    that chunk's ACL class; when a chunk goes (its document changed or was deleted) its evidence goes with
+    it, and a fact left without evidence is removed in the same transaction.
+    """
+
+    # cache: (content hash, extractor version, ontology version) -> validated result
+    def cached(self, keys: Sequence[ExtractionKey]) -> dict[ExtractionKey, ChunkExtraction]: ...
+
+    def save(self, results: Sequence[ChunkExtraction]) -> None:
+        """Upsert each result into the cache and the chunk's extraction row, and replace that chunk's facts
+        and evidence with the result's items (idempotent: the same results twice leave one copy)."""
+        ...
+
+    def states(self, chunk_ids: Sequence[str]) -> dict[str, ChunkExtractionState]: ...
+
+    def quarantine(self, items: Sequence[Quarantined]) -> None: ...
+
+    def quarantined(self, limit: int = 100) -> list[Quarantined]: ...
+
+    # tier 0 near-duplicates: MinHash signatures and LSH band keys of chunk texts
+    def put_minhashes(self, entries: Sequence[tuple[MinHashEntry, Sequence[str]]]) -> None: ...
+
+    def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]:
+        """Chunks sharing at least one band key, oldest first (the oldest copy is the representative)."""
+        ...
+
+    def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]:
+        """content hash -> IDs of live chunks with that text, oldest first."""
+        ...
+
+    # what tier 2's entity ruler should recognise
+    def known_names(self, limit: int = 50_000) -> dict[str, str]: ...
+
+    # reading facts back
+    def claims(
+        self, *, entity: str | None = None, attribute: str | None = None, acl_class_ids: Sequence[str] | None = None
+    ) -> list[ClaimRecord]:
+        """Claims by entity name (case-insensitive) and attribute; None for acl_class_ids means admin (all)."""
+        ...
+
+    def fact_counts(self) -> dict[str, int]: ...
+
+    # ontology versions
+    def save_ontology(self, version: str, body: Mapping[str, object], *, activate: bool = True) -> None: ...
+
+    def active_ontology(self) -> Mapping[str, object] | None: ...
+
+    def ontology_versions(self) -> list[str]: ...
+
+    # re-extraction runs
+    def save_run(self, run: ExtractionRun) -> None: ...
+
+    def get_run(self, run_id: str) -> ExtractionRun | None: ...
+
+    def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
+        """Live chunks the scope selects, in a stable order (doc_id, seq)."""
+        ...
