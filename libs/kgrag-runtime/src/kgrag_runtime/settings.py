@@ -38,7 +38,30 @@ class KgragSettings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(60.0, gt=0)
 
+    llm_replay_dir: Path | None = Field(
+        None, description="Serve chat replies recorded under this folder instead of calling a model (tests, demos)."
+    )
+    llm_record_dir: Path | None = Field(None, description="Record every chat request and reply under this folder.")
+
     answer_cache_ttl_s: int = Field(300, ge=0)
+
+    # --- extraction (issue: tiered, evidence-bound knowledge extraction) ----------------------------------
+    extraction_enabled: bool = Field(True, description="Run tiers 0-3 on every changed chunk.")
+    extractor_version: str = Field("1", description="Part of the extraction cache key; bump it to re-extract.")
+    ontology_file: Path | None = Field(None, description="Ontology YAML; default: the bundled schemas/ontology.")
+    mapping_file: Path | None = Field(None, description="Tier-1 record mapping rules; default: the bundled ones.")
+    extraction_priority_sources: list[str] = Field(
+        default_factory=lambda: ["incidents", "meetings"], description="Sources whose chunks always reach tier 3."
+    )
+    extraction_llm_batch_chunks: int = Field(6, ge=1, le=64)
+    extraction_llm_max_input_tokens: int = Field(6_000, ge=500)
+    llm_tokenizer_file: Path | None = Field(
+        None, description="tokenizer.json of the chat model: token counts in previews are then counted, not estimated."
+    )
+    llm_price_input_per_mtok: float | None = Field(None, ge=0, description="Price per million input tokens.")
+    llm_price_output_per_mtok: float | None = Field(None, ge=0, description="Price per million output tokens.")
+    llm_price_currency: str = "USD"
+    llm_seconds_per_call: float = Field(8.0, gt=0, description="Assumed latency of one extraction call (previews).")
 
     # --- distributed runtime (KGRAG_RUNTIME=distributed) ---------------------------------------------
     runtime: Literal["embedded", "distributed"] = "embedded"

@@ -1,0 +1,82 @@
+"""Deterministic keys for extracted facts: the same statement gets the same ID on every run and runtime.
+
+This is not entity resolution (that comes later and may merge keys): it only makes sure that "Priya Raman"
+and " priya raman." in two chunks land on one entity row, and that a fact extracted twice is stored once
+with two evidence rows. A strong identifier (an email, a domain, an account ID) outranks the name, because
+two people may share a name but not an email.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from datetime import date
+
+from kgrag_core.extraction.model import Modality, Polarity
+from kgrag_core.ids import sha256_hex
+
+_SEP = "\x1f"  # unit separator, as in kgrag_core.ids: no name or value contains it by accident
+_HASH_LENGTH = 20  # 80 bits: no collision in any graph this system will hold, and short enough to read
+
+
+def _is_edge_junk(char: str) -> bool:
+    # Punctuation (quotes, brackets, full stops, commas) and whitespace around a name are layout, not name.
+    return char.isspace() or unicodedata.category(char).startswith("P")
+
+
+def normalise_name(name: str) -> str:
+    """Casefolded, NFKC-normalised, whitespace collapsed, punctuation stripped at both ends."""
+    folded = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    start, end = 0, len(folded)
+    while start < end and _is_edge_junk(folded[start]):
+        start += 1
+    while end > start and _is_edge_junk(folded[end - 1]):
+        end -= 1
+    return folded[start:end]
+
+
+def normalise_value(value: str) -> str:
+    """A claim value as compared: casefolded, whitespace collapsed. Punctuation stays ("99.9%" is not "99.9")."""
+    return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+
+
+def _key(prefix: str, *parts: str) -> str:
+    return prefix + sha256_hex(_SEP.join(parts).encode("utf-8"))[:_HASH_LENGTH]
+
+
+def _day(value: date | None) -> str:
+    return value.isoformat() if value is not None else ""
+
+
+def entity_id(entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = ()) -> str:
+    """`ent_…`: from the first strong identifier (sorted) if there is one, else from type and normalised name."""
+    if strong_ids:
+        kind, value = min((k.strip().casefold(), v.strip().casefold()) for k, v in strong_ids)
+        return _key("ent_", entity_type, f"{kind}:{value}")
+    return _key("ent_", entity_type, normalise_name(name))
+
+
+def relation_id(
+    subject_id: str,
+    relation: str,
+    object_id: str,
+    valid_from: date | None,
+    polarity: Polarity,
+    modality: Modality,
+) -> str:
+    """`rel_…`: a negated or planned relation is a different fact from the plain one, so both are in the key."""
+    return _key("rel_", subject_id, relation, object_id, _day(valid_from), polarity.value, modality.value)
+
+
+def claim_id(
+    entity_id: str,
+    attribute: str,
+    value: str,
+    valid_from: date | None,
+    polarity: Polarity,
+    modality: Modality,
+) -> str:
+    """`clm_…`: values compare as `normalise_value` does, so "24,500 " and "24,500" are one claim."""
+    return _key(
+        "clm_", entity_id, attribute, normalise_value(value), _day(valid_from), polarity.value, modality.value
+    )

@@ -1,0 +1,314 @@
+"""The extraction use case: a batch of chunks in, validated and stored extractions out.
+
+Order per chunk: the cache (an unchanged chunk under the same extractor and ontology is never extracted
+twice), tier 0 (boilerplate, low information, exact and near duplicates), then tier 1 for structured
+records or tier 2 (NER) for text, then tier 3 (the LLM) for the chunks the policy selects. Every tier's
+items pass the same validation before anything is stored; what validation refuses is counted by reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from kgrag_core.documents import Chunk
+from kgrag_core.extraction.model import (
+    ChunkExtraction,
+    ClaimItem,
+    DropCounts,
+    EntityMention,
+    ExtractionKey,
+    Quarantined,
+    RelationItem,
+    SkipReason,
+    Tier,
+)
+from kgrag_core.extraction.ontology import Ontology
+from kgrag_core.extraction.policy import Tier3Policy
+from kgrag_core.extraction.records_text import parse_record
+from kgrag_core.extraction.tier0 import classify_chunk, find_duplicates
+from kgrag_core.extraction.tier1 import MappingRules, map_record
+from kgrag_core.extraction.tier2 import propose
+from kgrag_core.extraction.tier3 import LlmExtractor, build_batches
+from kgrag_core.extraction.validation import validate
+from kgrag_core.ports import ExtractionStore, MentionRecognizer
+
+Items = tuple[list[EntityMention], list[RelationItem], list[ClaimItem]]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionSettings:
+    extractor_version: str = "1"
+    dedup_threshold: float = 0.8
+    llm_batch_chunks: int = 6
+    llm_max_input_tokens: int = 6_000
+    # How often tier 2's entity ruler reloads the names the graph knows (a query and a ruler rebuild).
+    known_names_refresh_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class SourcedChunk:
+    chunk: Chunk
+    source: str  # the document's source system (wiki, tickets, ...): the tier-3 policy ranks by it
+
+
+@dataclass(slots=True)
+class ExtractionReport:
+    """What one call did; the CLI, the handler's outcome and a run's receipt are built from it."""
+
+    chunks: int = 0
+    cache_hits: int = 0
+    by_tier: dict[int, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    llm_calls: int = 0
+    llm_chunks: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    pending_llm: int = 0
+    quarantined: int = 0
+    items: int = 0
+    dropped: DropCounts = field(default_factory=DropCounts)
+    results: list[ChunkExtraction] = field(default_factory=list)
+
+    def add(self, result: ChunkExtraction) -> None:
+        self.results.append(result)
+        self.by_tier[int(result.tier)] = self.by_tier.get(int(result.tier), 0) + 1
+        if result.skip_reason is not None:
+            self.skipped[result.skip_reason.value] = self.skipped.get(result.skip_reason.value, 0) + 1
+        self.pending_llm += int(result.pending_llm)
+        self.items += result.item_count
+        self.dropped.add(result.tier, result.dropped)
+
+
+class Extractor:
+    def __init__(
+        self,
+        *,
+        store: ExtractionStore,
+        ontology: Ontology,
+        mapping: MappingRules,
+        recognizer: MentionRecognizer | None,
+        llm: LlmExtractor | None,
+        policy: Tier3Policy,
+        count_tokens: Callable[[str], int],
+        settings: ExtractionSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.ontology = ontology
+        self.mapping = mapping
+        self.recognizer = recognizer
+        self.llm = llm
+        self.policy = policy
+        self.count_tokens = count_tokens
+        self.settings = settings or ExtractionSettings()
+        self._clock = clock
+        self._names_loaded_at: float | None = None
+
+    def key_for(self, chunk: Chunk, extractor_version: str | None = None) -> ExtractionKey:
+        return ExtractionKey(
+            chunk.content_hash, extractor_version or self.settings.extractor_version, self.ontology.version
+        )
+
+    def llm_wanted(self, source: str, lower: Items) -> bool:
+        """The tier-3 policy on a chunk's lower-tier (validated) items; the preview asks the same question."""
+        return self.policy.reason(source, lower) is not None
+
+    def extract(
+        self,
+        chunks: Sequence[SourcedChunk],
+        *,
+        extractor_version: str | None = None,
+        llm_chunk_ids: frozenset[str] | None = None,
+    ) -> ExtractionReport:
+        """Extract, validate and store. `llm_chunk_ids`, when given, replaces the policy's choice of which
+        chunks reach tier 3 (a re-extraction run does exactly what its preview planned)."""
+        report = ExtractionReport(chunks=len(chunks))
+        version = extractor_version or self.settings.extractor_version
+        keys = {c.chunk.chunk_id: self.key_for(c.chunk, version) for c in chunks}
+        cached = self.store.cached(list(set(keys.values())))
+        todo: list[SourcedChunk] = []
+        for item in chunks:
+            hit = cached.get(keys[item.chunk.chunk_id])
+            if hit is not None:
+                report.cache_hits += 1
+                report.add(replace(hit, chunk_id=item.chunk.chunk_id))
+            else:
+                todo.append(item)
+        self._extract_misses(todo, keys, report, llm_chunk_ids)
+        self.store.save(report.results)
+        return report
+
+    # --- the tiers --------------------------------------------------------------------------------------
+
+    def _extract_misses(
+        self,
+        todo: list[SourcedChunk],
+        keys: dict[str, ExtractionKey],
+        report: ExtractionReport,
+        llm_chunk_ids: frozenset[str] | None,
+    ) -> None:
+        text_chunks: list[SourcedChunk] = []
+        for item in todo:
+            reason = classify_chunk(item.chunk.text)
+            if reason is not None:
+                report.add(ChunkExtraction(item.chunk.chunk_id, keys[item.chunk.chunk_id], Tier.FILTER,
+                                           skip_reason=reason))
+            else:
+                text_chunks.append(item)
+        duplicates = find_duplicates([c.chunk for c in text_chunks], self.store,
+                                     threshold=self.settings.dedup_threshold)
+        originals = [c for c in text_chunks if c.chunk.chunk_id not in duplicates]
+        self._extract_originals(originals, keys, report, llm_chunk_ids)
+        by_id = {r.chunk_id: r for r in report.results}
+        for item in text_chunks:
+            dup = duplicates.get(item.chunk.chunk_id)
+            if dup is not None:
+                report.add(self._reuse(item.chunk, keys[item.chunk.chunk_id], dup, by_id))
+
+    def _extract_originals(
+        self,
+        originals: list[SourcedChunk],
+        keys: dict[str, ExtractionKey],
+        report: ExtractionReport,
+        llm_chunk_ids: frozenset[str] | None,
+    ) -> None:
+        results: dict[str, ChunkExtraction] = {}
+        prose: list[SourcedChunk] = []
+        for item in originals:
+            if parse_record(item.chunk.text) is not None:
+                items = map_record(item.chunk.text, self.mapping)
+                results[item.chunk.chunk_id] = self._validated(item.chunk, keys, Tier.MAPPING, items)
+            else:
+                prose.append(item)
+        lower = self._tier2(prose)
+        wanted: list[SourcedChunk] = []
+        for item in prose:
+            items = lower[item.chunk.chunk_id]
+            result = self._validated(item.chunk, keys, Tier.NER, items)
+            results[item.chunk.chunk_id] = result
+            if llm_chunk_ids is not None:
+                wants = item.chunk.chunk_id in llm_chunk_ids
+            else:
+                wants = self.llm_wanted(item.source, (list(result.entities), list(result.relations),
+                                                      list(result.claims)))
+            if wants:
+                wanted.append(item)
+        for chunk_id, llm_result in self._tier3(wanted, keys, report).items():
+            results[chunk_id] = _merge(results[chunk_id], llm_result)
+        for result in results.values():
+            report.add(result)
+
+    def _tier2(self, prose: list[SourcedChunk]) -> dict[str, Items]:
+        if not prose:
+            return {}
+        if self.recognizer is None:
+            return {c.chunk.chunk_id: ([], [], []) for c in prose}
+        self._refresh_known_names()
+        found = self.recognizer.recognize([c.chunk.text for c in prose])
+        return {
+            c.chunk.chunk_id: propose(c.chunk.text, mentions, self.ontology)
+            for c, mentions in zip(prose, found, strict=True)
+        }
+
+    def _tier3(
+        self, wanted: list[SourcedChunk], keys: dict[str, ExtractionKey], report: ExtractionReport
+    ) -> dict[str, ChunkExtraction]:
+        """LLM results for the chunks that got one; chunks left out are marked pending (never silently done)."""
+        out: dict[str, ChunkExtraction] = {}
+        if not wanted:
+            return out
+        if self.llm is None:
+            for item in wanted:
+                out[item.chunk.chunk_id] = ChunkExtraction(item.chunk.chunk_id, keys[item.chunk.chunk_id], Tier.NER,
+                                                           pending_llm=True)
+            return out
+        batches = build_batches([c.chunk for c in wanted], max_chunks=self.settings.llm_batch_chunks,
+                                max_input_tokens=self.settings.llm_max_input_tokens, count_tokens=self.count_tokens)
+        quarantined: list[Quarantined] = []
+        for batch in batches:
+            outcome = self.llm.extract(batch)
+            report.llm_calls += outcome.calls
+            report.input_tokens += outcome.input_tokens
+            report.output_tokens += outcome.output_tokens
+            if outcome.quarantined is not None:
+                quarantined.append(outcome.quarantined)
+            for chunk in batch:
+                items = outcome.items.get(chunk.chunk_id)
+                if items is None:  # quarantined or the model was unavailable: retried on the next run
+                    out[chunk.chunk_id] = ChunkExtraction(chunk.chunk_id, keys[chunk.chunk_id], Tier.NER,
+                                                          pending_llm=True)
+                    continue
+                report.llm_chunks += 1
+                result = self._validated(chunk, keys, Tier.LLM, items)
+                dropped = outcome.dropped.get(chunk.chunk_id, ())
+                out[chunk.chunk_id] = replace(result, dropped=result.dropped + tuple(dropped))
+        if quarantined:
+            report.quarantined += len(quarantined)
+            self.store.quarantine(quarantined)
+        return out
+
+    def _validated(self, chunk: Chunk, keys: dict[str, ExtractionKey], tier: Tier, items: Items) -> ChunkExtraction:
+        entities, relations, claims = items
+        checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, self.ontology)
+        return ChunkExtraction(
+            chunk.chunk_id, keys[chunk.chunk_id], tier,
+            entities=tuple(checked.entities), relations=tuple(checked.relations), claims=tuple(checked.claims),
+            dropped=tuple(checked.dropped),
+        )
+
+    def _reuse(
+        self, chunk: Chunk, key: ExtractionKey, dup: tuple[SkipReason, str], fresh: dict[str, ChunkExtraction]
+    ) -> ChunkExtraction:
+        """A duplicate takes its representative's items, each re-checked against the duplicate's own text, so
+        every copy carries its own verified evidence (and survives the representative's deletion)."""
+        reason, representative = dup
+        source = fresh.get(representative)
+        if source is None:
+            state = self.store.states([representative]).get(representative)
+            if state is not None:
+                rep_key = ExtractionKey(state.content_hash, state.extractor_version, state.ontology_version)
+                source = self.store.cached([rep_key]).get(rep_key)
+        if source is None:
+            # The representative was never extracted (or its result was not cacheable): nothing to reuse.
+            return ChunkExtraction(chunk.chunk_id, key, Tier.FILTER, skip_reason=reason,
+                                   representative_chunk_id=representative)
+        checked = validate(chunk.chunk_id, chunk.text, list(source.entities), list(source.relations),
+                           list(source.claims), self.ontology)
+        return ChunkExtraction(
+            chunk.chunk_id, key, Tier.FILTER,
+            entities=tuple(checked.entities), relations=tuple(checked.relations), claims=tuple(checked.claims),
+            dropped=tuple(checked.dropped), skip_reason=reason, representative_chunk_id=representative,
+            pending_llm=source.pending_llm,
+        )
+
+    def _refresh_known_names(self) -> None:
+        now = self._clock()
+        if self.recognizer is None:
+            return
+        if self._names_loaded_at is not None and now - self._names_loaded_at < self.settings.known_names_refresh_s:
+            return
+        self.recognizer.set_known_names(self.store.known_names())
+        self._names_loaded_at = now
+
+
+def _merge(lower: ChunkExtraction, upper: ChunkExtraction) -> ChunkExtraction:
+    """Tier 3 adds to what the lower tier found; the chunk is recorded as handled by the highest tier."""
+    if upper.pending_llm:
+        return replace(lower, pending_llm=True)
+    return replace(
+        upper,
+        entities=_unique(lower.entities + upper.entities),
+        relations=_unique(lower.relations + upper.relations),
+        claims=_unique(lower.claims + upper.claims),
+        dropped=lower.dropped + upper.dropped,
+    )
+
+
+_T = TypeVar("_T")
+
+
+def _unique(items: tuple[_T, ...]) -> tuple[_T, ...]:
+    return tuple(dict.fromkeys(items))
