@@ -34,6 +34,7 @@ KGRAG_SERVICES = {
     "deletion-worker": ("kgrag_deletion_worker", 9100),
     "acl-propagator": ("kgrag_acl_propagator", 9100),
     "graph-writer": ("kgrag_graph_writer", 9100),
+    "extractor": ("kgrag_extractor", 9100),
 }
 ONE_SHOT = {"kgrag-init", "s3-init"}
 VAR = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|[A-Za-z_][A-Za-z0-9_]*)")

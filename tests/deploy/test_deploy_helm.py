@@ -30,6 +30,7 @@ SERVICES = {
     "deletion-worker": ("kgrag_deletion_worker", "consumer", 9100),
     "acl-propagator": ("kgrag_acl_propagator", "consumer", 9100),
     "graph-writer": ("kgrag_graph_writer", "consumer", 9100),
+    "extractor": ("kgrag_extractor", "consumer", 9100),
 }
 
 

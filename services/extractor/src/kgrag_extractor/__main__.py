@@ -1,0 +1,25 @@
+"""`python -m kgrag_extractor`: tiered extraction of every changed document's chunks (settings from KGRAG_*)."""
+
+from kgrag_core.handlers.extractor import ExtractorHandler
+from kgrag_core.handlers.protocol import Handler
+from kgrag_runtime.distributed import DistributedStores
+from kgrag_runtime.extraction import build_extractor
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.wiring import build_llm
+from kgrag_runtime.worker import run_worker
+
+SERVICE = "extractor"
+
+
+def main() -> None:
+    settings = KgragSettings()
+
+    def build(stores: DistributedStores) -> Handler:
+        extractor = build_extractor(settings, store=stores.extraction, llm=build_llm(settings))
+        return ExtractorHandler(stores.store, extractor, name=SERVICE)
+
+    run_worker(SERVICE, build, settings)
+
+
+if __name__ == "__main__":
+    main()
