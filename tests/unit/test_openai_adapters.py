@@ -238,7 +238,8 @@ def test_chat_overlong_retry_after_fails_fast() -> None:
     chat = OpenAICompatibleChat(BASE, "m", None, transport=mock_openai_transport(handler), sleep=sleeps)
     with pytest.raises(KgragError) as info:
         chat.complete([ChatMessage("user", "hello")])
-    assert info.value.code is ErrorCode.LLM_UNAVAILABLE
+    assert info.value.code is ErrorCode.LLM_RATE_LIMITED
+    assert getattr(info.value, "retry_after_s", None) == 3600
     assert calls == [1]
     assert sleeps == []
 

@@ -195,21 +195,36 @@ CREATE TABLE extraction_runs (
 
 -- --- a fact never outlives its evidence ---------------------------------------------------------------
 
+-- Why SKIP LOCKED in the clean-ups below: PostgresExtractionStore.save upserts every fact and entity it is
+-- about to refer to with DO UPDATE, which locks the row until it commits. A row locked by a concurrent save
+-- is about to gain evidence, so the clean-up leaves it alone instead of waiting for the save and then
+-- deleting a row the save's new evidence refers to (which would fail the document's commit with a foreign
+-- key violation). The cost: if that save rolls back, the row stays without evidence until the next
+-- clean-up that names it; readers never see it, since every read joins evidence.
+
 -- Entities named by `candidates` that nothing refers to any more: no mention, no relation, no claim.
 CREATE FUNCTION kg_drop_orphan_entities(candidates TEXT[]) RETURNS void LANGUAGE sql AS $$
-    DELETE FROM kg_entities e
-    WHERE e.entity_id = ANY (candidates)
-      AND NOT EXISTS (SELECT 1 FROM kg_mentions m WHERE m.entity_id = e.entity_id)
-      AND NOT EXISTS (SELECT 1 FROM kg_relations r WHERE r.subject_id = e.entity_id)
-      AND NOT EXISTS (SELECT 1 FROM kg_relations r WHERE r.object_id = e.entity_id)
-      AND NOT EXISTS (SELECT 1 FROM kg_claims c WHERE c.entity_id = e.entity_id)
+    DELETE FROM kg_entities
+    WHERE entity_id IN (
+        SELECT e.entity_id FROM kg_entities e
+        WHERE e.entity_id = ANY (candidates)
+          AND NOT EXISTS (SELECT 1 FROM kg_mentions m WHERE m.entity_id = e.entity_id)
+          AND NOT EXISTS (SELECT 1 FROM kg_relations r WHERE r.subject_id = e.entity_id)
+          AND NOT EXISTS (SELECT 1 FROM kg_relations r WHERE r.object_id = e.entity_id)
+          AND NOT EXISTS (SELECT 1 FROM kg_claims c WHERE c.entity_id = e.entity_id)
+        FOR UPDATE SKIP LOCKED
+    )
 $$;
 
 CREATE FUNCTION kg_relation_evidence_gone() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM kg_relations r
-    WHERE r.relation_id IN (SELECT DISTINCT g.relation_id FROM gone g)
-      AND NOT EXISTS (SELECT 1 FROM kg_relation_evidence e WHERE e.relation_id = r.relation_id);
+    DELETE FROM kg_relations
+    WHERE relation_id IN (
+        SELECT r.relation_id FROM kg_relations r
+        WHERE r.relation_id IN (SELECT g.relation_id FROM gone g)
+          AND NOT EXISTS (SELECT 1 FROM kg_relation_evidence e WHERE e.relation_id = r.relation_id)
+        FOR UPDATE SKIP LOCKED
+    );
     RETURN NULL;
 END
 $$;
@@ -219,9 +234,13 @@ CREATE TRIGGER kg_relation_evidence_gone AFTER DELETE ON kg_relation_evidence
 
 CREATE FUNCTION kg_claim_evidence_gone() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM kg_claims c
-    WHERE c.claim_id IN (SELECT DISTINCT g.claim_id FROM gone g)
-      AND NOT EXISTS (SELECT 1 FROM kg_claim_evidence e WHERE e.claim_id = c.claim_id);
+    DELETE FROM kg_claims
+    WHERE claim_id IN (
+        SELECT c.claim_id FROM kg_claims c
+        WHERE c.claim_id IN (SELECT g.claim_id FROM gone g)
+          AND NOT EXISTS (SELECT 1 FROM kg_claim_evidence e WHERE e.claim_id = c.claim_id)
+        FOR UPDATE SKIP LOCKED
+    );
     RETURN NULL;
 END
 $$;

@@ -83,14 +83,15 @@ def build_extractor(
     from kgrag_adapters.spacy_ner.recognizer import SpacyRecognizer
 
     onto = ontology or active_ontology(settings, store)
+    count_tokens = prompt_token_counter(settings)
     return Extractor(
         store=store,
         ontology=onto,
         mapping=mapping_rules(settings, onto),
         recognizer=SpacyRecognizer(),
-        llm=LlmExtractor(llm, onto) if llm is not None else None,
+        llm=LlmExtractor(llm, onto, count_tokens=count_tokens) if llm is not None else None,
         policy=Tier3Policy(priority_sources=frozenset(settings.extraction_priority_sources)),
-        count_tokens=prompt_token_counter(settings),
+        count_tokens=count_tokens,
         settings=ExtractionSettings(
             extractor_version=settings.extractor_version,
             llm_batch_chunks=settings.extraction_llm_batch_chunks,

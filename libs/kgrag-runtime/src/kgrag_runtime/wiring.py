@@ -50,13 +50,26 @@ def build_embedder(settings: KgragSettings) -> Embedder:
     return OnnxMiniLmEmbedder(batch_size=settings.embed_batch_size, intra_op_threads=settings.embed_threads)
 
 
-def build_llm(settings: KgragSettings) -> ChatModel | None:
+def build_llm(settings: KgragSettings, *, retry_rate_limits: bool = True) -> ChatModel | None:
+    """The chat model: recorded replies when KGRAG_LLM_REPLAY_DIR is set, else the configured endpoint
+    (recorded when KGRAG_LLM_RECORD_DIR is set), else None. Extraction passes retry_rate_limits=False: tier 3
+    waits out rate limits itself, so the two retry loops never multiply."""
+    if settings.llm_replay_dir is not None:
+        from kgrag_adapters.llm.replay import ReplayChatModel
+
+        return ReplayChatModel(settings.llm_replay_dir)
     if not (settings.llm_base_url and settings.llm_model):
         return None
     from kgrag_adapters.llm.openai_chat import OpenAICompatibleChat
 
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    return OpenAICompatibleChat(settings.llm_base_url, settings.llm_model, key, timeout_s=settings.llm_timeout_s)
+    chat: ChatModel = OpenAICompatibleChat(settings.llm_base_url, settings.llm_model, key,
+                                           timeout_s=settings.llm_timeout_s, retry_rate_limits=retry_rate_limits)
+    if settings.llm_record_dir is not None:
+        from kgrag_adapters.llm.replay import RecordingChatModel
+
+        chat = RecordingChatModel(chat, settings.llm_record_dir)
+    return chat
 
 
 def build_indexer(

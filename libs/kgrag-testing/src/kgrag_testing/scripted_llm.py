@@ -2,6 +2,10 @@
 
 A chat LLM is an external paid service, so tests never call a real one; they script its replies
 with `ScriptedChatModel` instead. Everything here is a test double, never a production path.
+
+Failure modes for tier-3 extraction tests: `BAD_JSON`, `llm_timeout()`, `rate_limited(retry_after_s)`,
+and `extraction_reply(...)` / `relation(...)` / `claim(...)` / `entity(...)` to author replies in the
+fixed reply format, including quotes not in the chunk and disallowed triples.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.tier3 import RateLimitedError
 from kgrag_core.ports import ChatMessage
 
 if TYPE_CHECKING:
@@ -39,7 +45,8 @@ class ScriptedChatModel:
     recorded in `calls`, including ones whose scripted reply is an exception.
     """
 
-    def __init__(self, script: Sequence[Reply] | Responder) -> None:
+    def __init__(self, script: Sequence[Reply] | Responder, *, model_id: str = "scripted-fake") -> None:
+        self._model_id = model_id
         self._responder: Responder | None = None
         self._replies: deque[Reply] = deque()
         if callable(script):
@@ -50,16 +57,14 @@ class ScriptedChatModel:
 
     @property
     def model_id(self) -> str:
-        return "scripted-fake"
+        return self._model_id
 
     @property
     def remaining(self) -> int:
         """Replies not consumed yet (0 for a callable script)."""
         return len(self._replies)
 
-    def complete(
-        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
-    ) -> str:
+    def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None) -> str:
         self.calls.append(ScriptedCall(tuple(messages), json_schema))
         if self._responder is not None:
             return self._responder(messages)
@@ -78,6 +83,99 @@ class ScriptedChatModel:
         """Fail if the code under test made fewer calls than scripted."""
         if self._replies:
             raise AssertionError(f"ScriptedChatModel: {len(self._replies)} scripted replies were never used")
+
+
+# --- failure modes and reply authoring for tier-3 extraction tests -----------------------------------
+
+BAD_JSON = '{"entities": [{"chunk_id": "c1", "name": '  # a reply cut off mid-object
+
+
+def llm_timeout(message: str = "chat request timed out") -> KgragError:
+    """What the HTTP adapter raises when the endpoint times out (after its own retries)."""
+    return KgragError(ErrorCode.LLM_UNAVAILABLE, message, hint="the LLM endpoint is slow or down (FAKE)")
+
+
+def rate_limited(retry_after_s: float | None = 1.0) -> RateLimitedError:
+    """What the HTTP adapter raises for an HTTP 429, carrying the server's Retry-After."""
+    return RateLimitedError("HTTP 429 from the FAKE endpoint", retry_after_s=retry_after_s)
+
+
+def entity(chunk_id: str, name: str, type_: str, quote: str) -> dict[str, Any]:
+    return {"chunk_id": chunk_id, "name": name, "type": type_, "quote": quote}
+
+
+def relation(
+    chunk_id: str,
+    subject: tuple[str, str],
+    relation_name: str,
+    obj: tuple[str, str],
+    quote: str,
+    *,
+    polarity: str = "positive",
+    modality: str = "fact",
+    valid_from: str | None = None,
+    valid_to: str | None = None,
+    confidence: float = 0.9,
+) -> dict[str, Any]:
+    """A relation item; `subject` and `obj` are (name, type)."""
+    return {
+        "chunk_id": chunk_id,
+        "subject": subject[0],
+        "subject_type": subject[1],
+        "relation": relation_name,
+        "object": obj[0],
+        "object_type": obj[1],
+        "quote": quote,
+        "polarity": polarity,
+        "modality": modality,
+        "valid_from": valid_from,
+        "valid_to": valid_to,
+        "confidence": confidence,
+    }
+
+
+def claim(
+    chunk_id: str,
+    entity_ref: tuple[str, str],
+    attribute: str,
+    value: str,
+    quote: str,
+    *,
+    polarity: str = "positive",
+    modality: str = "fact",
+    valid_from: str | None = None,
+    valid_to: str | None = None,
+    confidence: float = 0.9,
+) -> dict[str, Any]:
+    """A claim item; `entity_ref` is (name, type)."""
+    return {
+        "chunk_id": chunk_id,
+        "entity": entity_ref[0],
+        "entity_type": entity_ref[1],
+        "attribute": attribute,
+        "value": value,
+        "quote": quote,
+        "polarity": polarity,
+        "modality": modality,
+        "valid_from": valid_from,
+        "valid_to": valid_to,
+        "confidence": confidence,
+    }
+
+
+def extraction_reply(
+    entities: Sequence[Mapping[str, Any]] = (),
+    relations: Sequence[Mapping[str, Any]] = (),
+    claims: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """A tier-3 reply in the fixed format, as the model would send it."""
+    return json.dumps(
+        {
+            "entities": [dict(e) for e in entities],
+            "relations": [dict(r) for r in relations],
+            "claims": [dict(c) for c in claims],
+        }
+    )
 
 
 # A handler gets the request and its parsed JSON body; a dict it returns becomes a 200 JSON reply.

@@ -15,7 +15,7 @@ def main() -> None:
     settings = KgragSettings()
 
     def build(stores: DistributedStores) -> Handler:
-        extractor = build_extractor(settings, store=stores.extraction, llm=build_llm(settings))
+        extractor = build_extractor(settings, store=stores.extraction, llm=build_llm(settings, retry_rate_limits=False))
         return ExtractorHandler(stores.store, extractor, name=SERVICE)
 
     run_worker(SERVICE, build, settings)

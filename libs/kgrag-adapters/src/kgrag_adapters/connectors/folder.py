@@ -1,7 +1,8 @@
-"""Folder connector: Markdown, plain-text and e-mail files under a root directory.
+"""Folder connector: Markdown, plain-text and e-mail files, and CSV record exports, under a root directory.
 
 Files come in sorted relative-path order; hidden files and directories (a name starting with `.`) are
-skipped. doc_id is the relative POSIX path unless a Markdown file's front matter gives an `id`.
+skipped. doc_id is the relative POSIX path unless a Markdown file's front matter gives an `id`; each row
+of a CSV file is a record document of its own (see `csv_records`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kgrag_adapters.connectors._common import failure, failure_from
+from kgrag_adapters.connectors.csv_records import iter_csv
 from kgrag_adapters.connectors.email_file import load_email
 from kgrag_adapters.connectors.markdown_file import load_markdown
 from kgrag_core.acl import acl_from_source
@@ -36,6 +38,8 @@ LOADERS: dict[str, Loader] = {
     ".txt": _load_text,
     ".eml": load_email,
 }
+# Suffixes whose files hold many documents each.
+MULTI_LOADERS = {".csv": iter_csv}
 
 
 def iter_folder(root: Path, *, source: str = "folder") -> Iterator[ConnectorItem]:
@@ -55,7 +59,11 @@ def iter_folder(root: Path, *, source: str = "folder") -> Iterator[ConnectorItem
         where = Path(err.filename).as_uri() if err.filename else root.as_uri()
         yield failure(where, None, ErrorCode.SOURCE_UNREADABLE, f"Cannot list {err.filename}: {err.strerror or err}")
     for relative, path in sorted(files):
-        yield load_file(path, doc_id=relative, source=source)
+        many = MULTI_LOADERS.get(path.suffix.lower())
+        if many is not None:
+            yield from many(path, source=source)
+        else:
+            yield load_file(path, doc_id=relative, source=source)
 
 
 def load_file(path: Path, *, doc_id: str, source: str) -> ConnectorItem:

@@ -1,6 +1,9 @@
 """JSON Lines files: one document per line.
 
 `{"id", "title", "text", "source"?, "uri"?, "published_at"?, "acl"?: {"groups": [...], "users": [...]}}`
+A structured record comes as `"record": {"type": "person", "fields": {"name": ..., "team": [...]}}` instead of
+`"text"`: its body is the record rendered one `field: value` line per field (media type
+`text/x-kgrag-record`), which tier 1 maps to graph items and search indexes like any text.
 Each bad line becomes a failure with `uri=<path>#L<line>`; the other lines go on.
 """
 
@@ -15,6 +18,7 @@ from kgrag_core.acl import PRIVATE_ACL, acl_from_source
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
 from kgrag_core.validation import parse_timestamp, validate_doc_id
 
 MEDIA_TYPE = "text/markdown"
@@ -60,7 +64,15 @@ def _item(raw: bytes, path: Path, lineno: int, default_source: str) -> Connector
 def _document(record: Mapping[str, object], path: Path, default_source: str) -> SourceDocument:
     doc_id = validate_doc_id(_required_text(record, "id"))
     title = _required_text(record, "title")
-    text = record.get("text")
+    media_type = MEDIA_TYPE
+    text: object
+    if "record" in record:
+        if "text" in record:
+            raise KgragError(ErrorCode.MALFORMED_EVENT, "A line has either 'text' or 'record', not both.")
+        text = _record_text(record["record"])
+        media_type = RECORD_MEDIA_TYPE
+    else:
+        text = record.get("text")
     if not isinstance(text, str):
         raise KgragError(ErrorCode.MISSING_FIELD, "Field 'text' is missing or not a string.")
     try:
@@ -81,9 +93,39 @@ def _document(record: Mapping[str, object], path: Path, default_source: str) -> 
         body=body,
         acl=acl,
         modified_at=published_at,
-        media_type=MEDIA_TYPE,
+        media_type=media_type,
         metadata=metadata,
     )
+
+
+def _record_text(raw: object) -> str:
+    if not isinstance(raw, Mapping):
+        raise KgragError(ErrorCode.MALFORMED_EVENT, "Field 'record' must be an object with 'type' and 'fields'.")
+    kind = raw.get("type")
+    if not isinstance(kind, str) or not kind.strip():
+        raise KgragError(ErrorCode.MISSING_FIELD, "Field 'record.type' is missing, empty or not a string.")
+    fields = raw.get("fields")
+    if not isinstance(fields, Mapping) or not fields:
+        raise KgragError(ErrorCode.MISSING_FIELD, "Field 'record.fields' is missing, empty or not an object.")
+    values: dict[str, str | list[str]] = {}
+    for name, value in fields.items():
+        if isinstance(value, list):
+            values[name] = [_record_scalar(name, item) for item in value]
+        elif value is not None:
+            values[name] = _record_scalar(name, value)
+    try:
+        return render_record(kind, values)
+    except ValueError as err:
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"Field 'record.type': {err}.") from err
+
+
+def _record_scalar(name: str, value: object) -> str:
+    # Numbers are written as JSON has them; objects and booleans have no agreed one-line rendering.
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return json.dumps(value)
+    raise KgragError(ErrorCode.MALFORMED_EVENT, f"Record field {name!r} must be a string, a number or a list of them.")
 
 
 def _required_text(record: Mapping[str, object], key: str) -> str:

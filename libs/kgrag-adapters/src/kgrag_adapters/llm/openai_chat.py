@@ -11,6 +11,7 @@ import httpx
 from kgrag_adapters.embeddings.openai_compatible import retry_after_seconds
 from kgrag_adapters.lifecycle import Closeable
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.tier3 import RateLimitedError
 from kgrag_core.ports import ChatMessage
 
 BACKOFF_BASE_S = 0.5
@@ -22,8 +23,12 @@ _HINT_DOWN = "the LLM endpoint is overloaded, slow or down; retry later or check
 class OpenAICompatibleChat(Closeable):
     """Deterministic (temperature 0) chat completions, optionally constrained by a JSON schema.
 
-    429, 5xx and transport errors (timeouts included) are retried `max_retries` times with
-    exponential backoff or the server's Retry-After; then `KgragError(LLM_UNAVAILABLE)`.
+    5xx and transport errors (timeouts included) are retried `max_retries` times with exponential
+    backoff, then raise `KgragError(LLM_UNAVAILABLE)`. A 429 is retried the same way honouring Retry-After,
+    then (or at once when Retry-After exceeds `max_retry_after_s`) raises `RateLimitedError`
+    (LLM_RATE_LIMITED) carrying the Retry-After. With `retry_rate_limits=False` a 429 raises at once, so a
+    caller with its own schedule (tier-3 extraction) is the only one waiting: one retry loop, not two.
+    `last_usage` holds (prompt, completion) tokens of the last reply when the endpoint reports them.
     """
 
     def __init__(
@@ -36,6 +41,8 @@ class OpenAICompatibleChat(Closeable):
         max_retries: int = 2,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        retry_rate_limits: bool = True,
+        max_retry_after_s: float = MAX_RETRY_AFTER_S,
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
@@ -43,6 +50,9 @@ class OpenAICompatibleChat(Closeable):
         self._model = model
         self._max_retries = max_retries
         self._sleep = sleep  # injectable so tests do not really wait
+        self._retry_rate_limits = retry_rate_limits
+        self._max_retry_after_s = max_retry_after_s
+        self._last_usage: tuple[int, int] | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, transport=transport, headers=headers)
 
@@ -50,12 +60,14 @@ class OpenAICompatibleChat(Closeable):
     def model_id(self) -> str:
         return self._model
 
+    @property
+    def last_usage(self) -> tuple[int, int] | None:
+        return self._last_usage
+
     def close(self) -> None:
         self._client.close()
 
-    def complete(
-        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
-    ) -> str:
+    def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None) -> str:
         payload: dict[str, Any] = {
             "model": self._model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
@@ -66,9 +78,11 @@ class OpenAICompatibleChat(Closeable):
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": dict(json_schema), "strict": True},
             }
+        self._last_usage = None
         response = self._post(payload)
         try:
-            message = response.json()["choices"][0]["message"]
+            body = response.json()
+            message = body["choices"][0]["message"]
             content = message.get("content")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise self._fail(
@@ -81,14 +95,13 @@ class OpenAICompatibleChat(Closeable):
                 f"chat completion has no text content (refusal: {message.get('refusal')!r})",
                 "the model refused or returned a tool call; check the prompt and the model",
             )
+        self._last_usage = _usage(body)
         return content
 
     # --- internals -----------------------------------------------------------------------------
 
     def _fail(self, message: str, hint: str) -> KgragError:
-        return KgragError(
-            ErrorCode.LLM_UNAVAILABLE, f"{message} (model {self._model}, {self._url})", hint=hint
-        )
+        return KgragError(ErrorCode.LLM_UNAVAILABLE, f"{message} (model {self._model}, {self._url})", hint=hint)
 
     def _post(self, payload: dict[str, Any]) -> httpx.Response:
         attempts = self._max_retries + 1
@@ -98,9 +111,7 @@ class OpenAICompatibleChat(Closeable):
                 response = self._client.post(self._url, json=payload)
             except httpx.TransportError as exc:
                 if attempt == attempts:
-                    raise self._fail(
-                        f"chat request failed after {attempt} attempts: {exc!r}", _HINT_DOWN
-                    ) from exc
+                    raise self._fail(f"chat request failed after {attempt} attempts: {exc!r}", _HINT_DOWN) from exc
                 self._sleep(backoff)
                 continue
             if response.is_success:
@@ -111,9 +122,26 @@ class OpenAICompatibleChat(Closeable):
                     "check the API key, the model name, and that the model supports json_schema output",
                 )
             delay = retry_after_seconds(response)
-            if attempt == attempts or (delay is not None and delay > MAX_RETRY_AFTER_S):
+            last = attempt == attempts or (delay is not None and delay > self._max_retry_after_s)
+            if response.status_code == 429 and (last or not self._retry_rate_limits):
+                raise RateLimitedError(
+                    f"chat endpoint returned HTTP 429 after {attempt} attempts (model {self._model}, {self._url})"
+                    + (f"; Retry-After {delay:g} s" if delay is not None else ""),
+                    retry_after_s=delay,
+                )
+            if last:
                 raise self._fail(
                     f"chat endpoint returned HTTP {response.status_code} after {attempt} attempts", _HINT_DOWN
                 )
             self._sleep(delay if delay is not None else backoff)
         raise AssertionError("unreachable: the loop returns or raises")
+
+
+def _usage(body: Any) -> tuple[int, int] | None:
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if isinstance(prompt, int) and isinstance(completion, int):
+        return prompt, completion
+    return None

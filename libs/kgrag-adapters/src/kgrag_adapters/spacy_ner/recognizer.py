@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 import spacy
+from spacy.about import __version__ as spacy_version
 from spacy.language import Language
 from spacy.pipeline import EntityRuler
 from spacy.tokens import Doc, Span
@@ -38,15 +39,18 @@ SPACY_LABELS: Mapping[str, str] = {
 _UNUSED_COMPONENTS = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer")
 
 # A pronoun is never a name, whatever the graph was told.
-PRONOUNS = frozenset(
+_PRONOUN_WORDS = (
     "i me my mine we us our ours you your yours he him his she her hers it its they them their theirs "
-    "this that these those who whom whose which what one someone anyone everyone nobody".split()
+    "this that these those who whom whose which what one someone anyone everyone nobody"
 )
+PRONOUNS = frozenset(_PRONOUN_WORDS.split())
+
+RulerPattern = dict[str, str | list[dict[str, Any]]]
 
 _KNOWN_ID = "known"
 _TEAM_ID = "team-suffix"
 # "the Routing team", "Warehouse Systems team": up to three capitalised words before "team" name a Team.
-_TEAM_PATTERN: dict[str, object] = {
+_TEAM_PATTERN: RulerPattern = {
     "label": "Team",
     "id": _TEAM_ID,
     "pattern": [
@@ -74,14 +78,17 @@ class SpacyRecognizer:
         self._nlp: Language | None = None
         self._ruler: EntityRuler | None = None
         self._known: dict[str, str] = {}
+        self._version = f"spacy-{spacy_version}/{model}-{get_package_version(model)}/ruler-{RULER_REVISION}"
 
     @property
     def version(self) -> str:
-        return f"spacy-{spacy.__version__}/{self._model}-{get_package_version(self._model)}/ruler-{RULER_REVISION}"
+        return self._version
 
     def set_known_names(self, names: Mapping[str, str]) -> None:
         known = {name.strip(): label for name, label in names.items() if label and usable_name(name.strip())}
         with self._lock:
+            if known == self._known:
+                return  # the periodic refresh usually finds the same names: no rebuild
             self._known = known
             if self._ruler is not None:
                 self._load_patterns(self._ruler)
@@ -100,16 +107,17 @@ class SpacyRecognizer:
             nlp = spacy.load(self._model, exclude=list(_UNUSED_COMPONENTS))
             if "senter" in nlp.component_names and "senter" in nlp.disabled:
                 nlp.enable_pipe("senter")
-            ruler = cast(EntityRuler, nlp.add_pipe("entity_ruler", before="ner", config={"overwrite_ents": True}))
+            # First in the pipeline (so before "ner"): adding patterns then runs only the tokenizer over them.
+            ruler = cast(EntityRuler, nlp.add_pipe("entity_ruler", first=True, config={"overwrite_ents": True}))
             self._load_patterns(ruler)
             self._nlp, self._ruler = nlp, ruler
         return self._nlp
 
     def _load_patterns(self, ruler: EntityRuler) -> None:
         ruler.clear()
-        patterns: list[dict[str, object]] = [_TEAM_PATTERN]
+        patterns: list[RulerPattern] = [_TEAM_PATTERN]
         patterns += [{"label": label, "pattern": name, "id": _KNOWN_ID} for name, label in self._known.items()]
-        ruler.add_patterns(patterns)  # type: ignore[arg-type]
+        ruler.add_patterns(patterns)
 
     def _mentions(self, doc: Doc) -> Iterator[RecognizedMention]:
         has_sentences = doc.has_annotation("SENT_START")

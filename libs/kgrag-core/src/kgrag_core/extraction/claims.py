@@ -17,7 +17,7 @@ from datetime import date
 
 from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality, Polarity
-from kgrag_core.extraction.ontology import Cardinality
+from kgrag_core.extraction.ontology import Cardinality, Ontology
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
 
 # Only these can be "the value": a plan, an opinion, a hypothesis or an assistant's suggestion is listed
@@ -47,9 +47,7 @@ def _single_valued(group: Sequence[ClaimRecord]) -> list[ClaimRecord]:
         value = normalise_value(claim.value)
         day = _written(claim)
         later_other = [c for c in group if _written(c) > day and normalise_value(c.value) != value]
-        same_day_other = sorted(
-            {c.claim_id for c in group if _written(c) == day and normalise_value(c.value) != value}
-        )
+        same_day_other = sorted({c.claim_id for c in group if _written(c) == day and normalise_value(c.value) != value})
         restated_later = any(_written(c) > day and normalise_value(c.value) == value for c in group)
         if later_other:
             # The first later value replaced this one; whatever came after replaced that in turn.
@@ -59,18 +57,28 @@ def _single_valued(group: Sequence[ClaimRecord]) -> list[ClaimRecord]:
         else:
             # Unchallenged, or a same-day disagreement that a later source settled in this value's favour.
             status, by = ClaimStatus.CURRENT, None
-        out.append(
-            dataclasses.replace(claim, status=status, superseded_by=by, conflicts_with=tuple(same_day_other))
-        )
+        out.append(dataclasses.replace(claim, status=status, superseded_by=by, conflicts_with=tuple(same_day_other)))
     return out
 
 
-def timeline(claims: Iterable[ClaimRecord], cardinality: Mapping[str, Cardinality]) -> list[ClaimRecord]:
+Cardinalities = Mapping[str, Cardinality] | Ontology
+
+
+def cardinalities(source: Cardinalities) -> Mapping[str, Cardinality]:
+    """Attribute -> cardinality, from an ontology or as given."""
+    if isinstance(source, Ontology):
+        return {name: attr.cardinality for name, attr in source.attributes.items()}
+    return source
+
+
+def timeline(claims: Iterable[ClaimRecord], cardinality: Cardinalities) -> list[ClaimRecord]:
     """Every claim with its status, sorted by the date it was written (then entity, attribute, claim).
 
-    An attribute missing from `cardinality` counts as single-valued: most attributes are, and treating a
-    multi-valued one as single only adds visible supersessions, never hides a value.
+    `cardinality` is the ontology or an attribute -> cardinality mapping. An attribute it does not name
+    counts as single-valued: most attributes are, and treating a multi-valued one as single only adds
+    visible supersessions, never hides a value.
     """
+    cardinality = cardinalities(cardinality)
     groups: dict[tuple[str, str], list[ClaimRecord]] = {}
     for claim in sorted(claims, key=_order):
         groups.setdefault((claim.entity_id, claim.attribute), []).append(claim)
@@ -92,9 +100,7 @@ def timeline(claims: Iterable[ClaimRecord], cardinality: Mapping[str, Cardinalit
     return sorted(out, key=_order)
 
 
-def as_written_by(
-    claims: Iterable[ClaimRecord], day: date, cardinality: Mapping[str, Cardinality]
-) -> list[ClaimRecord]:
+def as_written_by(claims: Iterable[ClaimRecord], day: date, cardinality: Cardinalities) -> list[ClaimRecord]:
     """The timeline as it stood at the end of `day`: only claims written on or before it (undated included)."""
     return timeline((c for c in claims if _written(c) <= day), cardinality)
 

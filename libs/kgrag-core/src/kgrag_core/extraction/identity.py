@@ -77,6 +77,4 @@ def claim_id(
     modality: Modality,
 ) -> str:
     """`clm_…`: values compare as `normalise_value` does, so "24,500 " and "24,500" are one claim."""
-    return _key(
-        "clm_", entity_id, attribute, normalise_value(value), _day(valid_from), polarity.value, modality.value
-    )
+    return _key("clm_", entity_id, attribute, normalise_value(value), _day(valid_from), polarity.value, modality.value)

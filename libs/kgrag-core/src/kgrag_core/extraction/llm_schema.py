@@ -18,7 +18,8 @@ _NULLABLE_DATE: dict[str, Any] = {
     "type": ["string", "null"],
     "description": "ISO date (YYYY-MM-DD) the text gives for when this became / stopped being true, else null",
 }
-_CONFIDENCE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
+# No minimum/maximum: not every strict-mode endpoint accepts them; parsing clamps to [0, 1].
+_CONFIDENCE: dict[str, Any] = {"type": "number", "description": "0 to 1: how sure the text makes this item"}
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +32,8 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def _enum(values: list[str]) -> dict[str, Any]:
-    return {"type": "string", "enum": values}
+    # An empty enum admits nothing and some endpoints reject it; validation refuses unknown names anyway.
+    return {"type": "string", "enum": values} if values else dict(_STRING)
 
 
 def extraction_json_schema(ontology: Ontology) -> dict[str, Any]:

@@ -160,12 +160,14 @@ class Extractor:
         for item in todo:
             reason = classify_chunk(item.chunk.text)
             if reason is not None:
-                report.add(ChunkExtraction(item.chunk.chunk_id, keys[item.chunk.chunk_id], Tier.FILTER,
-                                           skip_reason=reason))
+                report.add(
+                    ChunkExtraction(item.chunk.chunk_id, keys[item.chunk.chunk_id], Tier.FILTER, skip_reason=reason)
+                )
             else:
                 text_chunks.append(item)
-        duplicates = find_duplicates([c.chunk for c in text_chunks], self.store,
-                                     threshold=self.settings.dedup_threshold)
+        duplicates = find_duplicates(
+            [c.chunk for c in text_chunks], self.store, threshold=self.settings.dedup_threshold
+        )
         originals = [c for c in text_chunks if c.chunk.chunk_id not in duplicates]
         self._extract_originals(originals, keys, report, llm_chunk_ids)
         by_id = {r.chunk_id: r for r in report.results}
@@ -198,8 +200,9 @@ class Extractor:
             if llm_chunk_ids is not None:
                 wants = item.chunk.chunk_id in llm_chunk_ids
             else:
-                wants = self.llm_wanted(item.source, (list(result.entities), list(result.relations),
-                                                      list(result.claims)))
+                wants = self.llm_wanted(
+                    item.source, (list(result.entities), list(result.relations), list(result.claims))
+                )
             if wants:
                 wanted.append(item)
         for chunk_id, llm_result in self._tier3(wanted, keys, report).items():
@@ -228,11 +231,16 @@ class Extractor:
             return out
         if self.llm is None:
             for item in wanted:
-                out[item.chunk.chunk_id] = ChunkExtraction(item.chunk.chunk_id, keys[item.chunk.chunk_id], Tier.NER,
-                                                           pending_llm=True)
+                out[item.chunk.chunk_id] = ChunkExtraction(
+                    item.chunk.chunk_id, keys[item.chunk.chunk_id], Tier.NER, pending_llm=True
+                )
             return out
-        batches = build_batches([c.chunk for c in wanted], max_chunks=self.settings.llm_batch_chunks,
-                                max_input_tokens=self.settings.llm_max_input_tokens, count_tokens=self.count_tokens)
+        batches = build_batches(
+            [c.chunk for c in wanted],
+            max_chunks=self.settings.llm_batch_chunks,
+            max_input_tokens=self.settings.llm_max_input_tokens,
+            count_tokens=self.count_tokens,
+        )
         quarantined: list[Quarantined] = []
         for batch in batches:
             outcome = self.llm.extract(batch)
@@ -244,8 +252,9 @@ class Extractor:
             for chunk in batch:
                 items = outcome.items.get(chunk.chunk_id)
                 if items is None:  # quarantined or the model was unavailable: retried on the next run
-                    out[chunk.chunk_id] = ChunkExtraction(chunk.chunk_id, keys[chunk.chunk_id], Tier.NER,
-                                                          pending_llm=True)
+                    out[chunk.chunk_id] = ChunkExtraction(
+                        chunk.chunk_id, keys[chunk.chunk_id], Tier.NER, pending_llm=True
+                    )
                     continue
                 report.llm_chunks += 1
                 result = self._validated(chunk, keys, Tier.LLM, items)
@@ -260,8 +269,12 @@ class Extractor:
         entities, relations, claims = items
         checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, self.ontology)
         return ChunkExtraction(
-            chunk.chunk_id, keys[chunk.chunk_id], tier,
-            entities=tuple(checked.entities), relations=tuple(checked.relations), claims=tuple(checked.claims),
+            chunk.chunk_id,
+            keys[chunk.chunk_id],
+            tier,
+            entities=tuple(checked.entities),
+            relations=tuple(checked.relations),
+            claims=tuple(checked.claims),
             dropped=tuple(checked.dropped),
         )
 
@@ -279,14 +292,27 @@ class Extractor:
                 source = self.store.cached([rep_key]).get(rep_key)
         if source is None:
             # The representative was never extracted (or its result was not cacheable): nothing to reuse.
-            return ChunkExtraction(chunk.chunk_id, key, Tier.FILTER, skip_reason=reason,
-                                   representative_chunk_id=representative)
-        checked = validate(chunk.chunk_id, chunk.text, list(source.entities), list(source.relations),
-                           list(source.claims), self.ontology)
+            return ChunkExtraction(
+                chunk.chunk_id, key, Tier.FILTER, skip_reason=reason, representative_chunk_id=representative
+            )
+        checked = validate(
+            chunk.chunk_id,
+            chunk.text,
+            list(source.entities),
+            list(source.relations),
+            list(source.claims),
+            self.ontology,
+        )
         return ChunkExtraction(
-            chunk.chunk_id, key, Tier.FILTER,
-            entities=tuple(checked.entities), relations=tuple(checked.relations), claims=tuple(checked.claims),
-            dropped=tuple(checked.dropped), skip_reason=reason, representative_chunk_id=representative,
+            chunk.chunk_id,
+            key,
+            Tier.FILTER,
+            entities=tuple(checked.entities),
+            relations=tuple(checked.relations),
+            claims=tuple(checked.claims),
+            dropped=tuple(checked.dropped),
+            skip_reason=reason,
+            representative_chunk_id=representative,
             pending_llm=source.pending_llm,
         )
 

@@ -37,7 +37,8 @@ _NEGATION = re.compile(
 _NOT_NEGATION = re.compile(r"\b(?:not only|not just|whether or not|if not)\b", _I)
 
 _AI_SUGGESTION = re.compile(
-    r"\b(?:chat ?gpt|gpt-?\d\w*|copilot|claude|gemini|the (?:ai )?assistant|an? (?:ai|llm)(?: assistant)?|the (?:ai|bot|llm))"
+    r"\b(?:chat ?gpt|gpt-?\d\w*|copilot|claude|gemini|the (?:ai )?assistant|an? (?:ai|llm)(?: assistant)?"
+    r"|the (?:ai|bot|llm))"
     r"\b[^.;]{0,40}?\b(?:suggest(?:s|ed)?|recommend(?:s|ed)?|propos(?:es|ed)|said|says|thinks|answered|replied)\b",
     _I,
 )
@@ -58,7 +59,8 @@ _IF = re.compile(r"\b(?:if|unless|in case)\b", _I)
 _PLAN = re.compile(
     r"\b(?:plan(?:s|ned|ning)? to|planned|planning|is (?:the )?plan|draft|proposed|proposal|propose|roadmap"
     r"|we aim|aims? to|intend(?:s|ed)? to|going to|scheduled (?:to|for)|expected to|will be|upcoming"
-    r"|(?:we|they|I) target|targets? (?:date|architecture|state|go-live|launch)|targeting|targeted (?:for|at)"
+    r"|approved plan|the target|(?:we|they|I) target|targets? (?:date|architecture|state|go-live|launch)"
+    r"|targeting|targeted (?:for|at)"
     r"|by the end of)\b"
     r"|\b(?:we|they|it|he|she|I)'ll\b",
     _I,

@@ -55,19 +55,30 @@ def _cue(
 # How much text after the later mention an AFTER cue may be found in, and the longest gap read at all.
 AFTER_WINDOW = 24
 MAX_GAP = 80
+# Words allowed between a gap cue and the later mention: "owned by the Tracking team", "uses the Beacon API".
+MAX_WORDS_AFTER_CUE = 3
+# An AFTER cue describes the later mention's role only when nothing but apposition joins the two:
+# "Priya Raman (Routing EM)", "Kenji as Atlas on-call owner"; not "Priya met the Platform lead".
+APPOSITION_GAP = re.compile(r"^(?:[\s,(:\-\u2013\u2014]|\bas\b|\bis\b|\bthe\b|\bour\b)*$", re.IGNORECASE)
 
 _ON_CALL = r"\bon[- ]call\b"
 
 RELATION_CUES: tuple[RelationCue, ...] = (
     # LEADS: a Person leads a Team, Site, Project or Organization; the types give the direction.
-    _cue("LEADS", r"\b(?:leads|led by|lead of|leader of|head(?:s|ed by)?|head of|manage[sd]|managed by|manager of)\b"),
+    _cue(
+        "LEADS",
+        r"\b(?:leads|led by|lead of|leader of|heads|headed by|head of|manages|managed by|manager of)\b",
+        # "LEJ-2 shift leads", "the team leads": the plural noun, not the verb.
+        unless=r"\b(?:shift|team|dispatch|tech|site|project|engineering|group) (?:leads|heads)\b",
+    ),
     _cue("LEADS", r"\b(?:site|engineering|team|project) (?:manager|lead)\b", unless=_ON_CALL),
     _cue("LEADS", r"\b(?:lead|manager|EM|head)\s*:", unless=_ON_CALL),
     _cue("LEADS", r"^\s*(?:EM|lead|manager|team lead|site manager|engineering manager)\b", place=CuePlace.AFTER),
     # OWNS: a Team or Person owns a System or Project.
     _cue("OWNS", r"\b(?:owns|owned by|owning team|owner of|ownership of)\b", unless=_ON_CALL),
     # ON_CALL_FOR: a Person is on call for a System.
-    _cue("ON_CALL_FOR", _ON_CALL),
+    # "takes over as Atlas on-call owner from José Núñez": José is the previous owner, not the current one.
+    _cue("ON_CALL_FOR", _ON_CALL, unless=r"\b(?:from|previous|previously|former|formerly|ex|until|was)\b"),
     _cue("ON_CALL_FOR", r"^\s*on[- ]call\b", place=CuePlace.AFTER),
     # USES: both ends may be Systems, so the wording gives the direction.
     _cue("USES", r"\b(?:uses|used|using|runs on|running on|hosted on|hosted by|built on|runs in)\b", Direction.FORWARD),
@@ -100,6 +111,13 @@ CONVERSATION_MECHANICS = re.compile(
     r"|wr(?:ote|ites)|generat(?:e|es|ed)|recommend(?:s|ed)?|respond(?:s|ed)?|prompt(?:s|ed)?|chat(?:s|ted)?)\b",
     re.IGNORECASE,
 )
+# A new clause starts between the two mentions: its subject is someone else ("from RTM-1 in Rotterdam, and
+# their US subsidiary uses Beacon").
+CLAUSE_BREAK = re.compile(
+    r"[;]|,\s+(?:and|but|or|while|whereas|so|when|where|which|who|although|because|if|unless)\b", re.IGNORECASE
+)
+# The later mention owns what follows it ("the on-call owner is Aisha's senior engineer"): it is not the endpoint.
+POSSESSIVE_AFTER = re.compile(r"^['\u2019]s?\b")
 # A question proposes nothing: "Kenji asked whether Atlas uses Beacon".
 QUESTION = re.compile(
     r"\?\s*$|\b(?:ask(?:s|ed)?|wonder(?:s|ed)?) (?:whether|if|about|why|how|what|when|who)\b", re.IGNORECASE

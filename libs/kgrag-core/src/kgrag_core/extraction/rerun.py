@@ -22,7 +22,8 @@ from kgrag_core.extraction.pipeline import ExtractionReport, Extractor, Items, S
 from kgrag_core.extraction.records import ChunkExtractionState, ExtractionRun, RerunScope, RunEstimate
 from kgrag_core.extraction.records_text import parse_record
 from kgrag_core.extraction.tier0 import classify_chunk
-from kgrag_core.extraction.tier3 import build_batches, build_messages
+from kgrag_core.extraction.llm_schema import extraction_json_schema
+from kgrag_core.extraction.tier3 import build_batches, build_messages, request_tokens
 from kgrag_core.ports import DocumentStore
 
 
@@ -99,8 +100,10 @@ class RerunService:
             if self.extractor.llm_wanted(item.source, lower):
                 llm.append(chunk)
         batches = build_batches(
-            llm, max_chunks=self.extractor.settings.llm_batch_chunks,
-            max_input_tokens=self.extractor.settings.llm_max_input_tokens, count_tokens=self.extractor.count_tokens,
+            llm,
+            max_chunks=self.extractor.settings.llm_batch_chunks,
+            max_input_tokens=self.extractor.settings.llm_max_input_tokens,
+            count_tokens=self.extractor.count_tokens,
         )
         input_tokens = sum(self._prompt_tokens(b) for b in batches)
         chunk_tokens = sum(self.extractor.count_tokens(c.text) for c in llm)
@@ -140,8 +143,11 @@ class RerunService:
     def resume(self, run_id: str) -> ExtractionRun:
         run = self.store.get_run(run_id)
         if run is None or run.dry_run:
-            raise KgragError(ErrorCode.RUN_NOT_FOUND, f"No re-extraction run {run_id!r}.",
-                             hint="List runs with `kgrag extract runs`, or start one with `kgrag extract rerun`.")
+            raise KgragError(
+                ErrorCode.RUN_NOT_FOUND,
+                f"No re-extraction run {run_id!r}.",
+                hint="List runs with `kgrag extract runs`, or start one with `kgrag extract rerun`.",
+            )
         if run.status == "completed":
             return run
         # The plan is recomputed from the stores: chunks already done are cache hits now, so they cost nothing.
@@ -151,14 +157,19 @@ class RerunService:
         done = set(run.done_chunk_ids)
         todo = [c for c in plan.chunks if c.chunk.chunk_id not in done]
         if run.receipt is None:
-            run.receipt = replace(_ZERO, chunks_in_scope=len(plan.chunks), tokens_counted=self.cost.tokens_counted,
-                                  currency=self.cost.currency)
+            run.receipt = replace(
+                _ZERO,
+                chunks_in_scope=len(plan.chunks),
+                tokens_counted=self.cost.tokens_counted,
+                currency=self.cost.currency,
+            )
         try:
             for start in range(0, len(todo), self.slice_size):
                 part = todo[start : start + self.slice_size]
                 began = self._clock()
-                report = self.extractor.extract(part, extractor_version=run.extractor_version,
-                                                llm_chunk_ids=plan.llm_chunk_ids)
+                report = self.extractor.extract(
+                    part, extractor_version=run.extractor_version, llm_chunk_ids=plan.llm_chunk_ids
+                )
                 run.receipt = self._add(run.receipt, report, len(part), self._clock() - began)
                 run.done_chunk_ids.extend(c.chunk.chunk_id for c in part)
                 self.store.save_run(run)  # progress is durable per slice: a resume skips what is done
@@ -206,12 +217,16 @@ class RerunService:
         )
 
     def _prompt_tokens(self, batch: Sequence[Chunk]) -> int:
-        messages = build_messages(batch, self.extractor.ontology)
-        return sum(self.extractor.count_tokens(m.content) for m in messages)
+        """Tokens of the request the real run will send (the schema included), counted the same way."""
+        ontology = self.extractor.ontology
+        messages = build_messages(batch, ontology)
+        return request_tokens(messages, extraction_json_schema(ontology), self.extractor.count_tokens)
 
     def _current_results(self, states: Mapping[str, ChunkExtractionState]) -> dict[str, Items]:
         """What the chunks' current extractions found: the policy's input, as in the pipeline."""
-        keys = {cid: ExtractionKey(s.content_hash, s.extractor_version, s.ontology_version) for cid, s in states.items()}
+        keys = {
+            cid: ExtractionKey(s.content_hash, s.extractor_version, s.ontology_version) for cid, s in states.items()
+        }
         found = self.store.cached(list(set(keys.values())))
         out: dict[str, Items] = {}
         for chunk_id, key in keys.items():
@@ -222,6 +237,15 @@ class RerunService:
 
 
 _ZERO = RunEstimate(
-    chunks_in_scope=0, cache_hits=0, chunks_to_extract=0, llm_chunks=0, calls=0, input_tokens=0, output_tokens=0,
-    tokens_counted=False, estimated_cost=0.0, currency="USD", estimated_seconds=0.0,
+    chunks_in_scope=0,
+    cache_hits=0,
+    chunks_to_extract=0,
+    llm_chunks=0,
+    calls=0,
+    input_tokens=0,
+    output_tokens=0,
+    tokens_counted=False,
+    estimated_cost=0.0,
+    currency="USD",
+    estimated_seconds=0.0,
 )

@@ -14,8 +14,8 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.model import (
     ChunkExtraction,
     ClaimItem,
-    DropReason,
     DroppedItem,
+    DropReason,
     EntityMention,
     ExtractionKey,
     Modality,

@@ -11,19 +11,18 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol
 
-import numpy as np
 from datasketch import MinHash, MinHashLSH
 
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.documents import Chunk
 from kgrag_core.extraction.model import SkipReason
-from kgrag_core.extraction.records import MinHashEntry
+from kgrag_core.extraction.records import ChunkExtractionState, MinHashEntry
 from kgrag_core.extraction.records_text import record_lines
-from kgrag_core.ports import ExtractionStore
 
 # --- boilerplate and low information --------------------------------------------------------------
 
@@ -47,7 +46,7 @@ _DISCLAIMER = re.compile(
     r"|\bdisclaimer\s*:"
     r"|\bintended (solely |only )?for the (use of the )?(named )?(addressee|recipient|individual)"
     r"|\bif you (are not the intended recipient|have received this (e-?mail|message|communication) in error)"
-    r"|\bunsubscribe\b"
+    r"|\b(click here to|to|you can|you may) unsubscribe\b|\bunsubscribe (here|at|from (this|these|our|all))\b"
     r"|\b(manage|update) your (e-?mail |notification |subscription )?preferences\b"
     r"|\byou are receiving this (e-?mail|message|newsletter)\b",
     re.IGNORECASE,
@@ -145,7 +144,7 @@ def _minhash(signature: Sequence[int]) -> MinHash:
     template = _template()
     return MinHash(
         seed=SEED,
-        hashvalues=np.asarray(signature, dtype=np.uint64),
+        hashvalues=list(signature),
         permutations=template.permutations,
         scheme=SCHEME,
     )
@@ -168,6 +167,18 @@ def band_keys(signature: Sequence[int]) -> list[str]:
 # --- duplicate detection --------------------------------------------------------------------------
 
 
+class DuplicateIndex(Protocol):
+    """The part of `ports.ExtractionStore` duplicate detection reads and writes (any ExtractionStore is one)."""
+
+    def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]: ...
+
+    def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]: ...
+
+    def put_minhashes(self, entries: Sequence[tuple[MinHashEntry, Sequence[str]]]) -> None: ...
+
+    def states(self, chunk_ids: Sequence[str]) -> dict[str, ChunkExtractionState]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Fresh:
     chunk: Chunk
@@ -188,18 +199,31 @@ class _Deduper:
     own representative, so there are no cycles even where the two lists order chunks differently.
     """
 
-    def __init__(self, chunks: Sequence[Chunk], store: ExtractionStore, threshold: float) -> None:
-        self.store = store
+    def __init__(self, chunks: Sequence[Chunk], store: DuplicateIndex, threshold: float) -> None:
         self.threshold = threshold
         self.fresh = [
             _Fresh(c, sig, tuple(band_keys(sig))) for c, sig in ((c, minhash_signature(c.text)) for c in chunks)
         ]
         self.by_id = {f.chunk.chunk_id: f for f in self.fresh}
-        self.by_hash = store.chunks_with_hash(sorted({c.content_hash for c in chunks}))
-        self.signatures = {f.chunk.chunk_id: f.signature for f in self.fresh}
+        self.position = {f.chunk.chunk_id: i for i, f in enumerate(self.fresh)}
+        self.batch_by_hash: dict[str, list[str]] = {}
+        self.batch_by_key: dict[str, list[str]] = {}
+        for f in self.fresh:
+            self.batch_by_hash.setdefault(f.chunk.content_hash, []).append(f.chunk.chunk_id)
+            for key in f.keys:
+                self.batch_by_key.setdefault(key, []).append(f.chunk.chunk_id)
+        # Three reads for the whole batch, not one per chunk: a stored entry's band keys are recomputed from
+        # its signature (they are a function of it), which tells which batch chunks it is a candidate for.
+        self.by_hash = store.chunks_with_hash(sorted(self.batch_by_hash))
+        entries = store.minhash_candidates(sorted(self.batch_by_key))
+        self.entries = [(e.chunk_id, frozenset(band_keys(e.signature))) for e in entries]
+        self.signatures = {e.chunk_id: e.signature for e in entries}
+        self.signatures.update({f.chunk.chunk_id: f.signature for f in self.fresh})
+        stored_ids = {e.chunk_id for e in entries} | {i for ids in self.by_hash.values() for i in ids}
+        wanted = sorted(stored_ids - set(self.by_id))
+        self.stored = {chunk_id: _decision(state) for chunk_id, state in store.states(wanted).items()} if wanted else {}
         self.decisions: dict[str, Decision | None] = {}
         self.in_progress: set[str] = set()
-        self.stored: dict[str, Decision | None] = {}
 
     def run(self) -> dict[str, Decision]:
         for item in self.fresh:
@@ -214,41 +238,30 @@ class _Deduper:
             self.in_progress.discard(chunk_id)
         return self.decisions[chunk_id]
 
-    def _older(self, chunk_id: str, listed: Sequence[str], batch_match: Callable[[_Fresh], bool]) -> list[str]:
+    def _older(self, chunk_id: str, listed: Sequence[str], batch_ids: Sequence[str]) -> list[str]:
+        """Chunks older than `chunk_id` among the store's list (oldest first) and the matching batch chunks."""
         if chunk_id in listed:
             return list(listed[: listed.index(chunk_id)])
-        newer_than_list = []
-        for other in self.fresh:
-            if other.chunk.chunk_id == chunk_id:
-                break
-            if other.chunk.chunk_id not in listed and batch_match(other):
-                newer_than_list.append(other.chunk.chunk_id)
+        in_list = set(listed)
+        limit = self.position[chunk_id]
+        newer_than_list = sorted(
+            {other for other in batch_ids if self.position[other] < limit and other not in in_list},
+            key=self.position.__getitem__,
+        )
         return list(listed) + newer_than_list
 
     def _representative(self, chunk_id: str, other: str) -> tuple[SkipReason | None, str] | None:
         """(reason, representative) standing in for the older chunk `other`, None if it cannot stand in."""
         if other in self.in_progress:
             return None
-        decision = self.decide(other) if other in self.by_id else self._stored_decision(other)
+        decision = self.decide(other) if other in self.by_id else self.stored.get(other)
         reason, representative = (None, other) if decision is None else decision
         return None if representative == chunk_id else (reason, representative)
-
-    def _stored_decision(self, chunk_id: str) -> Decision | None:
-        if chunk_id not in self.stored:
-            state = self.store.states([chunk_id]).get(chunk_id)
-            decision: Decision | None = None
-            if state is not None and state.representative_chunk_id and state.skip_reason:
-                try:
-                    decision = (SkipReason(state.skip_reason), state.representative_chunk_id)
-                except ValueError:  # a skip reason this release does not know: the chunk counts as an original
-                    decision = None
-            self.stored[chunk_id] = decision
-        return self.stored[chunk_id]
 
     def _exact(self, item: _Fresh) -> Decision | None:
         chunk_id, content_hash = item.chunk.chunk_id, item.chunk.content_hash
         listed = self.by_hash.get(content_hash, [])
-        for other in self._older(chunk_id, listed, lambda f: f.chunk.content_hash == content_hash):
+        for other in self._older(chunk_id, listed, self.batch_by_hash[content_hash]):
             found = self._representative(chunk_id, other)
             if found is not None:
                 reason, representative = found
@@ -258,12 +271,9 @@ class _Deduper:
 
     def _near(self, item: _Fresh) -> Decision | None:
         chunk_id = item.chunk.chunk_id
-        entries = self.store.minhash_candidates(list(item.keys))
-        for entry in entries:
-            self.signatures.setdefault(entry.chunk_id, entry.signature)
-        keys = set(item.keys)
-        listed = [e.chunk_id for e in entries]
-        for other in self._older(chunk_id, listed, lambda f: not keys.isdisjoint(f.keys)):
+        listed = [other for other, keys in self.entries if not keys.isdisjoint(item.keys)]
+        batch_ids = [other for key in item.keys for other in self.batch_by_key[key]]
+        for other in self._older(chunk_id, listed, batch_ids):
             if estimated_jaccard(item.signature, self.signatures[other]) < self.threshold:
                 continue
             found = self._representative(chunk_id, other)
@@ -279,8 +289,17 @@ class _Deduper:
         return None
 
 
+def _decision(state: ChunkExtractionState) -> Decision | None:
+    if not (state.representative_chunk_id and state.skip_reason):
+        return None
+    try:
+        return (SkipReason(state.skip_reason), state.representative_chunk_id)
+    except ValueError:  # a skip reason this release does not know: the chunk counts as an original
+        return None
+
+
 def find_duplicates(
-    chunks: Sequence[Chunk], store: ExtractionStore, *, threshold: float = LSH_THRESHOLD
+    chunks: Sequence[Chunk], store: DuplicateIndex, *, threshold: float = LSH_THRESHOLD
 ) -> dict[str, tuple[SkipReason, str]]:
     """chunk_id -> (EXACT_DUPLICATE or NEAR_DUPLICATE, representative chunk_id) for the chunks that repeat
     an older one; originals are absent. Records every chunk's signature and band keys in the store."""

@@ -35,7 +35,7 @@ class ValidatedItems:
     dropped: tuple[DroppedItem, ...]
 
 
-class _Drop(Exception):  # noqa: N818 - internal control flow, never escapes this module
+class _Drop(Exception):  # internal control flow, never escapes this module
     def __init__(self, reason: DropReason, detail: str) -> None:
         super().__init__(detail)
         self.reason = reason
@@ -91,11 +91,14 @@ def _speaks_in(quote: str, name: str) -> bool:
 
 
 def _clauses_about(quote: str, anchors: Iterable[str]) -> str:
-    """The clauses of the quote that mention an anchor (all of it when none does)."""
-    clauses = [c for c in _CLAUSE_SPLIT.split(normalise_for_quote(quote)) if c.strip()]
-    keys = [_DIGIT_GROUPS.sub("", _fold(a)) for a in anchors if a.strip()]
-    hits = [c for c in clauses if any(k and k in _DIGIT_GROUPS.sub("", _fold(c)) for k in keys)]
-    return " ".join(hits) if hits else quote
+    """The clauses of the quote that mention the first anchor found in it (all of it when none is)."""
+    clauses = [_DIGIT_GROUPS.sub("", _fold(c)) for c in _CLAUSE_SPLIT.split(normalise_for_quote(quote)) if c.strip()]
+    for anchor in anchors:
+        key = _DIGIT_GROUPS.sub("", _fold(anchor))
+        hits = [c for c in clauses if key and key in c]
+        if hits:
+            return " ".join(hits)
+    return quote
 
 
 def _qualified_polarity(polarity: Polarity, quote: str, anchors: Iterable[str]) -> Polarity:
@@ -122,7 +125,9 @@ def _check_entity_type(ontology: Ontology, type_name: str) -> None:
 
 def _check_dates(item: RelationItem | ClaimItem, label: str) -> None:
     if item.valid_from and item.valid_to and item.valid_from > item.valid_to:
-        raise _Drop(DropReason.VALUE_TYPE_INVALID, f"{label}: valid_from {item.valid_from} after valid_to {item.valid_to}")
+        raise _Drop(
+            DropReason.VALUE_TYPE_INVALID, f"{label}: valid_from {item.valid_from} after valid_to {item.valid_to}"
+        )
 
 
 def _entity(item: EntityMention, chunk_text: str, ontology: Ontology) -> EntityMention:

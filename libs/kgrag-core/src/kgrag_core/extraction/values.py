@@ -38,7 +38,7 @@ _PERCENT = re.compile(rf"^(?P<num>{_NUMBER})\s*(?:%|percent|per cent|pct)?$", re
 
 _CURRENCY_SYMBOLS = {"€": "EUR", "$": "USD", "us$": "USD", "£": "GBP", "¥": "JPY"}
 _CURRENCY_CODES = frozenset(
-    "EUR USD GBP CHF JPY SEK NOK DKK PLN CZK HUF CAD AUD NZD CNY INR BRL MXN ZAR SGD HKD".split()
+    {"EUR", "USD", "GBP", "CHF", "JPY", "SEK", "NOK", "DKK", "PLN", "CZK", "HUF", "CAD", "AUD", "NZD", "CNY", "INR"}
 )
 _CURRENCY = r"(?:us\$|€|\$|£|¥|[a-z]{3})"
 _MONEY = re.compile(
@@ -182,7 +182,7 @@ def _check_date(text: str) -> str | None:
         return f"{first.year:04d}"
     if first.day != second.day:
         return f"{first.year:04d}-{first.month:02d}"
-    return first.date().isoformat()
+    return f"{first.year:04d}-{first.month:02d}-{first.day:02d}"
 
 
 def _duration_number(token: str) -> Decimal | None:

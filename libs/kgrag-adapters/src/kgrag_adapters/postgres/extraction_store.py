@@ -1,0 +1,666 @@
+"""The ExtractionStore on PostgreSQL: extraction cache, per-chunk state, facts with evidence, ontology versions, runs.
+
+A subclass of PostgresStore, so it shares that class's connection handling (one autocommit connection, a
+lock, reconnect after a broken connection, explicit transactions for multi-statement writes) and is also a
+DocumentStore: one object, one connection serves an extractor that reads chunks and writes facts.
+
+Facts and their clean-up live in the schema (0003_extraction.sql): evidence rows cascade with their chunk
+and triggers remove facts left without evidence, so documents changing or going need nothing from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _chunk, _utc_or_none
+from kgrag_core.documents import Chunk
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.claims import cardinalities, timeline
+from kgrag_core.extraction.identity import claim_id, entity_id, normalise_name, relation_id
+from kgrag_core.extraction.model import ChunkExtraction, ExtractionKey, Modality, Polarity, Quarantined, Tier
+from kgrag_core.extraction.ontology import Cardinality, parse_ontology
+from kgrag_core.extraction.records import (
+    ChunkExtractionState,
+    ClaimRecord,
+    ExtractionRun,
+    MinHashEntry,
+    RerunScope,
+    RunEstimate,
+)
+from kgrag_core.extraction.serialise import extraction_from_dict, extraction_to_dict
+
+_LIVE_CHUNKS: LiteralString = " JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'"
+
+_UPSERT_CACHE = """
+INSERT INTO extraction_cache (content_hash, extractor_version, ontology_version, tier, result)
+VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (content_hash, extractor_version, ontology_version) DO UPDATE SET
+    tier = EXCLUDED.tier, result = EXCLUDED.result, created_at = now()
+"""
+
+_UPSERT_STATE = """
+INSERT INTO chunk_extractions (chunk_id, content_hash, tier, extractor_version, ontology_version, skip_reason,
+                               representative_chunk_id, pending_llm, items, dropped)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (chunk_id) DO UPDATE SET
+    content_hash = EXCLUDED.content_hash, tier = EXCLUDED.tier, extractor_version = EXCLUDED.extractor_version,
+    ontology_version = EXCLUDED.ontology_version, skip_reason = EXCLUDED.skip_reason,
+    representative_chunk_id = EXCLUDED.representative_chunk_id, pending_llm = EXCLUDED.pending_llm,
+    items = EXCLUDED.items, dropped = EXCLUDED.dropped, extracted_at = now()
+"""
+
+# DO UPDATE (not DO NOTHING) so the row is locked until commit: the orphan clean-up of a concurrent chunk
+# deletion then waits instead of removing an entity this transaction is about to refer to.
+_UPSERT_ENTITY = """
+INSERT INTO kg_entities (entity_id, type, name, norm_name, strong_ids) VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (entity_id) DO UPDATE SET strong_ids = (
+    SELECT COALESCE(jsonb_agg(DISTINCT x ORDER BY x), '[]'::jsonb)
+    FROM jsonb_array_elements(kg_entities.strong_ids || EXCLUDED.strong_ids) AS x
+)
+"""
+
+_INSERT_MENTION = """
+INSERT INTO kg_mentions (chunk_id, entity_id, name, norm_name, tier, quote, confidence)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (chunk_id, entity_id, name, quote) DO UPDATE SET
+    confidence = GREATEST(kg_mentions.confidence, EXCLUDED.confidence)
+"""
+
+_INSERT_RELATION = """
+INSERT INTO kg_relations (relation_id, subject_id, relation, object_id, polarity, modality, valid_from, valid_to)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (relation_id) DO UPDATE SET valid_to = COALESCE(kg_relations.valid_to, EXCLUDED.valid_to)
+"""
+
+_INSERT_RELATION_EVIDENCE = """
+INSERT INTO kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence) VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (relation_id, chunk_id, quote) DO UPDATE SET
+    confidence = GREATEST(kg_relation_evidence.confidence, EXCLUDED.confidence)
+"""
+
+_INSERT_CLAIM = """
+INSERT INTO kg_claims (claim_id, entity_id, attribute, value, polarity, modality, valid_from, valid_to)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (claim_id) DO UPDATE SET valid_to = COALESCE(kg_claims.valid_to, EXCLUDED.valid_to)
+"""
+
+_INSERT_CLAIM_EVIDENCE = """
+INSERT INTO kg_claim_evidence (claim_id, chunk_id, quote, tier, confidence) VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (claim_id, chunk_id, quote) DO UPDATE SET
+    confidence = GREATEST(kg_claim_evidence.confidence, EXCLUDED.confidence)
+"""
+
+# acl_class_id, doc_id and the date written come from the chunk row, not a copy (see 0003_extraction.sql).
+_SELECT_CLAIMS: LiteralString = """
+SELECT cl.claim_id, cl.entity_id, e.name, e.type, cl.attribute, cl.value, ev.quote, cl.modality, cl.polarity,
+       cl.valid_from, cl.valid_to, (c.doc_time AT TIME ZONE 'UTC')::date, ev.chunk_id, c.doc_id, c.acl_class_id,
+       ev.tier, ev.confidence
+FROM kg_claims cl
+JOIN kg_entities e ON e.entity_id = cl.entity_id
+JOIN kg_claim_evidence ev ON ev.claim_id = cl.claim_id
+JOIN chunks c ON c.chunk_id = ev.chunk_id
+JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'
+WHERE (%(entity)s::text IS NULL OR cl.entity_id IN (
+          SELECT entity_id FROM kg_entities WHERE norm_name = %(entity)s
+          UNION SELECT entity_id FROM kg_mentions WHERE norm_name = %(entity)s))
+  AND (%(attribute)s::text IS NULL OR cl.attribute = %(attribute)s)
+  AND (%(admin)s OR c.acl_class_id = ANY(%(acl)s::text[]))
+"""
+
+_KNOWN_NAMES: LiteralString = """
+SELECT n.name, e.type, count(*) AS uses
+FROM (SELECT entity_id, name FROM kg_mentions UNION ALL SELECT entity_id, name FROM kg_entities) AS n
+JOIN kg_entities e ON e.entity_id = n.entity_id
+GROUP BY n.name, e.type
+ORDER BY uses DESC, n.name, e.type
+LIMIT %s
+"""
+
+_FACT_COUNTS: LiteralString = """
+SELECT (SELECT count(*) FROM kg_entities), (SELECT count(*) FROM kg_mentions),
+       (SELECT count(*) FROM kg_relations), (SELECT count(*) FROM kg_relation_evidence),
+       (SELECT count(*) FROM kg_claims), (SELECT count(*) FROM kg_claim_evidence),
+       (SELECT count(*) FROM chunk_extractions), (SELECT count(*) FROM chunk_extractions WHERE pending_llm),
+       (SELECT count(*) FROM extraction_cache), (SELECT count(*) FROM extraction_quarantine)
+"""
+_FACT_COUNT_NAMES = (
+    "entities",
+    "mentions",
+    "relations",
+    "relation_evidence",
+    "claims",
+    "claim_evidence",
+    "chunks_extracted",
+    "pending_llm",
+    "cache_entries",
+    "quarantined",
+)
+
+_UPSERT_RUN = """
+INSERT INTO extraction_runs (run_id, scope, extractor_version, ontology_version, dry_run, status, preview, receipt,
+                             done_chunk_ids, created_at, finished_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s::timestamptz, now()), %s)
+ON CONFLICT (run_id) DO UPDATE SET
+    scope = EXCLUDED.scope, extractor_version = EXCLUDED.extractor_version,
+    ontology_version = EXCLUDED.ontology_version, dry_run = EXCLUDED.dry_run, status = EXCLUDED.status,
+    preview = EXCLUDED.preview, receipt = EXCLUDED.receipt, done_chunk_ids = EXCLUDED.done_chunk_ids,
+    finished_at = EXCLUDED.finished_at
+"""
+
+_SWEEP_FACTS: tuple[LiteralString, ...] = (
+    "DELETE FROM kg_relations r WHERE NOT EXISTS (SELECT 1 FROM kg_relation_evidence e"
+    " WHERE e.relation_id = r.relation_id)",
+    "DELETE FROM kg_claims c WHERE NOT EXISTS (SELECT 1 FROM kg_claim_evidence e WHERE e.claim_id = c.claim_id)",
+)
+
+_SIGNED = 1 << 63
+_UNSIGNED = 1 << 64
+
+
+def cacheable(result: ChunkExtraction) -> bool:
+    """Whether a result may answer for its text later.
+
+    Not a pending one: tier 3 still owes the chunk a call, and a cache hit would waive it for good. Not a
+    tier 0 skip: a duplicate's status depends on which other chunks exist, not on the text, and an exact
+    duplicate has its representative's hash, so caching it would overwrite the representative's entry.
+    """
+    return not result.pending_llm and result.skip_reason is None
+
+
+class PostgresExtractionStore(PostgresStore):
+    """ExtractionStore (plus everything PostgresStore is) on one connection."""
+
+    @classmethod
+    def connect(cls, dsn: str) -> PostgresExtractionStore:
+        store = super().connect(dsn)
+        if not isinstance(store, PostgresExtractionStore):  # cannot happen: super().connect builds a cls
+            raise TypeError(f"connect built a {type(store).__name__}")
+        return store
+
+    # --- cache and per-chunk state ----------------------------------------------------------------------
+
+    def cached(self, keys: Sequence[ExtractionKey]) -> dict[ExtractionKey, ChunkExtraction]:
+        """Cached results by key. The result's chunk_id is the chunk that produced it, not necessarily yours."""
+        if not keys:
+            return {}
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT x.content_hash, x.extractor_version, x.ontology_version, x.result FROM extraction_cache x"
+                " JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(h, e, o)"
+                " ON x.content_hash = k.h AND x.extractor_version = k.e AND x.ontology_version = k.o",
+                (
+                    [k.content_hash for k in keys],
+                    [k.extractor_version for k in keys],
+                    [k.ontology_version for k in keys],
+                ),
+            ).fetchall()
+        return {ExtractionKey(r[0], r[1], r[2]): extraction_from_dict(r[3]) for r in rows}
+
+    def save(self, results: Sequence[ChunkExtraction]) -> None:
+        """Cache each cacheable result and replace its chunk's state, facts and evidence, in one transaction.
+
+        A chunk that is gone by now (its document changed or was deleted while it was being extracted) gets
+        no state and no facts; its result is still cached, since the text's extraction is still valid.
+        """
+        if not results:
+            return
+        latest = {r.chunk_id: r for r in results}  # one batch naming a chunk twice: the last result wins
+        chunk_ids = list(latest)
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            # KEY SHARE: a concurrent deletion of these chunks waits for this transaction, so no evidence
+            # is written for a chunk that is being removed.
+            live = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT chunk_id FROM chunks WHERE chunk_id = ANY(%s) FOR KEY SHARE", (chunk_ids,)
+                )
+            }
+            facts = _Facts()
+            for result in latest.values():
+                if result.chunk_id in live:
+                    facts.add(result)
+            with conn.cursor() as cur:
+                cache = [_cache_params(r) for r in latest.values() if cacheable(r)]
+                if cache:
+                    cur.executemany(_UPSERT_CACHE, cache)
+                kept = [r for r in latest.values() if r.chunk_id in live]
+                if not kept:
+                    return
+                cur.executemany(_UPSERT_STATE, [_state_params(r) for r in kept])
+                cur.executemany(
+                    "UPDATE chunks SET extraction_tier = %s"
+                    " WHERE chunk_id = %s AND extraction_tier IS DISTINCT FROM %s",
+                    [(int(r.tier), r.chunk_id, int(r.tier)) for r in kept],
+                )
+                ids = [r.chunk_id for r in kept]
+                # Replace, not merge: the triggers drop facts this leaves without evidence, and the inserts
+                # below bring back (same deterministic IDs) those the new result still supports.
+                cur.execute("DELETE FROM kg_mentions WHERE chunk_id = ANY(%s)", (ids,))
+                cur.execute("DELETE FROM kg_relation_evidence WHERE chunk_id = ANY(%s)", (ids,))
+                cur.execute("DELETE FROM kg_claim_evidence WHERE chunk_id = ANY(%s)", (ids,))
+                for sql, params in facts.statements():
+                    if params:
+                        cur.executemany(sql, params)
+
+    def states(self, chunk_ids: Sequence[str]) -> dict[str, ChunkExtractionState]:
+        if not chunk_ids:
+            return {}
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT chunk_id, content_hash, tier, extractor_version, ontology_version, skip_reason,"
+                " representative_chunk_id, pending_llm, items FROM chunk_extractions WHERE chunk_id = ANY(%s)",
+                (list(chunk_ids),),
+            ).fetchall()
+        return {r[0]: ChunkExtractionState(r[0], r[1], Tier(r[2]), r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows}
+
+    def quarantine(self, items: Sequence[Quarantined]) -> None:
+        if not items:
+            return
+        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO extraction_quarantine (chunk_ids, reason, reply, extractor_version)"
+                " VALUES (%s, %s, %s, %s)",
+                [(list(q.chunk_ids), q.reason, q.reply, q.extractor_version) for q in items],
+            )
+
+    def quarantined(self, limit: int = 100) -> list[Quarantined]:
+        """The latest `limit` quarantined replies, newest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT chunk_ids, reason, reply, extractor_version FROM extraction_quarantine"
+                " ORDER BY id DESC LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [Quarantined(tuple(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    def purge_content(self, content_hashes: Sequence[str] | None = None) -> int:
+        """Delete cache entries for texts no chunk has any more; None sweeps every such entry.
+
+        Chunk rows exist only for live documents (deleted documents lose theirs), so this is what a
+        compliance deletion calls after removing a document: no extracted quote of it stays behind.
+        """
+        if content_hashes is not None and not content_hashes:
+            return 0
+        with self._lock:
+            cur = self._conn.execute(
+                "DELETE FROM extraction_cache x WHERE (%s::text[] IS NULL OR x.content_hash = ANY(%s::text[]))"
+                " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = x.content_hash)",
+                (
+                    None if content_hashes is None else list(content_hashes),
+                    None if content_hashes is None else list(content_hashes),
+                ),
+            )
+        return cur.rowcount
+
+    def sweep_orphans(self) -> int:
+        """Remove facts without evidence and entities nothing refers to; return how many rows went.
+
+        The triggers keep this at zero, except after a save that rolled back while a chunk deletion skipped
+        the rows it had locked (see 0003_extraction.sql). Cheap enough for a periodic maintenance job.
+        """
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            before = _count(conn, "SELECT count(*) FROM kg_entities")
+            facts = sum(conn.execute(sql).rowcount for sql in _SWEEP_FACTS)
+            # (the triggers of the statements above already removed the entities those facts named)
+            conn.execute("SELECT kg_drop_orphan_entities(ARRAY(SELECT entity_id FROM kg_entities))")
+            return facts + before - _count(conn, "SELECT count(*) FROM kg_entities")
+
+    # --- tier 0 near-duplicates ------------------------------------------------------------------------------
+
+    def put_minhashes(self, entries: Sequence[tuple[MinHashEntry, Sequence[str]]]) -> None:
+        """Store signatures and band keys (replacing a chunk's earlier ones); chunks already gone are skipped."""
+        if not entries:
+            return
+        ids = [e.chunk_id for e, _ in entries]
+        bands = [(key, e.chunk_id) for e, keys in entries for key in dict.fromkeys(keys)]
+        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO chunk_minhash (chunk_id, content_hash, doc_id, signature)"
+                " SELECT c.chunk_id, %s, c.doc_id, %s FROM chunks c WHERE c.chunk_id = %s"
+                " ON CONFLICT (chunk_id) DO UPDATE SET content_hash = EXCLUDED.content_hash,"
+                " doc_id = EXCLUDED.doc_id, signature = EXCLUDED.signature",
+                [(e.content_hash, [_to_signed(v) for v in e.signature], e.chunk_id) for e, _ in entries],
+            )
+            cur.execute("DELETE FROM chunk_lsh_bands WHERE chunk_id = ANY(%s)", (ids,))
+            if bands:
+                cur.execute(
+                    "INSERT INTO chunk_lsh_bands (band_key, chunk_id)"
+                    " SELECT b.band_key, b.chunk_id FROM unnest(%s::text[], %s::text[]) AS b(band_key, chunk_id)"
+                    " JOIN chunk_minhash m ON m.chunk_id = b.chunk_id ON CONFLICT DO NOTHING",
+                    ([b[0] for b in bands], [b[1] for b in bands]),
+                )
+
+    def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]:
+        if not band_keys:
+            return []
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT m.chunk_id, m.content_hash, m.signature FROM chunk_minhash m"
+                " JOIN chunks c ON c.chunk_id = m.chunk_id" + _LIVE_CHUNKS + " WHERE m.chunk_id IN"
+                " (SELECT b.chunk_id FROM chunk_lsh_bands b WHERE b.band_key = ANY(%s))"
+                " AND (%s::text IS NULL OR c.doc_id <> %s) ORDER BY m.seq",
+                (list(band_keys), exclude_doc_id, exclude_doc_id),
+            ).fetchall()
+        return [MinHashEntry(r[0], r[1], tuple(_to_unsigned(v) for v in r[2])) for r in rows]
+
+    def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]:
+        if not content_hashes:
+            return {}
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT c.content_hash, c.chunk_id FROM chunks c" + _LIVE_CHUNKS + " WHERE c.content_hash = ANY(%s)"
+                " ORDER BY c.content_hash, c.indexed_at, c.doc_id, c.seq, c.chunk_id",
+                (list(content_hashes),),
+            ).fetchall()
+        out: dict[str, list[str]] = {}
+        for h, chunk_id in rows:
+            out.setdefault(h, []).append(chunk_id)
+        return out
+
+    def known_names(self, limit: int = 50_000) -> dict[str, str]:
+        """Surface form -> entity type, the most used first; a name used for two types keeps the commoner."""
+        with self._lock:
+            rows = self._conn.execute(_KNOWN_NAMES, (limit,)).fetchall()
+        out: dict[str, str] = {}
+        for name, entity_type, _ in rows:
+            out.setdefault(name, entity_type)
+        return out
+
+    # --- reading facts back --------------------------------------------------------------------------------
+
+    def claims(
+        self, *, entity: str | None = None, attribute: str | None = None, acl_class_ids: Sequence[str] | None = None
+    ) -> list[ClaimRecord]:
+        """Claims with their status over what the caller may see, in written order."""
+        params = {
+            "entity": normalise_name(entity) if entity is not None else None,
+            "attribute": attribute,
+            "admin": acl_class_ids is None,
+            "acl": list(acl_class_ids or ()),
+        }
+        with self._lock:
+            rows = self._conn.execute(_SELECT_CLAIMS, params).fetchall()
+            body = self._active_ontology_body()
+        return timeline([_claim(r) for r in rows], _cardinality(body))
+
+    def fact_counts(self) -> dict[str, int]:
+        with self._lock:
+            row = self._conn.execute(_FACT_COUNTS).fetchone()
+        if row is None:  # cannot happen: a SELECT without FROM returns exactly one row
+            raise RuntimeError("fact count query returned no row")
+        return dict(zip(_FACT_COUNT_NAMES, (int(v) for v in row), strict=True))
+
+    # --- ontology versions ----------------------------------------------------------------------------------
+
+    def save_ontology(self, version: str, body: Mapping[str, object], *, activate: bool = True) -> None:
+        """Store a validated ontology version (versions are immutable) and optionally make it the active one.
+
+        Saving a version again with the same content only (re)activates it; with other content it fails with
+        ONTOLOGY_INVALID. At most one version is active; `activate=False` leaves the active one as it is.
+        """
+        ontology = parse_ontology(body)  # raises ONTOLOGY_INVALID
+        if ontology.version != version:
+            raise KgragError(
+                ErrorCode.ONTOLOGY_INVALID,
+                f"the body says version {ontology.version!r}, saved as {version!r}",
+                hint="save a body under the version it declares",
+            )
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            # Serialises activations: two at once would otherwise both clear and both set `active`.
+            conn.execute("LOCK TABLE ontology_versions IN SHARE ROW EXCLUSIVE MODE")
+            row = conn.execute("SELECT fingerprint FROM ontology_versions WHERE version = %s", (version,)).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO ontology_versions (version, body, fingerprint) VALUES (%s, %s, %s)",
+                    (version, Jsonb(dict(body)), ontology.fingerprint),
+                )
+            elif row[0] != ontology.fingerprint:
+                raise KgragError(
+                    ErrorCode.ONTOLOGY_INVALID,
+                    f"ontology version {version!r} already exists with different content",
+                    hint="give the changed ontology a new version",
+                )
+            if activate:
+                # Two statements: the one-active index is checked row by row, so clear before setting.
+                conn.execute("UPDATE ontology_versions SET active = false WHERE active AND version <> %s", (version,))
+                conn.execute("UPDATE ontology_versions SET active = true WHERE version = %s", (version,))
+
+    def active_ontology(self) -> Mapping[str, object] | None:
+        with self._lock:
+            return self._active_ontology_body()
+
+    def ontology_versions(self) -> list[str]:
+        """Every stored version, oldest first."""
+        with self._lock:
+            rows = self._conn.execute("SELECT version FROM ontology_versions ORDER BY created_at, version").fetchall()
+        return [r[0] for r in rows]
+
+    def _active_ontology_body(self) -> Mapping[str, object] | None:
+        row = self._conn.execute("SELECT body FROM ontology_versions WHERE active").fetchone()
+        return dict(row[0]) if row is not None else None
+
+    # --- re-extraction runs ------------------------------------------------------------------------------
+
+    def save_run(self, run: ExtractionRun) -> None:
+        with self._lock:
+            self._conn.execute(
+                _UPSERT_RUN,
+                (
+                    run.run_id,
+                    Jsonb(_scope_to_dict(run.scope)),
+                    run.extractor_version,
+                    run.ontology_version,
+                    run.dry_run,
+                    run.status,
+                    Jsonb(dataclasses.asdict(run.preview)),
+                    Jsonb(dataclasses.asdict(run.receipt)) if run.receipt is not None else None,
+                    list(run.done_chunk_ids),
+                    _utc_or_none(run.created_at),
+                    _utc_or_none(run.finished_at),
+                ),
+            )
+
+    def get_run(self, run_id: str) -> ExtractionRun | None:
+        with self._lock:
+            r = self._conn.execute(
+                "SELECT run_id, scope, extractor_version, ontology_version, dry_run, status, preview, receipt,"
+                " done_chunk_ids, created_at, finished_at FROM extraction_runs WHERE run_id = %s",
+                (run_id,),
+            ).fetchone()
+        if r is None:
+            return None
+        return ExtractionRun(
+            run_id=r[0],
+            scope=_scope_from_dict(r[1]),
+            extractor_version=r[2],
+            ontology_version=r[3],
+            dry_run=r[4],
+            status=r[5],
+            preview=RunEstimate(**r[6]),
+            receipt=RunEstimate(**r[7]) if r[7] is not None else None,
+            done_chunk_ids=list(r[8]),
+            created_at=_utc_or_none(r[9]),
+            finished_at=_utc_or_none(r[10]),
+        )
+
+    def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
+        patterns = ["%" + _like_escape(term) + "%" for term in scope.contains_any]
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT " + _CHUNK_COLUMNS + " FROM chunks c" + _LIVE_CHUNKS + " WHERE"
+                " (cardinality(%(docs)s::text[]) = 0 OR c.doc_id = ANY(%(docs)s::text[]))"
+                " AND (cardinality(%(sources)s::text[]) = 0 OR d.source = ANY(%(sources)s::text[]))"
+                " AND (cardinality(%(chunks)s::text[]) = 0 OR c.chunk_id = ANY(%(chunks)s::text[]))"
+                " AND (cardinality(%(patterns)s::text[]) = 0 OR c.text ILIKE ANY(%(patterns)s::text[]))"
+                " ORDER BY c.doc_id, c.seq",
+                {
+                    "docs": list(scope.doc_ids),
+                    "sources": list(scope.sources),
+                    "chunks": list(scope.chunk_ids),
+                    "patterns": patterns,
+                },
+            ).fetchall()
+        return [_chunk(r) for r in rows]
+
+
+# --- ChunkExtraction -> rows -------------------------------------------------------------------------------
+
+
+class _Facts:
+    """The rows a batch of results writes, deduplicated, in foreign-key order."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, tuple[str, str, str, list[list[str]]]] = {}
+        self.mentions: list[Row] = []
+        self.relations: dict[str, Row] = {}
+        self.relation_evidence: list[Row] = []
+        self.claims: dict[str, Row] = {}
+        self.claim_evidence: list[Row] = []
+
+    def _entity(self, entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = ()) -> str:
+        key = entity_id(entity_type, name, strong_ids)
+        pairs = sorted({(k, v) for k, v in strong_ids})
+        known = self.entities.get(key)
+        if known is not None:
+            merged = sorted({(k, v) for k, v in known[3]} | set(pairs))
+            pairs = [(k, v) for k, v in merged]
+        else:
+            known = (entity_type, name, normalise_name(name), [])
+        self.entities[key] = (known[0], known[1], known[2], [[k, v] for k, v in pairs])
+        return key
+
+    def add(self, result: ChunkExtraction) -> None:
+        tier = int(result.tier)
+        chunk = result.chunk_id
+        # A relation endpoint or claim subject named like a mention of this chunk that carries a strong ID
+        # is that entity: the item names it by surface form only.
+        local: dict[tuple[str, str], str] = {}
+        for m in result.entities:
+            ent = self._entity(m.type, m.name, m.strong_ids)
+            local.setdefault((m.type, normalise_name(m.name)), ent)
+            self.mentions.append((chunk, ent, m.name, normalise_name(m.name), tier, m.quote, m.confidence))
+
+        def resolve(entity_type: str, name: str) -> str:
+            return local.get((entity_type, normalise_name(name))) or self._entity(entity_type, name)
+
+        for r in result.relations:
+            subject, obj = resolve(r.subject_type, r.subject), resolve(r.object_type, r.object)
+            rid = relation_id(subject, r.relation, obj, r.valid_from, r.polarity, r.modality)
+            self.relations.setdefault(
+                rid,
+                (rid, subject, r.relation, obj, r.polarity.value, r.modality.value, r.valid_from, r.valid_to),
+            )
+            self.relation_evidence.append((rid, chunk, r.quote, tier, r.confidence))
+        for c in result.claims:
+            ent = resolve(c.entity_type, c.entity)
+            cid = claim_id(ent, c.attribute, c.value, c.valid_from, c.polarity, c.modality)
+            self.claims.setdefault(
+                cid, (cid, ent, c.attribute, c.value, c.polarity.value, c.modality.value, c.valid_from, c.valid_to)
+            )
+            self.claim_evidence.append((cid, chunk, c.quote, tier, c.confidence))
+
+    def statements(self) -> list[tuple[str, list[Row]]]:
+        entities: list[Row] = [(k, t, n, nn, Jsonb(ids)) for k, (t, n, nn, ids) in self.entities.items()]
+        return [
+            (_UPSERT_ENTITY, entities),
+            (_INSERT_MENTION, self.mentions),
+            (_INSERT_RELATION, list(self.relations.values())),
+            (_INSERT_RELATION_EVIDENCE, self.relation_evidence),
+            (_INSERT_CLAIM, list(self.claims.values())),
+            (_INSERT_CLAIM_EVIDENCE, self.claim_evidence),
+        ]
+
+
+def _cache_params(result: ChunkExtraction) -> Row:
+    k = result.key
+    return (
+        k.content_hash,
+        k.extractor_version,
+        k.ontology_version,
+        int(result.tier),
+        Jsonb(extraction_to_dict(result)),
+    )
+
+
+def _state_params(result: ChunkExtraction) -> Row:
+    dropped = Counter(d.reason.value for d in result.dropped)
+    k = result.key
+    return (
+        result.chunk_id,
+        k.content_hash,
+        int(result.tier),
+        k.extractor_version,
+        k.ontology_version,
+        result.skip_reason.value if result.skip_reason is not None else None,
+        result.representative_chunk_id,
+        result.pending_llm,
+        result.item_count,
+        Jsonb(dict(sorted(dropped.items()))),
+    )
+
+
+# --- rows -> records ------------------------------------------------------------------------------------------
+
+
+def _claim(r: Row) -> ClaimRecord:
+    written: date | None = r[11]
+    return ClaimRecord(
+        claim_id=r[0],
+        entity_id=r[1],
+        entity_name=r[2],
+        entity_type=r[3],
+        attribute=r[4],
+        value=r[5],
+        quote=r[6],
+        modality=Modality(r[7]),
+        polarity=Polarity(r[8]),
+        valid_from=r[9],
+        valid_to=r[10],
+        written_at=written,
+        chunk_id=r[12],
+        doc_id=r[13],
+        acl_class_id=r[14],
+        tier=Tier(r[15]),
+        confidence=float(r[16]),
+    )
+
+
+def _count(conn: psycopg.Connection[Row], sql: LiteralString) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _cardinality(body: Mapping[str, object] | None) -> Mapping[str, Cardinality]:
+    # No active ontology: every attribute counts as single-valued (see claims.timeline).
+    return cardinalities(parse_ontology(body)) if body is not None else {}
+
+
+def _scope_to_dict(scope: RerunScope) -> dict[str, Any]:
+    return {f.name: list(getattr(scope, f.name)) for f in dataclasses.fields(scope)}
+
+
+def _scope_from_dict(data: Mapping[str, Any]) -> RerunScope:
+    names = {f.name for f in dataclasses.fields(RerunScope)}
+    return RerunScope(**{k: tuple(v) for k, v in data.items() if k in names})
+
+
+def _like_escape(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _to_signed(value: int) -> int:
+    return value - _UNSIGNED if value >= _SIGNED else value
+
+
+def _to_unsigned(value: int) -> int:
+    return value + _UNSIGNED if value < 0 else value
