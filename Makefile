@@ -30,8 +30,10 @@ test: lint typecheck services  ## Lint, strict types, corpus check, then every t
 	$(RUN) python corpora/northwind/check_corpus.py
 	set -a && . .cache/dev-services/env.sh && set +a && $(RUN) pytest
 
-eval: install  ## Retrieval and answer quality per question type on the bundled corpus
+eval: install  ## Retrieval/answer quality per question type, extraction P/R per tier
 	$(RUN) kgrag eval corpora/northwind/questions.jsonl --corpus corpora/northwind/documents.jsonl --data-dir .kgrag-eval
+	$(RUN) kgrag eval --extraction-gold corpora/northwind/extraction --corpus corpora/northwind/documents.jsonl \
+		--corpus corpora/northwind/records.jsonl
 
 bench: install  ## Benchmarks (tables with same-run baselines) into bench-results/
 	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results

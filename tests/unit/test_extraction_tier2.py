@@ -199,7 +199,9 @@ def test_conversation_mechanics_and_questions_are_not_relations(ontology: Ontolo
 
 def test_table_rows_and_metadata_fields_propose_no_relations(ontology: Ontology) -> None:
     row = "| Atlas | Route planning engine | Routing | Priya Raman leads |"
-    assert run(row, ontology, ("Routing", "Team", "ruler"), ("Priya Raman", "Person", "ner"))[1] == []
+    entities, relations, _ = run(row, ontology, ("Routing", "Team", "ruler"), ("Priya Raman", "Person", "ner"))
+    assert relations == []
+    assert {e.quote for e in entities} == {row}  # the row is the sentence of a table
     fields = "**Owner:** Routing · **Sponsor:** Priya Raman leads"
     proposal = run(fields, ontology, ("Routing", "Team", "ruler"), ("Priya Raman", "Person", "ner"))
     assert proposal[1] == []

@@ -17,7 +17,7 @@ from kgrag_core.extraction.model import (
 )
 from kgrag_core.extraction.ontology import Ontology, ValueType, parse_ontology
 from kgrag_core.extraction.policy import Tier3Policy
-from kgrag_core.extraction.qualifiers import detect_qualifiers
+from kgrag_core.extraction.qualifiers import detect_qualifiers, scoped_modality, scoped_polarity
 from kgrag_core.extraction.validation import validate
 from kgrag_core.extraction.values import check_value, to_date
 
@@ -59,10 +59,22 @@ def claim(entity: str, entity_type: str, attribute: str, value: str, quote: str)
         ("There is no on-call rotation for Compass", Polarity.NEGATIVE, None),
         ("The project was cancelled in March.", Polarity.POSITIVE, None),  # a status, not a denial
         ("It's not only cheaper but faster", Polarity.POSITIVE, None),
-        ("**Status:** Draft \u2014 for discussion, no decision", Polarity.POSITIVE, Modality.PLAN),
+        # A status field names the state a plan is in: a fact about it, not a plan (the value may say "plan").
+        ("**Status:** Draft \u2014 for discussion, no decision", Polarity.POSITIVE, None),
+        ("**Status:** Approved plan \u00b7 **Owner:** Aisha Mensah", Polarity.POSITIVE, None),
+        ("**Status:** Planned", Polarity.POSITIVE, None),
+        ("There is no decision on the Lisbon office yet", Polarity.POSITIVE, Modality.PLAN),
         ("we might get back to 64", Polarity.POSITIVE, Modality.HYPOTHETICAL),
+        ("I think we might get back to 64 if hiring picks up", Polarity.POSITIVE, Modality.HYPOTHETICAL),
+        ("Could Compass replace Ledger reporting?", Polarity.POSITIVE, Modality.HYPOTHETICAL),
         ("We plan to raise LEJ-2 capacity to 30,000 pallets", Polarity.POSITIVE, Modality.PLAN),
         ("Completion is planned for the end of May 2024", Polarity.POSITIVE, Modality.PLAN),
+        ("Routing is planning to move Atlas to Kubernetes", Polarity.POSITIVE, Modality.PLAN),
+        ("Project Lodestar is the plan to move Beacon to CockroachDB", Polarity.POSITIVE, Modality.PLAN),
+        # Words that only contain "plan" refer to a plan without stating one.
+        ("| Atlas | Route planning and optimisation engine | Routing |", Polarity.POSITIVE, None),
+        ("The planned migration of Beacon is cancelled.", Polarity.POSITIVE, None),
+        ("Headcount is 58, in line with the plan", Polarity.POSITIVE, None),
         ("Project Lodestar will move Beacon to a new distributed database", Polarity.POSITIVE, Modality.PLAN),
         ("The target is about \u20ac29,500 per month more expensive", Polarity.POSITIVE, Modality.PLAN),
         ("I think this is the best lever we have", Polarity.POSITIVE, Modality.OPINION),
@@ -80,6 +92,53 @@ def claim(entity: str, entity_type: str, attribute: str, value: str, quote: str)
 def test_detect_qualifiers(sentence: str, polarity: Polarity, modality: Modality | None) -> None:
     found = detect_qualifiers(sentence)
     assert (found.polarity, found.modality) == (polarity, modality)
+
+
+@pytest.mark.parametrize(
+    ("quote", "first", "last", "polarity"),
+    [
+        ("LEJ-2 no longer uses Harbor; it now runs Atlas.", "LEJ-2", "Harbor", Polarity.NEGATIVE),
+        ("LEJ-2 no longer uses Harbor; it now runs Atlas.", "LEJ-2", "Atlas", Polarity.POSITIVE),
+        ("Beacon will not move to CockroachDB.", "Beacon", "CockroachDB", Polarity.NEGATIVE),
+        ("Capacity is not 30,000 pallets.", "LEJ-2", "30 000", Polarity.NEGATIVE),  # value only; digit groups
+        ("Neither Atlas nor Beacon uses Redis.", "Atlas", "Redis", Polarity.NEGATIVE),
+        (
+            "All team leads report to Maria Chen, VP Engineering, except Ravi Patel, who reports to the CEO.",
+            "Ravi Patel",
+            "Maria Chen",
+            Polarity.NEGATIVE,
+        ),
+        # The negation is about something else in the quote.
+        (
+            "- Engineering headcount is 58, in line with the plan, with no layoffs.",
+            "Engineering",
+            "58",
+            Polarity.POSITIVE,
+        ),
+        ("No four-day week trial in 2024.", "four-day week trial", "cancelled", Polarity.POSITIVE),
+        ("Kenji didn't join the call, but Atlas uses Redis.", "Atlas", "Redis", Polarity.POSITIVE),
+        ("It's not only cheaper: Atlas uses Redis", "Atlas", "Redis", Polarity.POSITIVE),
+    ],
+)
+def test_scoped_polarity_reads_only_the_item(quote: str, first: str, last: str, polarity: Polarity) -> None:
+    assert scoped_polarity(quote, first, last) is polarity
+
+
+@pytest.mark.parametrize(
+    ("quote", "names", "modality"),
+    [
+        ("Atlas uses Redis; we plan to move Beacon to Kafka.", ("Atlas", "Redis"), None),
+        ("Atlas uses Redis; we plan to move Beacon to Kafka.", ("Beacon", "Kafka"), Modality.PLAN),
+        ("| Atlas | Route planning and optimisation engine | Routing | Priya Raman |", ("Routing", "Atlas"), None),
+        ("Will Turner leads CHI-3. Will Turner will lead LEJ-2.", ("Will Turner", "LEJ-2"), Modality.PLAN),
+        ("Will Turner leads CHI-3.", ("Will Turner", "CHI-3"), None),
+        ("Nothing here names it; we might get back to 64", ("Engineering", "70"), Modality.HYPOTHETICAL),
+    ],
+)
+def test_scoped_modality_reads_the_clauses_about_the_item(
+    quote: str, names: tuple[str, ...], modality: Modality | None
+) -> None:
+    assert scoped_modality(quote, names) is modality
 
 
 # --- values ------------------------------------------------------------------------------------------
@@ -230,6 +289,66 @@ def test_negation_and_plans_become_polarity_and_modality(ontology: Ontology) -> 
         ("30000", Modality.PLAN, Polarity.POSITIVE),
         ("24500", Modality.FACT, Polarity.POSITIVE),
     ]
+
+
+SITE_CHUNK = "## Capacity\n\n- Capacity: 18,000 pallet positions, of which 2,000 are chilled.\n"
+
+
+def test_names_in_the_heading_breadcrumb_count_but_quotes_must_be_in_the_chunk(ontology: Ontology) -> None:
+    crumb = "LEJ-2 Leipzig site profile > Capacity"
+    quote = "- Capacity: 18,000 pallet positions"
+    capacity = claim("LEJ-2", "Site", "capacity_pallets", "18,000", quote)
+    mention = EntityMention("LEJ-2", "Site", quote, 0.8)
+    crumb_quote = claim("LEJ-2", "Site", "capacity_pallets", "18,000", "LEJ-2 Leipzig site profile")
+    without = validate("c1", SITE_CHUNK, [mention], [], [capacity], ontology)
+    assert without.claims == () and without.entities == ()
+    assert {d.reason for d in without.dropped} == {DropReason.QUOTE_NOT_FOUND}
+    out = validate("c1", SITE_CHUNK, [mention], [], [capacity, crumb_quote], ontology, context=crumb)
+    assert [(c.entity, c.value) for c in out.claims] == [("LEJ-2", "18000")]
+    assert out.entities == (mention,)
+    assert [d.reason for d in out.dropped] == [DropReason.QUOTE_NOT_FOUND]  # the quote from the breadcrumb
+
+
+def test_plan_states_and_descriptions_of_plans_stay_facts(ontology: Ontology) -> None:
+    text = (
+        "Project Lodestar, the planned migration of Beacon from PostgreSQL to CockroachDB, is cancelled.\n"
+        "**Owner:** Aisha Mensah (Tracking) \u00b7 **Status:** Approved plan\n"
+        "Project Lodestar will move Beacon to CockroachDB. The Beacon upgrade is planned for October."
+    )
+    cancelled = claim("Project Lodestar", "Project", "status", "cancelled", text.splitlines()[0])
+    approved = claim("Project Lodestar", "Project", "status", "approved", "**Status:** Approved plan")
+    database = claim("Beacon", "System", "database", "PostgreSQL", text.splitlines()[0])
+    member = RelationItem("Aisha Mensah", "Person", "MEMBER_OF", "Tracking", "Team", text.splitlines()[1], 0.9)
+    about = RelationItem(
+        "Project Lodestar", "Project", "ABOUT", "Beacon", "System", "Project Lodestar will move Beacon", 0.9
+    )
+    moves = RelationItem(
+        "Beacon",
+        "System",
+        "MIGRATES_TO",
+        "CockroachDB",
+        "System",
+        "Project Lodestar will move Beacon to CockroachDB",
+        0.9,
+    )
+    upgrade = claim("Beacon", "System", "database", "PostgreSQL 16", "The Beacon upgrade is planned for October.")
+    out = validate("c1", text, [], [member, about, moves], [cancelled, approved, database, upgrade], ontology)
+    assert out.dropped == ()
+    assert [r.modality for r in out.relations] == [Modality.FACT, Modality.FACT, Modality.PLAN]
+    assert [c.modality for c in out.claims] == [Modality.FACT, Modality.FACT, Modality.FACT, Modality.PLAN]
+    assert {r.polarity for r in out.relations} | {c.polarity for c in out.claims} == {Polarity.POSITIVE}
+
+
+def test_negation_only_where_it_scopes_over_the_item(ontology: Ontology) -> None:
+    text = (
+        "- Engineering headcount is 58, in line with the plan, with no layoffs.\n"
+        "All team leads report to Maria Chen, VP Engineering, except Ravi Patel, who reports to the CEO."
+    )
+    headcount = claim("Engineering", "Team", "headcount", "58", text.splitlines()[0])
+    except_ravi = rel("Ravi Patel", "REPORTS_TO", "Maria Chen", text.splitlines()[1], types=("Person", "Person"))
+    out = validate("c1", text, [], [except_ravi], [headcount], ontology)
+    assert [(c.value, c.polarity, c.modality) for c in out.claims] == [("58", Polarity.POSITIVE, Modality.FACT)]
+    assert [r.polarity for r in out.relations] == [Polarity.NEGATIVE]
 
 
 def test_claim_attribute_and_value_checks(ontology: Ontology) -> None:

@@ -103,8 +103,10 @@ CREATE TABLE kg_mentions (
     norm_name  TEXT NOT NULL,
     tier       INT NOT NULL,
     quote      TEXT NOT NULL,
+    -- keys hold the quote's hash: a quote may be longer than a btree entry may be (about 2.7 kB).
+    quote_key  TEXT GENERATED ALWAYS AS (md5(quote)) STORED,
     confidence DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (chunk_id, entity_id, name, quote)
+    PRIMARY KEY (chunk_id, entity_id, name, quote_key)
 );
 
 CREATE INDEX kg_mentions_entity_id ON kg_mentions (entity_id);
@@ -130,9 +132,10 @@ CREATE TABLE kg_relation_evidence (
     relation_id TEXT NOT NULL REFERENCES kg_relations (relation_id) ON DELETE CASCADE,
     chunk_id    TEXT NOT NULL REFERENCES chunks (chunk_id) ON DELETE CASCADE,
     quote       TEXT NOT NULL,
+    quote_key   TEXT GENERATED ALWAYS AS (md5(quote)) STORED,
     tier        INT NOT NULL,
     confidence  DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (relation_id, chunk_id, quote)
+    PRIMARY KEY (relation_id, chunk_id, quote_key)
 );
 
 CREATE INDEX kg_relation_evidence_chunk_id ON kg_relation_evidence (chunk_id);
@@ -157,9 +160,10 @@ CREATE TABLE kg_claim_evidence (
     claim_id   TEXT NOT NULL REFERENCES kg_claims (claim_id) ON DELETE CASCADE,
     chunk_id   TEXT NOT NULL REFERENCES chunks (chunk_id) ON DELETE CASCADE,
     quote      TEXT NOT NULL,
+    quote_key  TEXT GENERATED ALWAYS AS (md5(quote)) STORED,
     tier       INT NOT NULL,
     confidence DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (claim_id, chunk_id, quote)
+    PRIMARY KEY (claim_id, chunk_id, quote_key)
 );
 
 CREATE INDEX kg_claim_evidence_chunk_id ON kg_claim_evidence (chunk_id);

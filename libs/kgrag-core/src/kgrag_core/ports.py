@@ -287,6 +287,10 @@ class ExtractionStore(Protocol):
 
     def quarantine(self, items: Sequence[Quarantined]) -> None: ...
 
+    def purge_content(self, content_hashes: Sequence[str] | None = None) -> int:
+        """Forget cached extractions of texts no live chunk has any more (all such texts when None)."""
+        ...
+
     def quarantined(self, limit: int = 100) -> list[Quarantined]: ...
 
     # tier 0 near-duplicates: MinHash signatures and LSH band keys of chunk texts

@@ -8,7 +8,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from kgrag_adapters.opensearch.keyword_index import OpenSearchKeywordIndex
-from kgrag_adapters.postgres.store import PostgresStore
+from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_adapters.qdrant.vector_index import QdrantVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
@@ -25,7 +25,7 @@ from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm
 
 @dataclass(slots=True)
 class DistributedStores:
-    store: PostgresStore
+    store: PostgresExtractionStore  # the DocumentStore and the ExtractionStore: one connection
     vectors: QdrantVectorIndex
     keywords: OpenSearchKeywordIndex
     objects: S3ObjectStore
@@ -35,6 +35,10 @@ class DistributedStores:
     def indexer(self, settings: KgragSettings) -> DocumentIndexer:
         return build_indexer(settings, store=self.store, vectors=self.vectors, keywords=self.keywords,
                              objects=self.objects, cache=self.cache, embedder=self.embedder)
+
+    @property
+    def extraction(self) -> PostgresExtractionStore:
+        return self.store
 
     def searcher(self) -> HybridSearcher:
         return HybridSearcher(self.store, self.store, self.vectors, self.keywords, self.embedder)
@@ -51,7 +55,7 @@ def require(value: str | None, name: str) -> str:
 def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) -> Iterator[DistributedStores]:
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
-        store = stack.enter_context(PostgresStore.connect(dsn))
+        store = stack.enter_context(PostgresExtractionStore.connect(dsn))
         model = embedder or build_embedder(settings)
         if settings.qdrant_url is None and settings.qdrant_path is None:
             require(None, "KGRAG_QDRANT_URL")

@@ -16,6 +16,7 @@ from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
 from kgrag_adapters.localfs.object_store import LocalObjectStore
 from kgrag_adapters.memory.cache import InMemoryCache
 from kgrag_adapters.postgres.embedded import EmbeddedPostgres
+from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
@@ -23,11 +24,15 @@ from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+from kgrag_core.handlers.extractor import ExtractorHandler
+from kgrag_core.handlers.protocol import Handler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
 from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectStore, TokenCounter, VectorIndex
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.extraction import build_extractor, build_rerun
+from kgrag_runtime.extraction_admin import ExtractionAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest
 from kgrag_runtime.settings import KgragSettings
 
@@ -86,6 +91,7 @@ def build_indexer(
     return DocumentIndexer(
         documents=store, vectors=vectors, keywords=keywords, objects=objects, embedder=embedder,
         embedding_cache=store, cache=cache,
+        extraction_store=store if isinstance(store, PostgresExtractionStore) else None,
         # Chunk sizes are measured with the embedding model's own tokenizer when it has one, so a
         # chunk fits the model's window.
         count_tokens=embedder.count_tokens if isinstance(embedder, TokenCounter) else estimate_tokens,
@@ -110,7 +116,7 @@ def open_embedded(
             dsn = settings.pg_dsn.get_secret_value()
         else:
             dsn = stack.enter_context(EmbeddedPostgres(data_dir / "postgres")).dsn
-        store = stack.enter_context(PostgresStore.connect(dsn))
+        store = stack.enter_context(PostgresExtractionStore.connect(dsn))
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
         stack.callback(vectors.close)
@@ -120,9 +126,17 @@ def open_embedded(
         cache = InMemoryCache()
         indexer = build_indexer(settings, store=store, vectors=vectors, keywords=keywords, objects=objects,
                                 cache=cache, embedder=model)
+        chat = llm if llm is not None else build_llm(settings)
+        handlers: list[Handler] = [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
+        extraction = None
+        if settings.extraction_enabled:
+            extractor = build_extractor(settings, store=store, llm=chat)
+            handlers.append(ExtractorHandler(store, extractor))
+            extraction = ExtractionAdmin(store, store, extractor, build_rerun(settings, documents=store,
+                                                                            extractor=extractor))
         ingestion = EmbeddedIngest(
             bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
-            handlers=[ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)],
+            handlers=handlers,
             ingest_log=store,
             batch_documents=settings.ingest_batch_documents,
         )
@@ -132,8 +146,9 @@ def open_embedded(
             ingest_log=store,
             stats_source=store,
             cache=cache,
-            llm=llm if llm is not None else build_llm(settings),
+            llm=chat,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
+            extraction=extraction,
         )
 
 

@@ -20,6 +20,10 @@ def extraction_router(kg: KgragApp, who_dep: Callable[..., Principal],
                       run: Callable[[Callable[[], Any]], Any]) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["extraction"])
 
+    def call(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = run(fn)
+        return out
+
     def admin() -> ExtractionAdmin:
         if kg.extraction is None:
             raise KgragError(ErrorCode.CONFIGURATION_INVALID, "Extraction is switched off on this server.",
@@ -30,14 +34,14 @@ def extraction_router(kg: KgragApp, who_dep: Callable[..., Principal],
     def get_ontology(who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """The ontology in force, and every version stored."""
         who.require("admin")
-        return run(lambda: admin().ontology())
+        return call(lambda: admin().ontology())
 
     @router.put("/admin/ontology")
     def put_ontology(body: Annotated[dict[str, Any], Body()], who: Annotated[Principal, Depends(who_dep)]
                      ) -> dict[str, Any]:
         """Validate an ontology and make it a new version in force (a version label is never reused)."""
         who.require("admin")
-        return run(lambda: admin().put_ontology(body))
+        return call(lambda: admin().put_ontology(body))
 
     @router.post("/admin/extraction/rerun")
     def rerun(body: RerunRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
@@ -46,18 +50,18 @@ def extraction_router(kg: KgragApp, who_dep: Callable[..., Principal],
         the preview said and returns its receipt."""
         who.require("admin")
         scope = scope_from(body.scope)
-        return run(lambda: admin().rerun(scope, body.extractor_version, dry_run=body.dry_run))
+        return call(lambda: admin().rerun(scope, body.extractor_version, dry_run=body.dry_run))
 
     @router.get("/admin/extraction/runs/{run_id}")
     def get_run(run_id: str, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         who.require("admin")
-        return run(lambda: admin().run(run_id))
+        return call(lambda: admin().run(run_id))
 
     @router.post("/admin/extraction/runs/{run_id}/resume")
     def resume(run_id: str, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """Continue an interrupted run; finished chunks are not extracted (or paid for) again."""
         who.require("admin")
-        return run(lambda: admin().resume(run_id))
+        return call(lambda: admin().resume(run_id))
 
     @router.get("/claims")
     def claims(

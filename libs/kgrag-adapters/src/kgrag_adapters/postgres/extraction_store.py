@@ -69,7 +69,7 @@ ON CONFLICT (entity_id) DO UPDATE SET strong_ids = (
 _INSERT_MENTION = """
 INSERT INTO kg_mentions (chunk_id, entity_id, name, norm_name, tier, quote, confidence)
 VALUES (%s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (chunk_id, entity_id, name, quote) DO UPDATE SET
+ON CONFLICT (chunk_id, entity_id, name, quote_key) DO UPDATE SET
     confidence = GREATEST(kg_mentions.confidence, EXCLUDED.confidence)
 """
 
@@ -81,7 +81,7 @@ ON CONFLICT (relation_id) DO UPDATE SET valid_to = COALESCE(kg_relations.valid_t
 
 _INSERT_RELATION_EVIDENCE = """
 INSERT INTO kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence) VALUES (%s, %s, %s, %s, %s)
-ON CONFLICT (relation_id, chunk_id, quote) DO UPDATE SET
+ON CONFLICT (relation_id, chunk_id, quote_key) DO UPDATE SET
     confidence = GREATEST(kg_relation_evidence.confidence, EXCLUDED.confidence)
 """
 
@@ -93,7 +93,7 @@ ON CONFLICT (claim_id) DO UPDATE SET valid_to = COALESCE(kg_claims.valid_to, EXC
 
 _INSERT_CLAIM_EVIDENCE = """
 INSERT INTO kg_claim_evidence (claim_id, chunk_id, quote, tier, confidence) VALUES (%s, %s, %s, %s, %s)
-ON CONFLICT (claim_id, chunk_id, quote) DO UPDATE SET
+ON CONFLICT (claim_id, chunk_id, quote_key) DO UPDATE SET
     confidence = GREATEST(kg_claim_evidence.confidence, EXCLUDED.confidence)
 """
 

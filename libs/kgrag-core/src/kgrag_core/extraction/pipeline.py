@@ -107,10 +107,17 @@ class Extractor:
         self._clock = clock
         self._names_loaded_at: float | None = None
 
+    def version_for(self, label: str | None = None) -> str:
+        """The extractor version in the cache key: the configured label plus the NER model and the LLM with
+        its prompt version, so changing any of them (or configuring an LLM at all) misses the cache, while
+        an unchanged setup never pays twice."""
+        ner = self.recognizer.version if self.recognizer is not None else "no-ner"
+        llm = self.llm.version if self.llm is not None else "no-llm"
+        return f"{label or self.settings.extractor_version}|{ner}|{llm}"
+
     def key_for(self, chunk: Chunk, extractor_version: str | None = None) -> ExtractionKey:
-        return ExtractionKey(
-            chunk.content_hash, extractor_version or self.settings.extractor_version, self.ontology.version
-        )
+        """`extractor_version` is a label (as configured or as a re-extraction run names it)."""
+        return ExtractionKey(chunk.content_hash, self.version_for(extractor_version), self.ontology.version)
 
     def use_ontology(self, ontology: Ontology) -> None:
         """Switch to a new ontology version: later extractions validate against it and record its version."""

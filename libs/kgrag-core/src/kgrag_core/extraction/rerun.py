@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.llm_schema import extraction_json_schema
 from kgrag_core.extraction.model import ExtractionKey
 from kgrag_core.extraction.pipeline import ExtractionReport, Extractor, Items, SourcedChunk
 from kgrag_core.extraction.records import ChunkExtractionState, ExtractionRun, RerunScope, RunEstimate
 from kgrag_core.extraction.records_text import parse_record
 from kgrag_core.extraction.tier0 import classify_chunk
-from kgrag_core.extraction.llm_schema import extraction_json_schema
 from kgrag_core.extraction.tier3 import build_batches, build_messages, request_tokens
 from kgrag_core.ports import DocumentStore
 

@@ -48,7 +48,7 @@ CLAIM_CONFIDENCE = 0.5
 Proposal = tuple[list[EntityMention], list[RelationItem], list[ClaimItem]]
 
 # Field separators in Markdown metadata lines: "**Owner:** José Núñez · **Sponsor:** Priya Raman".
-_FIELD_SEPARATOR = re.compile(r"\s+[·•|]\s+")
+_FIELD_SEPARATOR = re.compile(r"\s+[·•]\s+")
 _LEADING_MARKUP = re.compile(r"^(?:[-*+]\s+|#{1,6}\s+|>\s*|\d{1,3}[.)]\s+)+")
 _NUMBER = r"\d{1,3}(?:,\d{3})+|\d+"
 # "<Site> now has 24,500 pallet positions", "<Site> goes from 18,000 to 24,500 pallet positions".

@@ -1,15 +1,17 @@
 """Validation every tier's output passes before anything is stored: nothing unverified enters the graph.
 
 An item survives only if its quote is found verbatim in its chunk (whitespace, quote marks and dashes
-normalised, nothing fuzzier), its names occur in the chunk, its types, triple and attribute are allowed by
-the ontology and its value parses as the attribute's type. Negation and hedging in the quote become
-polarity and modality instead of a plain edge. Every refusal is returned with its reason, to be counted.
+normalised, nothing fuzzier), its names occur in the chunk or its heading breadcrumb, its types, triple
+and attribute are allowed by the ontology and its value parses as the attribute's type. Negation and
+hedging in the quote become polarity and modality instead of a plain edge, read only from the part of
+the quote about the item (see `qualifiers.scoped_polarity`). Every refusal is returned with its reason,
+to be counted.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kgrag_core.answering.quotes import normalise_for_quote, quote_in_text
@@ -23,7 +25,7 @@ from kgrag_core.extraction.model import (
     RelationItem,
 )
 from kgrag_core.extraction.ontology import Ontology
-from kgrag_core.extraction.qualifiers import detect_modality, detect_polarity
+from kgrag_core.extraction.qualifiers import scoped_modality, scoped_polarity
 from kgrag_core.extraction.values import check_value
 
 
@@ -56,9 +58,15 @@ _SPEECH_VERBS = (
 # The speech verb may only be separated from the name by an adverb or a "to" ("replied to").
 _AFTER_SPEAKER = _SPEECH_VERBS + r"\b"
 _BEFORE_ADDRESSEE = r"\b" + _SPEECH_VERBS + r"(?: to| with)?\s+$"
-# Clause boundaries for scoping a negation to the part of the quote that mentions the item.
-_CLAUSE_SPLIT = re.compile(r"[.;!?]\s|\s(?:but|whereas|while|however|instead|although)\b|,\s*(?:and|so)\s", re.I)
-_DIGIT_GROUPS = re.compile(r"(?<=\d)[,\s\u00a0\u202f\u2009](?=\d{3}\b)")
+# What a ticket, project or plan is about holds as a fact even when its content is planned ("Project
+# Lodestar will move Beacon ..." is a plan to migrate, but that Lodestar is about Beacon is a fact).
+_DESCRIPTIVE_RELATIONS = frozenset({"ABOUT"})
+# A value naming the state of a plan ("Status: Approved plan", "the migration ... is cancelled") is a fact
+# about the plan; wording like "planned" in its quote is the value itself, not a sign that it is intended.
+_PLAN_STATES = frozenset(
+    {"approved", "planned", "proposed", "draft", "cancelled", "canceled", "shelved", "postponed", "deferred"}
+    | {"rejected", "on hold", "paused", "abandoned", "approved plan", "in progress", "done", "completed"}
+)
 
 
 def _fold(text: str) -> str:
@@ -68,6 +76,11 @@ def _fold(text: str) -> str:
 def _contains_name(haystack: str, name: str) -> bool:
     needle = _fold(name)
     return bool(needle) and needle in _fold(haystack)
+
+
+def _named_in(chunk_text: str, context: str, name: str) -> bool:
+    """Whether the chunk or its heading breadcrumb names `name` (a section titled "LEJ-2" is about LEJ-2)."""
+    return _contains_name(chunk_text, name) or _contains_name(context, name)
 
 
 def _require(kind: str, **fields: str) -> None:
@@ -90,27 +103,16 @@ def _speaks_in(quote: str, name: str) -> bool:
     return speaker is not None or addressee is not None
 
 
-def _clauses_about(quote: str, anchors: Iterable[str]) -> str:
-    """The clauses of the quote that mention the first anchor found in it (all of it when none is)."""
-    clauses = [_DIGIT_GROUPS.sub("", _fold(c)) for c in _CLAUSE_SPLIT.split(normalise_for_quote(quote)) if c.strip()]
-    for anchor in anchors:
-        key = _DIGIT_GROUPS.sub("", _fold(anchor))
-        hits = [c for c in clauses if key and key in c]
-        if hits:
-            return " ".join(hits)
-    return quote
-
-
-def _qualified_polarity(polarity: Polarity, quote: str, anchors: Iterable[str]) -> Polarity:
-    if detect_polarity(_clauses_about(quote, anchors)) is Polarity.NEGATIVE:
+def _qualified_polarity(polarity: Polarity, quote: str, first: str, last: str) -> Polarity:
+    if scoped_polarity(quote, first, last) is Polarity.NEGATIVE:
         return Polarity.NEGATIVE
     return polarity
 
 
-def _qualified_modality(modality: Modality, quote: str) -> Modality:
+def _qualified_modality(modality: Modality, quote: str, names: tuple[str, ...]) -> Modality:
     if modality is not Modality.FACT:
         return modality  # the extractor's own reading of a non-fact is kept
-    return detect_modality(quote) or Modality.FACT
+    return scoped_modality(quote, names) or Modality.FACT
 
 
 def _check_quote(kind: str, quote: str, chunk_text: str) -> None:
@@ -130,19 +132,19 @@ def _check_dates(item: RelationItem | ClaimItem, label: str) -> None:
         )
 
 
-def _entity(item: EntityMention, chunk_text: str, ontology: Ontology) -> EntityMention:
+def _entity(item: EntityMention, chunk_text: str, context: str, ontology: Ontology) -> EntityMention:
     _require("entity", name=item.name, type=item.type, quote=item.quote)
     label = f"{item.type} {item.name!r}"
     _check_entity_type(ontology, item.type)
     if _is_participant(item.name):
         raise _Drop(DropReason.CONVERSATION_MECHANICS, f"{label} is a conversation participant")
     _check_quote(label, item.quote, chunk_text)
-    if not _contains_name(chunk_text, item.name):
+    if not _named_in(chunk_text, context, item.name):
         raise _Drop(DropReason.QUOTE_NOT_FOUND, f"{label}: the name does not occur in the chunk")
     return item
 
 
-def _relation(item: RelationItem, chunk_text: str, ontology: Ontology) -> RelationItem:
+def _relation(item: RelationItem, chunk_text: str, context: str, ontology: Ontology) -> RelationItem:
     _require(
         "relation",
         subject=item.subject,
@@ -166,21 +168,23 @@ def _relation(item: RelationItem, chunk_text: str, ontology: Ontology) -> Relati
         raise _Drop(DropReason.CONVERSATION_MECHANICS, f"{label}: an endpoint is a conversation participant")
     _check_quote(label, item.quote, chunk_text)
     for name in (item.subject, item.object):
-        if not _contains_name(chunk_text, name):
+        if not _named_in(chunk_text, context, name):
             raise _Drop(DropReason.ENDPOINT_NOT_IN_QUOTE, f"{label}: {name!r} does not occur in the chunk")
     if not (_contains_name(item.quote, item.subject) or _contains_name(item.quote, item.object)):
         raise _Drop(DropReason.ENDPOINT_NOT_IN_QUOTE, f"{label}: neither endpoint occurs in the quote")
     if _speaks_in(item.quote, item.subject) or _speaks_in(item.quote, item.object):
         raise _Drop(DropReason.CONVERSATION_MECHANICS, f"{label}: the quote relates them by a conversation verb")
     _check_dates(item, label)
+    names = (item.subject, item.object)
+    descriptive = item.relation in _DESCRIPTIVE_RELATIONS
     return replace(
         item,
-        polarity=_qualified_polarity(item.polarity, item.quote, (item.object, item.subject)),
-        modality=_qualified_modality(item.modality, item.quote),
+        polarity=_qualified_polarity(item.polarity, item.quote, item.subject, item.object),
+        modality=item.modality if descriptive else _qualified_modality(item.modality, item.quote, names),
     )
 
 
-def _claim(item: ClaimItem, chunk_text: str, ontology: Ontology) -> ClaimItem:
+def _claim(item: ClaimItem, chunk_text: str, context: str, ontology: Ontology) -> ClaimItem:
     _require(
         "claim",
         entity=item.entity,
@@ -202,14 +206,18 @@ def _claim(item: ClaimItem, chunk_text: str, ontology: Ontology) -> ClaimItem:
     if value is None:
         raise _Drop(DropReason.VALUE_TYPE_INVALID, f"{label}: not a valid {attribute.value_type.value}")
     _check_quote(label, item.quote, chunk_text)
-    if not _contains_name(chunk_text, item.entity):
+    if not _named_in(chunk_text, context, item.entity):
         raise _Drop(DropReason.QUOTE_NOT_FOUND, f"{label}: the entity does not occur in the chunk")
     _check_dates(item, label)
+    if _fold(item.value) in _PLAN_STATES:
+        modality = item.modality
+    else:
+        modality = _qualified_modality(item.modality, item.quote, (item.entity, item.value))
     return replace(
         item,
         value=value,
-        polarity=_qualified_polarity(item.polarity, item.quote, (item.value,)),
-        modality=_qualified_modality(item.modality, item.quote),
+        polarity=_qualified_polarity(item.polarity, item.quote, item.entity, item.value),
+        modality=modality,
     )
 
 
@@ -220,25 +228,32 @@ def validate(
     relations: Sequence[RelationItem],
     claims: Sequence[ClaimItem],
     ontology: Ontology,
+    *,
+    context: str = "",
 ) -> ValidatedItems:
-    """Keep what the chunk and the ontology support; return the rest as dropped items with their reasons."""
+    """Keep what the chunk and the ontology support; return the rest as dropped items with their reasons.
+
+    `context` is the chunk's heading breadcrumb ("LEJ-2 Leipzig site profile > Capacity"): a name found
+    there counts as named by the chunk, since the heading says what the chunk is about. Quotes must still
+    be found in `chunk_text` itself.
+    """
     dropped: list[DroppedItem] = []
     kept_entities: list[EntityMention] = []
     kept_relations: list[RelationItem] = []
     kept_claims: list[ClaimItem] = []
     for entity in entities:
         try:
-            kept_entities.append(_entity(entity, chunk_text, ontology))
+            kept_entities.append(_entity(entity, chunk_text, context, ontology))
         except _Drop as drop:
             dropped.append(DroppedItem("entity", drop.reason, f"{chunk_id}: {drop.detail}"))
     for relation in relations:
         try:
-            kept_relations.append(_relation(relation, chunk_text, ontology))
+            kept_relations.append(_relation(relation, chunk_text, context, ontology))
         except _Drop as drop:
             dropped.append(DroppedItem("relation", drop.reason, f"{chunk_id}: {drop.detail}"))
     for claim in claims:
         try:
-            kept_claims.append(_claim(claim, chunk_text, ontology))
+            kept_claims.append(_claim(claim, chunk_text, context, ontology))
         except _Drop as drop:
             dropped.append(DroppedItem("claim", drop.reason, f"{chunk_id}: {drop.detail}"))
     return ValidatedItems(tuple(kept_entities), tuple(kept_relations), tuple(kept_claims), tuple(dropped))

@@ -23,6 +23,7 @@ from kgrag_core.ports import (
     DocumentStore,
     Embedder,
     EmbeddingCache,
+    ExtractionStore,
     KeywordIndex,
     ObjectStore,
     VectorIndex,
@@ -59,6 +60,8 @@ class DocumentIndexer:
     settings: IndexerSettings = field(default_factory=IndexerSettings)
     count_tokens: Callable[[str], int] = estimate_tokens
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # Where extraction results are cached: a compliance deletion purges the deleted texts' entries too.
+    extraction_store: ExtractionStore | None = None
 
     def index_batch(self, docs: Sequence[SourceDocument]) -> list[IngestOutcome]:
         """Index a batch; one bad document gets its error code and the rest go on (invariant 8)."""
@@ -118,10 +121,16 @@ class DocumentIndexer:
             doc_id=doc_id,
             chunk_ids=tuple(chunk_ids),
             object_keys=tuple(object_keys),
-            stores=("postgres", "vector_index", "keyword_index", "object_store", "embedding_cache", "result_cache"),
+            stores=("postgres", "vector_index", "keyword_index", "object_store", "embedding_cache", "result_cache")
+            + (("knowledge_graph", "extraction_cache") if self.extraction_store is not None else ()),
             at=self.clock(),
         )
+        # Marking the document deleted removes its chunks, and with them (same transaction) their evidence
+        # and every fact left without evidence; then no live chunk has these texts, so their cached
+        # extractions (which quote them) can go.
         self.documents.mark_deleted(doc_id, record)
+        if self.extraction_store is not None:
+            self.extraction_store.purge_content(sorted({c.content_hash for c in stored_chunks}))
         return IngestOutcome(doc_id, IngestStatus.DELETED, source=existing.source, uri=existing.uri,
                              chunks_removed=len(chunk_ids), message="removed from every store")
 

@@ -148,30 +148,54 @@ def documents(
 
 @app.command(name="eval")
 def eval_command(
-    questions: Annotated[Path, typer.Argument(help="Questions JSONL (see docs/evaluation.md).")],
-    corpus: Annotated[Path | None, typer.Option(help="Ingest this corpus first (folder or JSONL).")] = None,
+    questions: Annotated[Path | None, typer.Argument(help="Questions JSONL (see docs/evaluation.md).")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option(help="Ingest this corpus first (repeatable).")] = None,
     budget_tokens: Annotated[int, typer.Option(help="Token budget for key-fact recall.")] = 2000,
+    extraction_gold: Annotated[
+        Path | None,
+        typer.Option(help="Also score extraction per tier against this labelled folder "
+                     "(gold.jsonl + llm_replies.jsonl), on a fresh temporary index of --corpus."),
+    ] = None,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Score retrieval and answers per question type: recall, MRR, nDCG, key facts, abstention, ablations."""
+    """Score retrieval and answers per question type (recall, MRR, nDCG, key facts, abstention, ablations),
+    and with --extraction-gold, extraction precision/recall per tier and the dedup rate."""
     from kgrag_runtime.evaluation.runner import run_evaluation
 
+    if questions is None and extraction_gold is None:
+        raise KgragError(ErrorCode.MISSING_FIELD, "Nothing to evaluate.",
+                         hint="Pass a questions file, --extraction-gold DIR, or both.")
     state = CliState.from_options(data_dir, as_json)
-    with open_app(state) as kg:
-        if corpus is not None:
-            from kgrag_adapters.connectors import iter_path
+    report: dict[str, object] = {}
+    if questions is not None:
+        with open_app(state) as kg:
+            for path in corpus or []:
+                from kgrag_adapters.connectors import iter_path
 
-            items = list(iter_path(corpus))
-            with _progress(state, len(items), "Ingesting corpus") as advance:
-                kg.ingest(items, progress=advance)
-        report = run_evaluation(
-            kg, questions, budget_tokens=budget_tokens, progress_console=None if state.as_json else state.console
-        )
+                items = list(iter_path(path))
+                with _progress(state, len(items), f"Ingesting {path.name}") as advance:
+                    kg.ingest(items, progress=advance)
+            report = run_evaluation(
+                kg, questions, budget_tokens=budget_tokens, progress_console=None if state.as_json else state.console
+            )
+    if extraction_gold is not None:
+        from kgrag_runtime.evaluation.extraction_runner import run_extraction_evaluation
+
+        if not corpus:
+            raise KgragError(ErrorCode.MISSING_FIELD, "--extraction-gold needs the corpus it labels.",
+                             hint="Add --corpus corpora/northwind/documents.jsonl "
+                             "--corpus corpora/northwind/records.jsonl")
+        if not state.as_json:
+            state.console.print("Scoring extraction on a fresh temporary index…")
+        report["extraction"] = run_extraction_evaluation(state.settings, extraction_gold, corpus)
     if state.as_json:
         render.emit_json(report)
         return
-    render.eval_report(state.out, report)
+    if questions is not None:
+        render.eval_report(state.out, report)
+    if extraction_gold is not None:
+        render.extraction_report(state.out, report["extraction"])
 
 
 @app.command()

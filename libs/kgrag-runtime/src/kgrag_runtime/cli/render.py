@@ -140,3 +140,16 @@ def eval_report(console: Console, report: Mapping[str, Any]) -> None:
 
 def _fmt(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def extraction_report(console: Console, report: Any) -> None:
+    console.print(f"[bold]Extraction[/] on {report['labelled_chunks']} labelled chunks "
+                  f"({report['corpus_chunks']} chunks in the corpus)")
+    console.print(report["markdown"])
+    console.print("[bold]Tier 3 before validation[/] (the same replies, unchecked)")
+    console.print(report["tier3_before_validation_markdown"])
+    dedup = report["dedup"]
+    console.print(f"dedup: {dedup['exact']} exact + {dedup['near']} near duplicates of {dedup['chunks']} chunks "
+                  f"(rate {dedup['rate']:.3f}); skipped by tier 0: {report['skipped']}")
+    console.print(f"tier 3 dropped by validation: {report['tier3_dropped_by_reason']}")
+    console.print(f"[dim]{escape(str(report['note']))}[/]")
