@@ -189,7 +189,7 @@ CREATE TABLE extraction_runs (
     extractor_version TEXT NOT NULL,
     ontology_version  TEXT NOT NULL,
     dry_run           BOOLEAN NOT NULL,
-    status            TEXT NOT NULL CHECK (status IN ('planned', 'running', 'completed', 'failed')),
+    status            TEXT NOT NULL CHECK (status IN ('planned', 'running', 'interrupted', 'completed')),
     preview           JSONB NOT NULL,
     receipt           JSONB,
     done_chunk_ids    TEXT[] NOT NULL DEFAULT '{}',

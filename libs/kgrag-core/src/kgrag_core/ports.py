@@ -328,6 +328,10 @@ class ExtractionStore(Protocol):
 
     def get_run(self, run_id: str) -> ExtractionRun | None: ...
 
+    def runs(self, limit: int = 50) -> list[ExtractionRun]:
+        """Re-extraction runs, newest first."""
+        ...
+
     def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
         """Live chunks the scope selects, in a stable order (doc_id, seq)."""
         ...

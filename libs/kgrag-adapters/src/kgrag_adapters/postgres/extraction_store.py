@@ -471,27 +471,35 @@ class PostgresExtractionStore(PostgresStore):
             )
 
     def get_run(self, run_id: str) -> ExtractionRun | None:
+        rows = self._runs("WHERE run_id = %s", (run_id,))
+        return rows[0] if rows else None
+
+    def runs(self, limit: int = 50) -> list[ExtractionRun]:
+        return self._runs("ORDER BY created_at DESC, run_id LIMIT %s", (limit,))
+
+    def _runs(self, where: str, params: tuple[object, ...]) -> list[ExtractionRun]:
         with self._lock:
-            r = self._conn.execute(
+            rows = self._conn.execute(
                 "SELECT run_id, scope, extractor_version, ontology_version, dry_run, status, preview, receipt,"
-                " done_chunk_ids, created_at, finished_at FROM extraction_runs WHERE run_id = %s",
-                (run_id,),
-            ).fetchone()
-        if r is None:
-            return None
-        return ExtractionRun(
-            run_id=r[0],
-            scope=_scope_from_dict(r[1]),
-            extractor_version=r[2],
-            ontology_version=r[3],
-            dry_run=r[4],
-            status=r[5],
-            preview=RunEstimate(**r[6]),
-            receipt=RunEstimate(**r[7]) if r[7] is not None else None,
-            done_chunk_ids=list(r[8]),
-            created_at=_utc_or_none(r[9]),
-            finished_at=_utc_or_none(r[10]),
-        )
+                " done_chunk_ids, created_at, finished_at FROM extraction_runs " + where,
+                params,
+            ).fetchall()
+        return [
+            ExtractionRun(
+                run_id=r[0],
+                scope=_scope_from_dict(r[1]),
+                extractor_version=r[2],
+                ontology_version=r[3],
+                dry_run=r[4],
+                status=r[5],
+                preview=RunEstimate(**r[6]),
+                receipt=RunEstimate(**r[7]) if r[7] is not None else None,
+                done_chunk_ids=list(r[8]),
+                created_at=_utc_or_none(r[9]),
+                finished_at=_utc_or_none(r[10]),
+            )
+            for r in rows
+        ]
 
     def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
         patterns = ["%" + _like_escape(term) + "%" for term in scope.contains_any]

@@ -274,7 +274,8 @@ class Extractor:
 
     def _validated(self, chunk: Chunk, keys: dict[str, ExtractionKey], tier: Tier, items: Items) -> ChunkExtraction:
         entities, relations, claims = items
-        checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, self.ontology)
+        checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, self.ontology,
+                           context=chunk.section_path)
         return ChunkExtraction(
             chunk.chunk_id,
             keys[chunk.chunk_id],
@@ -309,6 +310,7 @@ class Extractor:
             list(source.relations),
             list(source.claims),
             self.ontology,
+            context=chunk.section_path,
         )
         return ChunkExtraction(
             chunk.chunk_id,

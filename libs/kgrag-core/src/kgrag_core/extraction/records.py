@@ -100,7 +100,7 @@ class ExtractionRun:
     extractor_version: str
     ontology_version: str
     dry_run: bool
-    status: str  # planned | running | completed | failed
+    status: str  # planned | running | interrupted (resume it) | completed
     preview: RunEstimate
     receipt: RunEstimate | None = None
     done_chunk_ids: list[str] = field(default_factory=list)

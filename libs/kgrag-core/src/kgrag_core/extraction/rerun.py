@@ -97,7 +97,10 @@ class RerunService:
                 continue  # a duplicate reuses its representative's extraction
             seen_hashes.add(chunk.content_hash)
             lower = current.get(chunk.chunk_id, ([], [], []))
-            if self.extractor.llm_wanted(item.source, lower):
+            # A chunk still owed its tier-3 pass (no model was configured, or it was unavailable) is planned
+            # for tier 3; its lower-tier result was never cached, so the policy could not see it again.
+            owed = state is not None and state.pending_llm
+            if owed or self.extractor.llm_wanted(item.source, lower):
                 llm.append(chunk)
         batches = build_batches(
             llm,
@@ -164,8 +167,7 @@ class RerunService:
                 currency=self.cost.currency,
             )
         try:
-            for start in range(0, len(todo), self.slice_size):
-                part = todo[start : start + self.slice_size]
+            for part in self._slices(todo, plan):
                 began = self._clock()
                 report = self.extractor.extract(
                     part, extractor_version=run.extractor_version, llm_chunk_ids=plan.llm_chunk_ids
@@ -181,6 +183,15 @@ class RerunService:
         run.finished_at = datetime.now(UTC)
         self.store.save_run(run)
         return run
+
+    def _slices(self, todo: list[SourcedChunk], plan: RunPlan) -> list[list[SourcedChunk]]:
+        """One slice per planned LLM call (so the run makes exactly the planned requests, and progress is
+        recorded after each), then the chunks no model sees, in slices of `slice_size`."""
+        by_id = {c.chunk.chunk_id: c for c in todo}
+        slices = [[by_id[c.chunk_id] for c in batch if c.chunk_id in by_id] for batch in plan.batches]
+        rest = [c for c in todo if c.chunk.chunk_id not in plan.llm_chunk_ids]
+        slices.extend(rest[i : i + self.slice_size] for i in range(0, len(rest), self.slice_size))
+        return [s for s in slices if s]
 
     def _add(self, receipt: RunEstimate, report: ExtractionReport, chunks: int, seconds: float) -> RunEstimate:
         input_tokens = receipt.input_tokens + report.input_tokens

@@ -95,7 +95,8 @@ def _evaluate(kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, 
                                      tuple(claims))]
         # Tier 3's own contribution, validated exactly as the pipeline validates it; the pipeline's merged
         # result must hold every one of these items, or the eval is not measuring the pipeline.
-        checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, ontology)
+        checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, ontology,
+                           context=chunk.section_path)
         tier3 = ChunkExtraction(chunk.chunk_id, merged.key, Tier.LLM, tuple(checked.entities),
                                 tuple(checked.relations), tuple(checked.claims))
         missing = (set(tier3.entities) - set(merged.entities)) | (set(tier3.relations) - set(merged.relations)) \

@@ -525,6 +525,10 @@ class ExtractionStoreContract:
         x.save_run(done)
         assert x.get_run("run-1") == done
         assert x.get_run("run-2") is None
+        later = dataclasses.replace(run, run_id="run-3", created_at=FEB)
+        x.save_run(later)
+        assert [r.run_id for r in x.runs()] == ["run-3", "run-1"]  # newest first
+        assert [r.run_id for r in x.runs(limit=1)] == ["run-3"]
 
     def test_chunks_in_scope(self, stores: Stores) -> None:
         a = commit_doc(stores, "doc-a", ["Priya LEADS routing", "nothing here", "100% of_it"])
