@@ -7,7 +7,7 @@ import pytest
 
 from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 from kgrag_core.acl import Caller, acl_from_source
-from kgrag_core.documents import DocumentStatus
+from kgrag_core.documents import DocumentStatus, SourceDocument
 from kgrag_core.events import DOCUMENTS_CHANGED, DOCUMENTS_DELETED
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
@@ -116,3 +116,35 @@ def _drain(consumer, out: list[dict[str, str]]) -> bool:  # type: ignore[no-unty
         if message.error() is None:
             out.append({k: v.decode() for k, v in (message.headers() or [])})
     return len(out) >= 2
+
+
+def test_the_extractor_service_builds_facts_from_kafka_and_deletion_removes_them(
+        distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers) -> None:
+    from kgrag_core.extraction.records import RerunScope
+    from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
+    from kgrag_core.handlers.extractor import ExtractorHandler
+    from kgrag_runtime.extraction import build_extractor
+    from kgrag_testing.scripted_llm import ScriptedChatModel
+
+    indexer = stores.indexer(distributed_settings)
+    workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
+    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker",
+                                                         topics=(DOCUMENTS_DELETED,)))
+    model = ScriptedChatModel(lambda messages: '{"entities": [], "relations": [], "claims": []}')
+    extractor = build_extractor(distributed_settings, store=stores.extraction, llm=model)
+    workers.start("extractor", ExtractorHandler(stores.store, extractor))
+    record = SourceDocument(
+        doc_id="record-site-kfk", source="records", uri="records://kfk", title="KFK-1",
+        body=render_record("site", {"code": "KFK-1", "name": "KFK-1", "capacity_pallets": "5000"}).encode(),
+        acl=acl_from_source(None), media_type=RECORD_MEDIA_TYPE,
+    )
+    kg = KgragApp(searcher=stores.searcher(), ingestion=KafkaIngest(producer(distributed_settings, "test")),
+                  ingest_log=stores.store, stats_source=stores.store, cache=stores.cache, llm=None)
+    kg.ingest([*corpus(), record])
+    wait_for(lambda: bool(stores.extraction.claims(entity="KFK-1")), what="tier-1 facts from the record")
+    (claim,) = stores.extraction.claims(entity="KFK-1")
+    assert (claim.attribute, claim.value, claim.doc_id) == ("capacity_pallets", "5000", "record-site-kfk")
+    chunk_ids = [c.chunk_id for c in stores.extraction.chunks_in_scope(RerunScope())]
+    wait_for(lambda: len(stores.extraction.states(chunk_ids)) == len(chunk_ids), what="every chunk extracted")
+    kg.delete("record-site-kfk")
+    wait_for(lambda: stores.extraction.claims(entity="KFK-1") == [], what="the record's facts removed")
