@@ -3,6 +3,7 @@ the embedded runtime. Nothing may be lost and nothing duplicated in any store.""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -71,7 +72,10 @@ def _env(settings: KgragSettings) -> dict[str, str]:
         if value is None:
             continue
         secret = getattr(value, "get_secret_value", None)
-        env[f"KGRAG_{name.upper()}"] = str(secret() if secret else value)
+        if isinstance(value, (list, dict)):  # pydantic-settings reads complex values as JSON
+            env[f"KGRAG_{name.upper()}"] = json.dumps(value)
+        else:
+            env[f"KGRAG_{name.upper()}"] = str(secret() if secret else value)
     env["KGRAG_OPS_PORT"] = "0"
     env["KGRAG_INGEST_BATCH_DOCUMENTS"] = "4"  # several batches, so a kill lands between commits
     return env

@@ -3,6 +3,7 @@
 1. Ingest: the full embedded pipeline vs the embedding model alone on the same chunk texts.
 2. Search: hybrid search latency at each corpus size vs a plain baseline (rank-bm25 + brute-force numpy,
    fused the same way), both with the caller's ACL filter, plus the peak RSS.
+3. Extraction: tiers 0-2 in chunks/s vs spaCy's model alone on the same texts (`extraction.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kgrag_core.ports import Embedder, TokenCounter
 from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
+from kgrag_runtime.benchmarks.extraction import extraction_markdown, run_extraction_benchmarks
 from kgrag_runtime.benchmarks.synthetic import (
     WORDS,
     bag_of_words_vectors,
@@ -51,9 +53,10 @@ def run_benchmarks(out: Path, sizes: Sequence[int], queries: int, console: Conso
     console.print(f"Machine: {machine}")
     ingest = _bench_ingest(settings, console)
     search = [_bench_search(settings, n, queries, console) for n in sizes]
-    results: dict[str, object] = {"machine": machine, "ingest": ingest, "search": search}
+    extraction = run_extraction_benchmarks(settings, console)
+    results: dict[str, object] = {"machine": machine, "ingest": ingest, "search": search, "extraction": extraction}
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    markdown = _markdown(results)
+    markdown = _markdown(results) + "\n" + extraction_markdown(extraction)
     (out / "results.md").write_text(markdown)
     console.print(markdown)
     return results
