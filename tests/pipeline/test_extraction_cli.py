@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,9 +146,14 @@ def test_ontology_put_validates_the_file_and_creates_a_version(kgrag, tmp_path: 
     assert kgrag("extract", "status")["ontology_version"] == "2"
 
 
-def test_unknown_runs_and_missing_eval_corpus_exit_2_with_a_code(kgrag) -> None:  # type: ignore[no-untyped-def]
-    assert kgrag("extract", "run", "run-nope", expect=2)["error"]["code"] == "RUN_NOT_FOUND"
-    assert kgrag("extract", "resume", "run-nope", expect=2)["error"]["code"] == "RUN_NOT_FOUND"
+def test_unknown_runs_and_missing_eval_corpus_exit_2_with_a_code(kgrag, env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    unknown = [kgrag("extract", "run", "run-nope", expect=2), kgrag("extract", "resume", "run-nope", expect=2)]
+    assert [e["error"]["code"] for e in unknown] == ["RUN_NOT_FOUND", "RUN_NOT_FOUND"]
+    # A hint that names a command names one that exists.
+    suggested = {cmd for e in unknown for cmd in re.findall(r"`kgrag ([a-z][a-z ]*?)`", e["error"]["hint"])}
+    assert suggested
+    for command in sorted(suggested):
+        assert _run(env, *command.split(), "--help").returncode == 0, f"the hint names `kgrag {command}`"
     missing = kgrag("eval", "--extraction-gold", str(CORPUS / "extraction"), expect=2)
     assert missing["error"]["code"] == "MISSING_FIELD"
     assert "--corpus" in missing["error"]["hint"]

@@ -13,7 +13,7 @@ import yaml
 
 from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.extraction.ontology import Ontology, ontology_to_dict, parse_ontology
+from kgrag_core.extraction.ontology import Cardinality, Ontology, ontology_to_dict, parse_ontology
 from kgrag_core.extraction.pipeline import ExtractionSettings, Extractor
 from kgrag_core.extraction.policy import Tier3Policy
 from kgrag_core.extraction.rerun import CostModel, RerunService
@@ -90,7 +90,14 @@ def build_extractor(
         mapping=mapping_rules(settings, onto),
         recognizer=SpacyRecognizer(),
         llm=LlmExtractor(llm, onto, count_tokens=count_tokens) if llm is not None else None,
-        policy=Tier3Policy(priority_sources=frozenset(settings.extraction_priority_sources)),
+        policy=Tier3Policy(
+            priority_sources=frozenset(settings.extraction_priority_sources),
+            min_entities=settings.extraction_llm_min_entities,
+            low_confidence=settings.extraction_llm_below_confidence,
+            multi_valued_attributes=frozenset(
+                a.name for a in onto.attributes.values() if a.cardinality is Cardinality.MULTI
+            ),
+        ),
         count_tokens=count_tokens,
         settings=ExtractionSettings(
             extractor_version=settings.extractor_version,

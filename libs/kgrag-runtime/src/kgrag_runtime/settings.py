@@ -53,6 +53,10 @@ class KgragSettings(BaseSettings):
     extraction_priority_sources: list[str] = Field(
         default_factory=lambda: ["incidents", "meetings"], description="Sources whose chunks always reach tier 3."
     )
+    extraction_llm_min_entities: int = Field(6, ge=1, description="A chunk naming this many entities reaches tier 3.")
+    extraction_llm_below_confidence: float = Field(
+        0.35, ge=0, le=1, description="A lower-tier item below this confidence sends its chunk to tier 3."
+    )
     extraction_llm_batch_chunks: int = Field(6, ge=1, le=64)
     extraction_llm_max_input_tokens: int = Field(6_000, ge=500)
     llm_tokenizer_file: Path | None = Field(
