@@ -1,0 +1,67 @@
+"""Ports of the knowledge graph: resolution state and graph reads. PostgreSQL is authoritative for both;
+Neo4j serves the reads in distributed mode. Every adapter passes `kgrag_testing.contracts.graph_store`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.model import Edge, EntityProfile, EntitySummary, MergeRecord, PairDecision
+
+
+@runtime_checkable
+class GraphReader(Protocol):
+    """Reads over canonical entities; `acl_class_ids=None` means an administrator (everything)."""
+
+    def entities_named(
+        self, names: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, list[EntitySummary]]:
+        """Alias index: normalised name -> the visible canonical entities known by it (ambiguity kept)."""
+        ...
+
+    def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
+        """A canonical entity (a member's id resolves to its canonical one), or None if nothing is visible."""
+        ...
+
+    def neighbours(
+        self,
+        entity_id: str,
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[Edge]:
+        """Edges touching the entity with at least one visible evidence chunk, strongest first."""
+        ...
+
+    def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
+        """Claims about canonical entities, with status computed over visible claims."""
+        ...
+
+
+@runtime_checkable
+class ResolutionStore(Protocol):
+    def profiles(self, entity_ids: Sequence[str] | None = None) -> list[EntityProfile]:
+        """Mention-level entities to resolve (all when None), with names, ids, attributes, neighbours."""
+        ...
+
+    def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]: ...
+
+    def apply_merge(self, record: MergeRecord) -> None: ...
+
+    def revert_merge(self, merge_id: str) -> MergeRecord:
+        """Undo a merge exactly: its members map to themselves again. Raises ENTITY_NOT_FOUND if unknown."""
+        ...
+
+    def merge_log(self, limit: int = 100) -> list[MergeRecord]: ...
+
+    def queue_for_review(self, pairs: Sequence[PairDecision]) -> None: ...
+
+    def review_queue(self, limit: int = 100) -> list[PairDecision]: ...
+
+    def decide_review(self, a: str, b: str, same: bool) -> None: ...
+
+    def label_hubs(self, min_degree: int) -> int:
+        """Mark canonical entities with at least this many distinct edges as hubs; return how many."""
+        ...
