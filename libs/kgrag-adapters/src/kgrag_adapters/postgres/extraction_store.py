@@ -344,10 +344,13 @@ class PostgresExtractionStore(PostgresStore):
             return []
         with self._lock:
             rows = self._conn.execute(
-                "SELECT m.chunk_id, m.content_hash, m.signature FROM chunk_minhash m"
-                " JOIN chunks c ON c.chunk_id = m.chunk_id" + _LIVE_CHUNKS + " WHERE m.chunk_id IN"
-                " (SELECT b.chunk_id FROM chunk_lsh_bands b WHERE b.band_key = ANY(%s))"
-                " AND (%s::text IS NULL OR c.doc_id <> %s) ORDER BY m.seq",
+                # Starts from the band keys (an index lookup): without planner statistics (right after a
+                # bulk load) the IN-subquery form was planned as a scan growing with store size x batch size.
+                "WITH hit AS (SELECT DISTINCT b.chunk_id FROM chunk_lsh_bands b WHERE b.band_key = ANY(%s))"
+                " SELECT m.chunk_id, m.content_hash, m.signature FROM hit"
+                " JOIN chunk_minhash m ON m.chunk_id = hit.chunk_id"
+                " JOIN chunks c ON c.chunk_id = m.chunk_id" + _LIVE_CHUNKS +
+                " WHERE (%s::text IS NULL OR c.doc_id <> %s) ORDER BY m.seq",
                 (list(band_keys), exclude_doc_id, exclude_doc_id),
             ).fetchall()
         return [MinHashEntry(r[0], r[1], tuple(_to_unsigned(v) for v in r[2])) for r in rows]
