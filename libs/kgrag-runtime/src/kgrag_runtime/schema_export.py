@@ -11,14 +11,15 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from kgrag_core.events import ACL_CHANGED, CHUNKS_CHANGED, DOCUMENTS_CHANGED, DOCUMENTS_DELETED
-from kgrag_core.events.model import AclChanged, ChunksChanged, DocumentChanged, DocumentDeleted
+from kgrag_core.events import ACL_CHANGED, CHUNKS_CHANGED, DOCUMENTS_CHANGED, DOCUMENTS_DELETED, GRAPH_CHANGED
+from kgrag_core.events.model import AclChanged, ChunksChanged, DocumentChanged, DocumentDeleted, GraphChanged
 
 EVENTS: dict[str, type[BaseModel]] = {
     DOCUMENTS_CHANGED: DocumentChanged,
     DOCUMENTS_DELETED: DocumentDeleted,
     CHUNKS_CHANGED: ChunksChanged,
     ACL_CHANGED: AclChanged,
+    GRAPH_CHANGED: GraphChanged,
 }
 
 

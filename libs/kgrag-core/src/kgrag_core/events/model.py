@@ -17,6 +17,7 @@ DOCUMENTS_CHANGED = "documents.changed"
 DOCUMENTS_DELETED = "documents.deleted"
 CHUNKS_CHANGED = "chunks.changed"
 ACL_CHANGED = "acl.changed"
+GRAPH_CHANGED = "graph.changed"
 
 
 class _Event(BaseModel):
@@ -68,6 +69,15 @@ class AclChanged(_Event):
     doc_id: str = Field(min_length=1, max_length=256)
     acl_principals: list[str]
     acl_malformed: bool = False
+
+
+class GraphChanged(_Event):
+    """The extractor stored a document's facts (or found none): entity resolution and the graph projection
+    follow. Like chunks.changed it names the document only; consumers re-read PostgreSQL."""
+
+    event_type: Literal["graph.changed"] = "graph.changed"
+    doc_id: str = Field(min_length=1, max_length=256)
+    items: int = Field(0, ge=0, description="Validated items stored for the document's chunks.")
 
 
 def document_changed_from_source(doc: SourceDocument) -> DocumentChanged:

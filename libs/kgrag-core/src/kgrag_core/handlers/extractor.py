@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from kgrag_core.documents import DocumentStatus
 from kgrag_core.errors import ErrorCode
-from kgrag_core.events import CHUNKS_CHANGED
+from kgrag_core.events import CHUNKS_CHANGED, GRAPH_CHANGED, GraphChanged
 from kgrag_core.extraction.pipeline import Extractor, SourcedChunk
-from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
+from kgrag_core.handlers.protocol import DeadLetter, HandlerResult, OutputEvent
 from kgrag_core.ports import DocumentStore
 
 
@@ -46,5 +46,13 @@ class ExtractorHandler:
         # One extraction call for the whole batch: tier 2 runs its model over many chunks at once and tier 3
         # packs several chunks per request. No ingest outcomes: the document's ingest outcome is the
         # indexer's; extraction state is queryable per chunk (`kgrag extract status`).
-        self.extractor.extract(chunks)
+        report = self.extractor.extract(chunks)
+        items = dict.fromkeys(doc_ids, 0)
+        doc_of = {c.chunk.chunk_id: c.chunk.doc_id for c in chunks}
+        for extraction in report.results:
+            items[doc_of[extraction.chunk_id]] += extraction.item_count
+        for doc_id in doc_ids:
+            if doc_id in docs:
+                event = GraphChanged(doc_id=doc_id, items=items[doc_id])
+                result.outputs.append(OutputEvent(GRAPH_CHANGED, doc_id, event.model_dump(mode="json")))
         return result
