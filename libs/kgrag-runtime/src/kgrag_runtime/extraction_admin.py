@@ -53,6 +53,9 @@ class ExtractionAdmin:
     def resume(self, run_id: str) -> dict[str, object]:
         return run_as_dict(self.rerun_service.resume(run_id))
 
+    def runs(self, limit: int = 20) -> list[dict[str, object]]:
+        return [run_as_dict(r) for r in self.store.runs(limit)]
+
     def run(self, run_id: str) -> dict[str, object]:
         run = self.store.get_run(run_id)
         if run is None:

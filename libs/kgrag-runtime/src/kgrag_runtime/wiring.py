@@ -62,7 +62,8 @@ def build_llm(settings: KgragSettings, *, retry_rate_limits: bool = True) -> Cha
     if settings.llm_replay_dir is not None:
         from kgrag_adapters.llm.replay import ReplayChatModel
 
-        return ReplayChatModel(settings.llm_replay_dir)
+        # Recordings are keyed by the model they were made with: keep KGRAG_LLM_MODEL as it was then.
+        return ReplayChatModel(settings.llm_replay_dir, settings.llm_model or "replay")
     if not (settings.llm_base_url and settings.llm_model):
         return None
     from kgrag_adapters.llm.openai_chat import OpenAICompatibleChat
@@ -130,7 +131,9 @@ def open_embedded(
         handlers: list[Handler] = [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
         extraction = None
         if settings.extraction_enabled:
-            extractor = build_extractor(settings, store=store, llm=chat)
+            # Tier 3 waits out rate limits itself; a model passed in (tests) is used as it is.
+            extraction_chat = llm if llm is not None else build_llm(settings, retry_rate_limits=False)
+            extractor = build_extractor(settings, store=store, llm=extraction_chat)
             handlers.append(ExtractorHandler(store, extractor))
             extraction = ExtractionAdmin(store, store, extractor, build_rerun(settings, documents=store,
                                                                             extractor=extractor))

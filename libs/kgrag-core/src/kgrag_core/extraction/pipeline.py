@@ -164,18 +164,23 @@ class Extractor:
         llm_chunk_ids: frozenset[str] | None,
     ) -> None:
         text_chunks: list[SourcedChunk] = []
+        records: list[SourcedChunk] = []
         for item in todo:
             reason = classify_chunk(item.chunk.text)
             if reason is not None:
                 report.add(
                     ChunkExtraction(item.chunk.chunk_id, keys[item.chunk.chunk_id], Tier.FILTER, skip_reason=reason)
                 )
+            elif parse_record(item.chunk.text) is not None:
+                # Records skip deduplication: mapping them is free, and two short rows differing in one value
+                # look near-identical to MinHash, so the second row's own value would be lost.
+                records.append(item)
             else:
                 text_chunks.append(item)
         duplicates = find_duplicates(
             [c.chunk for c in text_chunks], self.store, threshold=self.settings.dedup_threshold
         )
-        originals = [c for c in text_chunks if c.chunk.chunk_id not in duplicates]
+        originals = records + [c for c in text_chunks if c.chunk.chunk_id not in duplicates]
         self._extract_originals(originals, keys, report, llm_chunk_ids)
         by_id = {r.chunk_id: r for r in report.results}
         for item in text_chunks:

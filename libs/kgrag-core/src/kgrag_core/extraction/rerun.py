@@ -130,6 +130,7 @@ class RerunService:
 
     def start(self, scope: RerunScope, extractor_version: str) -> ExtractionRun:
         plan = self.plan(scope, extractor_version)
+        self._require_model(plan)
         run = ExtractionRun(
             run_id=f"run-{uuid.uuid4().hex[:12]}",
             scope=scope,
@@ -154,7 +155,18 @@ class RerunService:
         if run.status == "completed":
             return run
         # The plan is recomputed from the stores: chunks already done are cache hits now, so they cost nothing.
-        return self._execute(run, self.plan(run.scope, run.extractor_version))
+        plan = self.plan(run.scope, run.extractor_version)
+        self._require_model(plan)
+        return self._execute(run, plan)
+
+    def _require_model(self, plan: RunPlan) -> None:
+        """A real run that planned model calls and has no model refuses, rather than skip what it planned."""
+        if plan.llm_chunk_ids and self.extractor.llm is None:
+            raise KgragError(
+                ErrorCode.LLM_UNAVAILABLE,
+                f"The run plans {len(plan.batches)} model calls but no chat model is configured.",
+                hint="Set KGRAG_LLM_BASE_URL and KGRAG_LLM_MODEL (or KGRAG_LLM_REPLAY_DIR), or narrow the scope.",
+            )
 
     def _execute(self, run: ExtractionRun, plan: RunPlan) -> ExtractionRun:
         done = set(run.done_chunk_ids)

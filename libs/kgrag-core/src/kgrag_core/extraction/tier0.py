@@ -14,15 +14,16 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
-
-from datasketch import MinHash, MinHashLSH
+from typing import TYPE_CHECKING, Protocol
 
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.documents import Chunk
 from kgrag_core.extraction.model import SkipReason
 from kgrag_core.extraction.records import ChunkExtractionState, MinHashEntry
 from kgrag_core.extraction.records_text import record_lines
+
+if TYPE_CHECKING:
+    from datasketch import MinHash
 
 # --- boilerplate and low information --------------------------------------------------------------
 
@@ -121,14 +122,22 @@ def _shingles(text: str) -> list[bytes]:
     return [" ".join(words[i : i + SHINGLE_WORDS]).encode("utf-8") for i in range(len(words) - SHINGLE_WORDS + 1)]
 
 
+# datasketch is imported where it is used: importing the package loads scipy (for MinHashLSH's parameter
+# search), which cost every `kgrag` command, `--help` included, over two seconds.
+
+
 @lru_cache(maxsize=1)
 def _template() -> MinHash:
+    from datasketch import MinHash
+
     # Building the permutations is the costly part of a MinHash; every signature shares one set.
     return MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME)
 
 
 @lru_cache(maxsize=1)
 def _hashranges() -> tuple[tuple[int, int], ...]:
+    from datasketch import MinHashLSH
+
     lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
     return tuple((int(start), int(end)) for start, end in lsh.hashranges)
 
@@ -141,6 +150,8 @@ def minhash_signature(text: str) -> tuple[int, ...]:
 
 
 def _minhash(signature: Sequence[int]) -> MinHash:
+    from datasketch import MinHash
+
     template = _template()
     return MinHash(
         seed=SEED,

@@ -72,6 +72,27 @@ def extract_resume(run_id: Annotated[str, typer.Argument(help="The run to contin
         _show(state, _admin(kg).resume(run_id), "Re-extraction receipt")
 
 
+@extract_app.command("runs")
+def extract_runs(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many, newest first.")] = 20,
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
+    """List re-extraction runs (newest first) with their status and progress."""
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        rows = _admin(kg).runs(limit)
+    if state.as_json:
+        render.emit_json({"runs": rows})
+        return
+    table = Table("run", "status", "version", "chunks done", "calls planned", "calls made", "created")
+    for r in rows:
+        preview, receipt = r["preview"], r.get("receipt") or {}
+        table.add_row(str(r["run_id"]), str(r["status"]), str(r["extractor_version"]), str(r["done_chunks"]),
+                      str(preview["calls"]), str(receipt.get("calls", 0)), str(r["created_at"])[:19])
+    state.out.print(table)
+
+
 @extract_app.command("run")
 def extract_run(run_id: Annotated[str, typer.Argument(help="The run to show.")], data_dir: DataDir = None,
                 as_json: JsonOut = False) -> None:

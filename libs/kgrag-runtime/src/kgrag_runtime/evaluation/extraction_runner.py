@@ -93,6 +93,11 @@ def _evaluate(kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, 
         entities, relations, claims = parsed.get(chunk.chunk_id, ([], [], []))
         raw[g.id] = [ChunkExtraction(chunk.chunk_id, merged.key, Tier.LLM, tuple(entities), tuple(relations),
                                      tuple(claims))]
+        if merged.skip_reason is not None:
+            # Tier 0 kept the chunk from the extractors (boilerplate, or a copy reusing its representative's
+            # extraction): score what the pipeline stored for it, as a user would get it.
+            predictions[g.id] = [merged]
+            continue
         # Tier 3's own contribution, validated exactly as the pipeline validates it; the pipeline's merged
         # result must hold every one of these items, or the eval is not measuring the pipeline.
         checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, ontology,
