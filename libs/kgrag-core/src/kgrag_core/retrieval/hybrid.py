@@ -59,7 +59,7 @@ class HybridSearcher:
         fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
 
         results = tuple(
-            replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in self._hydrate(fused, set(allowed), k)
+            replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in self.hydrate(fused, set(allowed), k)
         )
         limits: dict[str, object] = {
             "top_k": k,
@@ -70,7 +70,7 @@ class HybridSearcher:
         }
         return SearchResponse(query=text, hits=results, mode=mode.value, limits=limits)
 
-    def _hydrate(
+    def hydrate(
         self, fused: list[FusedCandidate], allowed: set[str], k: int
     ) -> list[tuple[FusedCandidate, SearchHit]]:
         """Load the best candidates from the authoritative store and recheck each one's ACL class.

@@ -1,0 +1,232 @@
+"""Bounded expansion from the linked entities: a scored beam search, never a breadth-first flood.
+
+Work is bounded by beam width x depth, not degree^depth (seed 003, 6.3): each expanded entity keeps its
+best `fan_out` edges, each hop keeps its best `beam_width` new entities, and a wall-clock budget stops the
+search with what it has. A hub may be where the search starts (it was named in the question), but a hub
+reached on the way is never expanded: one hop through "the company" reaches half the graph. Every cut is
+recorded in `Traversal.truncated`, so an evaluation can see whether the bounds cost answers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from types import MappingProxyType
+
+from kgrag_core.extraction.model import Modality, Polarity
+from kgrag_core.graph.model import Edge, EntityRef, EntitySummary, Traversal, TraversalStep
+from kgrag_core.graph.ports import GraphReader
+from kgrag_core.graph_retrieval.router import QuestionKind
+
+# Question cue (a regex over the lowercased question) -> the relation types it asks about.
+DEFAULT_RELATION_CUES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        r"\bown(?:s|ed|er|ers|ing|ership)?\b": ("OWNS",),
+        r"\b(?:lead|leads|led|leader|leading|head|heads|manager|manages|managed|runs|run by)\b": ("LEADS",),
+        r"\bon[- ]call\b": ("ON_CALL_FOR",),
+        r"\b(?:customer|customers|client|clients|account)\b": ("SERVED_AT", "CUSTOMER_OF"),
+        r"\b(?:vendor|vendors|supplier|suppliers|makes|made|contract)\b": ("VENDOR_OF",),
+        r"\b(?:team|teams|member|members)\b": ("MEMBER_OF",),
+        r"\b(?:works at|based|office|warehouse|site|stored|stores|located)\b": ("WORKS_AT", "LOCATED_IN", "SERVED_AT"),
+        r"\b(?:reports to|boss|manager)\b": ("REPORTS_TO",),
+        r"\b(?:uses|use|using|built on|runs on|database)\b": ("USES", "DEPENDS_ON"),
+        r"\b(?:depends|dependency|dependencies)\b": ("DEPENDS_ON",),
+        r"\b(?:migrate|migrated|migration|move to|moved to)\b": ("MIGRATES_TO",),
+        r"\b(?:incident|incidents|outage|outages|affected|caused|blocked|dropped|behind|involved|failure)\b": (
+            "AFFECTED",
+        ),
+        r"\b(?:ticket|tickets|complaint|complaints|reported|support)\b": ("REPORTED", "ABOUT"),
+    }
+)
+
+DEFAULT_DEPTH: Mapping[QuestionKind, int] = MappingProxyType(
+    {
+        QuestionKind.LOOKUP: 0,
+        QuestionKind.ENTITY: 1,
+        QuestionKind.TEMPORAL: 1,
+        QuestionKind.MODALITY: 1,
+        QuestionKind.MULTI_HOP: 2,
+        QuestionKind.GLOBAL: 1,
+    }
+)
+
+# How much an edge's own standing counts against how well it fits the question.
+_W_CONFIDENCE, _W_EVIDENCE, _W_RELEVANCE, _W_RECENCY = 0.3, 0.2, 0.35, 0.15
+_RELEVANT, _UNRELATED, _NO_CUE = 1.0, 0.25, 0.6
+# Kept but ranked lower: a negated statement or a plan is evidence about the question, not the fact.
+_NEGATED_FACTOR = 0.5
+_MODALITY_FACTOR: Mapping[Modality, float] = MappingProxyType(
+    {
+        Modality.FACT: 1.0,
+        Modality.REPORTED: 0.85,
+        Modality.PLAN: 0.6,
+        Modality.OPINION: 0.5,
+        Modality.HYPOTHETICAL: 0.4,
+        Modality.AI_SUGGESTION: 0.4,
+    }
+)
+_RECENCY_HALF_LIFE_DAYS = 365.0
+
+
+@dataclass(frozen=True, slots=True)
+class ExpansionSettings:
+    depth_by_kind: Mapping[QuestionKind, int] = field(default_factory=lambda: dict(DEFAULT_DEPTH))
+    fan_out: int = 8  # edges kept per expanded entity
+    hub_fan_out: int = 4  # edges kept from a hub seed, along relevant relation types when the question names any
+    fetch_per_entity: int = 32  # edges asked of the graph per entity before rescoring against the question
+    beam_width: int = 6  # new entities carried to the next hop
+    max_seeds: int = 6
+    time_budget_s: float = 0.25
+    relation_cues: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_RELATION_CUES))
+
+
+@dataclass(frozen=True, slots=True)
+class RelationRelevance:
+    relevant: frozenset[str]  # relation types the question's wording asks about (empty: no cue)
+
+    def of(self, relation: str) -> float:
+        if not self.relevant:
+            return _NO_CUE
+        return _RELEVANT if relation in self.relevant else _UNRELATED
+
+
+def relation_relevance(question: str, cues: Mapping[str, Sequence[str]] = DEFAULT_RELATION_CUES) -> RelationRelevance:
+    text = question.casefold()
+    found: set[str] = set()
+    for pattern, relations in cues.items():
+        if re.search(pattern, text):
+            found.update(relations)
+    return RelationRelevance(frozenset(found))
+
+
+def edge_labels(edge: Edge) -> tuple[str, ...]:
+    """Why an edge is not a plain fact: "negated", or its modality ("plan", "reported", ...)."""
+    labels: list[str] = []
+    if edge.polarity is Polarity.NEGATIVE:
+        labels.append("negated")
+    if edge.modality is not Modality.FACT:
+        labels.append(edge.modality.value)
+    return tuple(labels)
+
+
+def edge_score(edge: Edge, relevance: RelationRelevance, newest: date | None) -> float:
+    """0..1 from confidence, evidence count, relation fit and recency (relative to the newest edge seen)."""
+    evidence = 1.0 - 1.0 / (1.0 + edge.evidence_count)  # 1 chunk 0.5, 3 chunks 0.75: more support, less gain
+    if edge.latest_written is None or newest is None:
+        recency = 0.5
+    else:
+        age = max(0, (newest - edge.latest_written).days)
+        recency = math.pow(0.5, age / _RECENCY_HALF_LIFE_DAYS)
+    confidence = min(1.0, max(0.0, edge.confidence))
+    score = (
+        _W_CONFIDENCE * confidence
+        + _W_EVIDENCE * evidence
+        + _W_RELEVANCE * relevance.of(edge.relation)
+        + _W_RECENCY * recency
+    )
+    if edge.polarity is Polarity.NEGATIVE:
+        score *= _NEGATED_FACTOR
+    return score * _MODALITY_FACTOR.get(edge.modality, 0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    entity: EntityRef
+    score: float
+    depth: int
+    is_hub: bool
+
+
+def expand(
+    seeds: Sequence[tuple[EntitySummary, float]],
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    *,
+    question: str,
+    kind: QuestionKind,
+    settings: ExpansionSettings | None = None,
+    clock: Callable[[], float],
+) -> Traversal:
+    """Beam search from `seeds` (entity, link score), best first; path score = link score x edge scores."""
+    cfg = settings or ExpansionSettings()
+    started = clock()
+    traversal = Traversal(seeds=[s.entity for s, _ in seeds[: cfg.max_seeds]])
+    if len(seeds) > cfg.max_seeds:
+        traversal.truncated.append(f"seeds: kept {cfg.max_seeds} of {len(seeds)} linked entities")
+    max_depth = cfg.depth_by_kind.get(kind, 1)
+    relevance = relation_relevance(question, cfg.relation_cues)
+    frontier = [_Node(s.entity, score, 0, s.is_hub) for s, score in seeds[: cfg.max_seeds]]
+    visited = {n.entity.entity_id for n in frontier}
+    seen_edges: set[str] = set()
+
+    for depth in range(1, max_depth + 1):
+        if not frontier:
+            break
+        candidates: list[tuple[float, Edge, EntityRef]] = []
+        for node in frontier:
+            if clock() - started > cfg.time_budget_s:
+                elapsed_ms = round((clock() - started) * 1000)
+                traversal.truncated.append(f"time budget: stopped at depth {depth} after {elapsed_ms} ms")
+                return traversal
+            candidates.extend(_expand_node(node, graph, acl_class_ids, relevance, seen_edges, cfg, traversal))
+        candidates.sort(key=lambda c: (-c[0], c[1].relation_id))
+        next_frontier: list[_Node] = []
+        left_out = 0
+        for score, edge, other in candidates:
+            if edge.relation_id in seen_edges:  # reached from both of its ends
+                continue
+            seen_edges.add(edge.relation_id)
+            traversal.steps.append(TraversalStep(edge, depth, round(score, 6)))
+            if other.entity_id in visited:
+                continue
+            if len(next_frontier) < cfg.beam_width:
+                visited.add(other.entity_id)
+                next_frontier.append(_Node(other, score, depth, is_hub=False))
+            else:
+                left_out += 1
+        if left_out and depth < max_depth:
+            traversal.truncated.append(f"beam: {left_out} entities beyond width {cfg.beam_width} at depth {depth}")
+        frontier = next_frontier
+    return traversal
+
+
+def _expand_node(
+    node: _Node,
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    relevance: RelationRelevance,
+    seen_edges: set[str],
+    cfg: ExpansionSettings,
+    traversal: Traversal,
+) -> list[tuple[float, Edge, EntityRef]]:
+    is_hub = node.is_hub
+    if node.depth >= 1:
+        summary = graph.entity(node.entity.entity_id, acl_class_ids)
+        if summary is None:
+            return []
+        if summary.is_hub:
+            traversal.truncated.append(f"hub not passed: {summary.entity.name}")
+            return []
+    # From a hub seed follow only what the question asks about, if it asks about anything (seed 003, 6.3).
+    relations = sorted(relevance.relevant) if is_hub and relevance.relevant else None
+    # One edge more than the cap tells whether the graph had more to give, without counting them all.
+    edges = graph.neighbours(node.entity.entity_id, acl_class_ids, relations=relations, limit=cfg.fetch_per_entity + 1)
+    if len(edges) > cfg.fetch_per_entity:
+        traversal.truncated.append(f"fan-out: {node.entity.name} has more than {cfg.fetch_per_entity} edges")
+        edges = edges[: cfg.fetch_per_entity]
+    newest = max((e.latest_written for e in edges if e.latest_written is not None), default=None)
+    scored = sorted(
+        ((node.score * edge_score(e, relevance, newest), e) for e in edges if e.relation_id not in seen_edges),
+        key=lambda se: (-se[0], se[1].relation_id),
+    )
+    cap = cfg.hub_fan_out if is_hub else cfg.fan_out
+    if len(scored) > cap:
+        traversal.truncated.append(f"fan-out: kept {cap} of {len(scored)} edges of {node.entity.name}")
+    out: list[tuple[float, Edge, EntityRef]] = []
+    for score, edge in scored[:cap]:
+        other = edge.object if edge.subject.entity_id == node.entity.entity_id else edge.subject
+        out.append((score, edge, other))
+    return out

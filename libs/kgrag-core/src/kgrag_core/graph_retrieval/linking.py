@@ -1,0 +1,209 @@
+"""Entity linking: which canonical entities the question's mentions may name, ambiguity kept.
+
+Spans are codes ("LEJ-2", "INC-2024-007"), quoted strings and runs of capitalised words; every
+sub-run is looked up too, because "Kestrel Pharma's EDI" names "Kestrel Pharma". Lowercase words are
+never spans and pronouns are never keys (seed 000: "his" as an alias pulled a dozen strangers into every
+question), and a one-word span links only to an entity that is known by exactly that spelling ("HIS" the
+framework, not "his"). When a span names several entities, all of them stay, scored, so expansion can
+cover the candidates the question does not settle.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.graph.model import EntitySummary
+from kgrag_core.graph.ports import GraphReader
+
+# name -> (entity_id, similarity 0..1) for paraphrases the alias index does not know ("the money side").
+EmbeddingSearch = Callable[[str], Sequence[tuple[str, float]]]
+
+_CODE = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\b|\b[A-Z]{2,}[0-9]+\b")
+_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”|‘([^’]{2,80})’|(?<!\w)'([^']{2,80})'(?!\w)")
+_TOKEN = re.compile(r"[^\W_][\w\-&.]*(?:['’]s?)?")
+# Capitalised words that open questions or sentences and never name anything by themselves.
+_FUNCTION_WORD_TEXT = (
+    "who what which when where why how whom whose did does do is was were are has have had will would can could "
+    "should tell describe summarise summarize list give show explain the a an in on at of for to and or but "
+    "i he she it we they you me him her us them his hers its our their your my this that these those "
+    "there here if since until before after during between "
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday"
+)
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
+_MAX_SPAN_WORDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    text: str
+    start: int  # character offsets in the question
+    end: int
+    kind: str  # code | quoted | name
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCandidate:
+    entity: EntitySummary
+    score: float  # 0..1, comparable across mentions
+    via: str  # alias | embedding
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedMention:
+    mention: Mention
+    candidates: tuple[LinkCandidate, ...]  # best first; more than one when the question is ambiguous
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.candidates) > 1
+
+
+def candidate_spans(question: str) -> list[Mention]:
+    """Every span that may name an entity, longest first within each run, deduplicated by text and offset."""
+    found: dict[tuple[int, int], Mention] = {}
+    for match in _CODE.finditer(question):
+        found.setdefault((match.start(), match.end()), Mention(match.group(0), match.start(), match.end(), "code"))
+    for match in _QUOTED.finditer(question):
+        group = next(g for g in range(1, 5) if match.group(g) is not None)
+        text = match.group(group).strip()
+        if text:
+            start = match.start(group)
+            found.setdefault((start, start + len(text)), Mention(text, start, start + len(text), "quoted"))
+    for run in _capitalised_runs(question):
+        for size in range(min(len(run), _MAX_SPAN_WORDS), 0, -1):
+            for first in range(len(run) - size + 1):
+                words = run[first : first + size]
+                start, end = words[0][1], words[-1][2]
+                text = question[start:end]
+                if size == 1 and _is_function_word(text):
+                    continue
+                found.setdefault((start, end), Mention(text, start, end, "name"))
+    return sorted(found.values(), key=lambda m: (-(m.end - m.start), m.start))
+
+
+def _is_function_word(word: str) -> bool:
+    # "HIS" the system is a name; "His" opening a sentence is a pronoun.
+    acronym = len(word) > 1 and word.isupper()
+    return not acronym and word.casefold() in _FUNCTION_WORDS
+
+
+def _capitalised_runs(question: str) -> list[list[tuple[str, int, int]]]:
+    """Runs of consecutive capitalised tokens; a possessive ends a run ("Kestrel Pharma's EDI" -> two runs)."""
+    runs: list[list[tuple[str, int, int]]] = []
+    current: list[tuple[str, int, int]] = []
+    previous_end = -1
+    for match in _TOKEN.finditer(question):
+        word = match.group(0)
+        bare = re.sub(r"['’]s?$", "", word).rstrip(".")
+        gap = question[previous_end : match.start()] if previous_end >= 0 else ""
+        is_name = bool(bare) and bare[0].isupper() and not _is_function_word(bare)
+        if current and (not is_name or gap.strip()):
+            runs.append(current)
+            current = []
+        if is_name:
+            current.append((bare, match.start(), match.start() + len(bare)))
+            if bare != word.rstrip("."):  # a possessive closes the run after this word
+                runs.append(current)
+                current = []
+        previous_end = match.end()
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _spelled_exactly(span: str, entity: EntitySummary) -> bool:
+    def fold(text: str) -> str:
+        return " ".join(unicodedata.normalize("NFKC", text).split())
+
+    target = fold(span)
+    return any(fold(form) == target for form in (entity.entity.name, *entity.aliases))
+
+
+def link_entities(
+    question: str,
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    *,
+    embedding_search: EmbeddingSearch | None = None,
+    max_candidates: int = 5,
+    min_embedding_similarity: float = 0.75,
+) -> list[LinkedMention]:
+    """Link the question's spans to visible canonical entities; a span inside a linked span is not linked again."""
+    spans = candidate_spans(question)
+    if not spans:
+        return []
+    keys = sorted({normalise_name(s.text) for s in spans} - {""})
+    named = graph.entities_named(keys, acl_class_ids) if keys else {}
+    linked: list[LinkedMention] = []
+    covered: list[tuple[int, int]] = []
+    for span in spans:
+        if any(start <= span.start and span.end <= end for start, end in covered):
+            continue
+        entities = named.get(normalise_name(span.text), [])
+        if len(span.text.split()) == 1 and span.kind == "name":
+            entities = [e for e in entities if _spelled_exactly(span.text, e)]
+        candidates = _score_alias_hits(span, entities)
+        if not candidates and embedding_search is not None and span.kind != "code":
+            candidates = _embedding_candidates(span, graph, acl_class_ids, embedding_search, min_embedding_similarity)
+        if candidates:
+            linked.append(LinkedMention(span, tuple(candidates[:max_candidates])))
+            covered.append((span.start, span.end))
+    linked.sort(key=lambda lm: lm.mention.start)
+    return linked
+
+
+def _span_weight(span: Mention) -> float:
+    # Codes and quotes are deliberate; a single capitalised word may just open a sentence.
+    if span.kind in ("code", "quoted"):
+        return 1.0
+    return 0.9 if len(span.text.split()) > 1 else 0.75
+
+
+def _score_alias_hits(span: Mention, entities: Sequence[EntitySummary]) -> list[LinkCandidate]:
+    if not entities:
+        return []
+    base = _span_weight(span)
+    top_degree = max(e.degree for e in entities) or 1
+    # Ambiguity lowers every candidate's score; better-connected namesakes rank first but keep company.
+    share = 1.0 / len(entities) ** 0.5
+    scored = [LinkCandidate(e, round(base * share * (0.8 + 0.2 * e.degree / top_degree), 4), "alias") for e in entities]
+    scored.sort(key=lambda c: (-c.score, c.entity.entity.entity_id))
+    return scored
+
+
+def _embedding_candidates(
+    span: Mention,
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    search: EmbeddingSearch,
+    min_similarity: float,
+) -> list[LinkCandidate]:
+    out: list[LinkCandidate] = []
+    seen: set[str] = set()
+    for entity_id, similarity in search(span.text):
+        if similarity < min_similarity:
+            continue
+        # The hook may know entities the caller cannot see: ask the graph, which applies the ACL.
+        summary = graph.entity(entity_id, acl_class_ids)
+        if summary is None or summary.entity.entity_id in seen:
+            continue
+        seen.add(summary.entity.entity_id)
+        out.append(LinkCandidate(summary, round(_span_weight(span) * 0.8 * similarity, 4), "embedding"))
+    out.sort(key=lambda c: (-c.score, c.entity.entity.entity_id))
+    return out
+
+
+def seed_entities(links: Sequence[LinkedMention]) -> list[tuple[EntitySummary, float]]:
+    """Distinct linked entities with their best link score, best first (ties by id, never by set order)."""
+    best: dict[str, tuple[EntitySummary, float]] = {}
+    for lm in links:
+        for c in lm.candidates:
+            key = c.entity.entity.entity_id
+            if key not in best or c.score > best[key][1]:
+                best[key] = (c.entity, c.score)
+    return sorted(best.values(), key=lambda es: (-es[1], es[0].entity.entity_id))

@@ -1,0 +1,302 @@
+"""Graph-assisted search: hybrid search first, the graph as a routed layer on top, never a replacement.
+
+Lookups go to plain hybrid search (seed 000: same score, several times faster). Other questions link
+their entities, expand a bounded neighbourhood, and add the evidence chunks of what they found as a third
+route, fused with dense and BM25 by weighted RRF. The graph route weighs less than one, so a chunk that
+only the graph found can never outrank a direct top match (in seed 000 equal weights pushed gold
+documents from ranks 1-3 to 12-17). Graph chunks pass through the hybrid searcher's own hydration and ACL
+recheck, exactly like its hits. Any failure or overrun in the graph layer returns the hybrid answer with
+`degraded=True` and the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Protocol
+
+from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.chunking.tokens import estimate_tokens
+from kgrag_core.errors import KgragError
+from kgrag_core.graph.model import Traversal
+from kgrag_core.graph.ports import GraphReader
+from kgrag_core.graph_retrieval.evidence import ContextPack, GraphLine, gather_evidence, pack_context
+from kgrag_core.graph_retrieval.expansion import ExpansionSettings, expand
+from kgrag_core.graph_retrieval.linking import EmbeddingSearch, LinkedMention, link_entities, seed_entities
+from kgrag_core.graph_retrieval.router import QuestionKind, Route, route
+from kgrag_core.limits import TOP_K
+from kgrag_core.ports import AclStore, TokenCounter
+from kgrag_core.retrieval.fusion import FusedCandidate, reciprocal_rank_fusion
+from kgrag_core.retrieval.hybrid import SearchMode
+from kgrag_core.search import RouteHit, SearchHit, SearchResponse
+
+GRAPH_MODE = "hybrid+graph"
+DEFAULT_ROUTE_WEIGHTS: Mapping[str, float] = MappingProxyType({"dense": 1.0, "bm25": 1.0, "graph": 0.5})
+
+
+class HybridBackend(Protocol):
+    """What graph-assisted search needs of hybrid search; `HybridSearcher` provides all of it."""
+
+    @property
+    def acls(self) -> AclStore: ...
+
+    @property
+    def rrf_k(self) -> int: ...
+
+    def search(
+        self,
+        query: str,
+        caller: Caller,
+        *,
+        top_k: int | None = None,
+        candidates: int | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+    ) -> SearchResponse: ...
+
+    # The hybrid searcher's hydration and ACL recheck, reused so graph chunks pass the same gate.
+    def hydrate(
+        self, fused: list[FusedCandidate], allowed: set[str], k: int
+    ) -> list[tuple[FusedCandidate, SearchHit]]: ...
+
+
+class EstimatedTokens:
+    """The core's token estimate as a `TokenCounter`, for when no tokenizer is wired in."""
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSearchSettings:
+    pool: int = 50  # hybrid hits hydrated as the dense/BM25 side of the fusion
+    route_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_ROUTE_WEIGHTS))
+    expansion: ExpansionSettings = field(default_factory=ExpansionSettings)
+    graph_candidates: int = 30  # evidence chunks the graph route may offer
+    claim_entities: int = 12  # entities whose claims are read: the seeds and the best reached
+    max_link_candidates: int = 5
+    budget_tokens: int = 8000
+    line_share: float = 0.25  # at most this share of the budget goes on graph lines
+    # The whole graph layer (linking, expansion, claims, hydration of its chunks); over it, the answer is
+    # hybrid's and flagged. Adapters must bound each call themselves (statement timeouts): a pure-logic
+    # core cannot interrupt a call that never returns.
+    graph_timeout_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSearchResponse:
+    query: str
+    hits: tuple[SearchHit, ...]
+    mode: str
+    limits: dict[str, object]
+    route: Route
+    graph_lines: tuple[GraphLine, ...] = ()  # only those within the graph share of the budget
+    traversal: Traversal | None = None
+    links: tuple[LinkedMention, ...] = ()
+    context: ContextPack | None = None
+    degraded: bool = False
+    degraded_reason: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        traversal = None
+        if self.traversal is not None:
+            traversal = {
+                "seeds": [s.entity_id for s in self.traversal.seeds],
+                "steps": len(self.traversal.steps),
+                "max_depth": max((s.depth for s in self.traversal.steps), default=0),
+                "truncated": list(self.traversal.truncated),
+            }
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "hits": [h.as_dict() for h in self.hits],
+            "limits": self.limits,
+            "route": self.route.as_dict(),
+            "graph_lines": [line.as_dict() for line in self.graph_lines],
+            "linked": [
+                {
+                    "text": lm.mention.text,
+                    "entities": [[c.entity.entity.entity_id, round(c.score, 4)] for c in lm.candidates],
+                }
+                for lm in self.links
+            ],
+            "traversal": traversal,
+            "context": self.context.as_dict() if self.context else None,
+            "degraded": self.degraded,
+            "degraded_reason": self.degraded_reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _GraphFindings:
+    links: tuple[LinkedMention, ...]
+    traversal: Traversal
+    lines: tuple[GraphLine, ...]
+    chunks: tuple[RouteHit, ...]
+
+
+class GraphAssistedSearcher:
+    def __init__(
+        self,
+        hybrid: HybridBackend,
+        graph: GraphReader,
+        *,
+        settings: GraphSearchSettings | None = None,
+        embedding_search: EmbeddingSearch | None = None,
+        token_counter: TokenCounter | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.hybrid = hybrid
+        self.graph = graph
+        self.settings = settings or GraphSearchSettings()
+        self.embedding_search = embedding_search
+        self.token_counter: TokenCounter = token_counter or EstimatedTokens()
+        self.clock = clock
+
+    def search(self, query: str, caller: Caller, top_k: int | None = None) -> GraphSearchResponse:
+        chosen = route(query)
+        k = TOP_K.resolve(top_k)
+        if chosen.kind is QuestionKind.LOOKUP:
+            plain = self.hybrid.search(query, caller, top_k=k)
+            return self._plain(plain, chosen, reason=None, why_not="lookup")
+
+        cfg = self.settings
+        base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)))
+        started = self.clock()
+        try:
+            allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
+            if not allowed:
+                return self._plain(base, chosen, reason=None, why_not="nothing readable", k=k)
+            findings = self._graph_findings(base.query, chosen, allowed)
+            if findings is None:
+                return self._plain(base, chosen, reason=None, why_not="no entity linked", k=k)
+            hits, limits = self._fuse(base, findings.chunks, set(allowed), k)
+            elapsed = self.clock() - started
+        except Exception as err:  # noqa: BLE001 - any graph failure must leave the caller with hybrid results
+            return self._plain(base, chosen, reason=_describe(err), k=k)
+        if elapsed > cfg.graph_timeout_s:
+            reason = f"timeout: graph layer took {elapsed * 1000:.0f} ms (limit {cfg.graph_timeout_s * 1000:.0f} ms)"
+            return self._plain(base, chosen, reason=reason, k=k)
+
+        context = pack_context(
+            findings.lines,
+            hits,
+            budget_tokens=cfg.budget_tokens,
+            counter=self.token_counter,
+            line_share=cfg.line_share,
+        )
+        limits["graph_ms"] = round(elapsed * 1000, 1)
+        limits["graph"] = {"used": True, "lines": len(findings.lines), "chunks": len(findings.chunks)}
+        return GraphSearchResponse(
+            query=base.query,
+            hits=hits,
+            mode=GRAPH_MODE,
+            limits=limits,
+            route=chosen,
+            graph_lines=context.lines,
+            traversal=findings.traversal,
+            links=findings.links,
+            context=context,
+        )
+
+    def _graph_findings(self, text: str, chosen: Route, allowed: Sequence[str]) -> _GraphFindings | None:
+        cfg = self.settings
+        links = link_entities(
+            text,
+            self.graph,
+            allowed,
+            embedding_search=self.embedding_search,
+            max_candidates=cfg.max_link_candidates,
+        )
+        seeds = seed_entities(links)
+        if not seeds:
+            return None
+        traversal = expand(
+            seeds, self.graph, allowed, question=text, kind=chosen.kind, settings=cfg.expansion, clock=self.clock
+        )
+        weights: dict[str, float] = {s.entity.entity_id: score for s, score in seeds}
+        for step in traversal.steps:
+            for end in (step.edge.subject, step.edge.object):
+                if step.score > weights.get(end.entity_id, 0.0):
+                    weights[end.entity_id] = step.score
+        about = [e for e, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[: cfg.claim_entities]]
+        claims = self.graph.claims_of(about, allowed)
+        evidence = gather_evidence(
+            traversal,
+            claims,
+            question=text,
+            kind=chosen.kind,
+            entity_weights=weights,
+            max_chunks=cfg.graph_candidates,
+        )
+        return _GraphFindings(tuple(links), traversal, evidence.lines, evidence.chunks)
+
+    def _fuse(
+        self, base: SearchResponse, graph_chunks: Sequence[RouteHit], allowed: set[str], k: int
+    ) -> tuple[tuple[SearchHit, ...], dict[str, object]]:
+        """Weighted RRF over the hybrid routes (rebuilt from its hits' ranks) and the graph route."""
+        routes: dict[str, list[RouteHit]] = {}
+        for name in ("dense", "bm25"):
+            ranked = sorted((h.ranks[name], h.chunk_id) for h in base.hits if name in h.ranks)
+            routes[name] = [RouteHit(chunk_id, 0.0, rank) for rank, chunk_id in ranked]
+        routes["graph"] = list(graph_chunks)
+        fused = reciprocal_rank_fusion(routes, k=self.hybrid.rrf_k, weights=self.settings.route_weights)
+
+        known = {h.chunk_id: h for h in base.hits}
+        # Only chunks the graph alone brought still need loading; they get hybrid's ACL recheck here.
+        unseen = [c for c in fused if c.chunk_id not in known]
+        for _, loaded in self.hybrid.hydrate(unseen, allowed, len(unseen)) if unseen else []:
+            known[loaded.chunk_id] = loaded
+        hits: list[SearchHit] = []
+        for candidate in fused:
+            hit = known.get(candidate.chunk_id)
+            if hit is None:  # failed the recheck: deleted, re-permissioned, or never readable
+                continue
+            hits.append(replace(hit, score=candidate.score, ranks=dict(candidate.ranks)))
+            if len(hits) == k:
+                break
+        limits = dict(base.limits)
+        limits.update(
+            {
+                "top_k": k,
+                "route_counts": {name: len(r) for name, r in sorted(routes.items())},
+                "route_weights": dict(sorted(self.settings.route_weights.items())),
+                "fused_candidates": len(fused),
+                "truncated": len(fused) > k,
+            }
+        )
+        return tuple(hits), limits
+
+    def _plain(
+        self,
+        response: SearchResponse,
+        chosen: Route,
+        *,
+        reason: str | None,
+        why_not: str | None = None,
+        k: int | None = None,
+    ) -> GraphSearchResponse:
+        hits = response.hits if k is None else response.hits[:k]
+        limits = dict(response.limits)
+        if k is not None:
+            limits["top_k"] = k
+            limits["truncated"] = bool(response.limits.get("truncated")) or len(response.hits) > k
+        limits["graph"] = {"used": False, "reason": reason or why_not}
+        context = pack_context((), hits, budget_tokens=self.settings.budget_tokens, counter=self.token_counter)
+        return GraphSearchResponse(
+            query=response.query,
+            hits=hits,
+            mode=response.mode,
+            limits=limits,
+            route=chosen,
+            context=context,
+            degraded=reason is not None,
+            degraded_reason=reason,
+        )
+
+
+def _describe(err: Exception) -> str:
+    if isinstance(err, KgragError):
+        return f"{err.code.value}: {err}"
+    return f"{type(err).__name__}: {err}"

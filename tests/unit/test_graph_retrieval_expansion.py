@@ -1,0 +1,150 @@
+from datetime import date
+
+from kgrag_core.extraction.model import Modality, Polarity
+from kgrag_core.graph.model import EntitySummary
+from kgrag_core.graph_retrieval.expansion import (
+    ExpansionSettings,
+    edge_labels,
+    edge_score,
+    expand,
+    relation_relevance,
+)
+from kgrag_core.graph_retrieval.router import QuestionKind
+from tests.unit.test_graph_retrieval_doubles import PUBLIC, FakeClock, InMemoryGraph
+
+VISIBLE = [PUBLIC.acl_class_id]
+
+
+def _seed(graph: InMemoryGraph, entity_id: str, score: float = 1.0) -> list[tuple[EntitySummary, float]]:
+    summary = graph.entity(entity_id, VISIBLE)
+    assert summary is not None
+    return [(summary, score)]
+
+
+def _chain() -> InMemoryGraph:
+    """customer -SERVED_AT-> site <-LEADS- manager -MEMBER_OF-> team; the site also belongs to a hub."""
+    graph = InMemoryGraph()
+    customer = graph.add_entity("org_b", "Brightwater Foods", "Organization")
+    site = graph.add_entity("site_lej", "LEJ-2", "Site")
+    manager = graph.add_entity("p_og", "Oliver Grant", "Person")
+    team = graph.add_entity("team_ops", "Site Ops", "Team")
+    hub = graph.add_entity("org_nw", "Northwind", "Organization", hub=True)
+    far = graph.add_entity("p_far", "Someone Else", "Person")
+    graph.add_edge(customer, "SERVED_AT", site, ["c_served"])
+    graph.add_edge(manager, "LEADS", site, ["c_leads"])
+    graph.add_edge(manager, "MEMBER_OF", team, ["c_member"])
+    graph.add_edge(customer, "CUSTOMER_OF", hub, ["c_customer"])
+    graph.add_edge(far, "WORKS_AT", hub, ["c_hub_far"])
+    return graph
+
+
+def test_depth_follows_the_route() -> None:
+    question = "Which site manager runs the warehouse where Brightwater Foods' stock is stored?"
+    for kind, depth in [(QuestionKind.LOOKUP, 0), (QuestionKind.ENTITY, 1), (QuestionKind.MULTI_HOP, 2)]:
+        graph = _chain()
+        traversal = expand(_seed(graph, "org_b"), graph, VISIBLE, question=question, kind=kind, clock=FakeClock())
+        assert max((s.depth for s in traversal.steps), default=0) == depth
+    graph = _chain()
+    two = expand(
+        _seed(graph, "org_b"), graph, VISIBLE, question=question, kind=QuestionKind.MULTI_HOP, clock=FakeClock()
+    )
+    assert ("c_leads", 2) in {(s.edge.evidence_chunk_ids[0], s.depth) for s in two.steps}
+
+
+def test_a_hub_reached_on_the_way_is_never_passed_through() -> None:
+    graph = _chain()
+    traversal = expand(
+        _seed(graph, "org_b"),
+        graph,
+        VISIBLE,
+        question="Who works with Brightwater Foods?",
+        kind=QuestionKind.MULTI_HOP,
+        clock=FakeClock(),
+    )
+    assert ("neighbours", "org_nw") not in graph.calls
+    assert "c_hub_far" not in {c for s in traversal.steps for c in s.edge.evidence_chunk_ids}
+    assert "c_customer" in {c for s in traversal.steps for c in s.edge.evidence_chunk_ids}  # the edge to it is kept
+    assert "hub not passed: Northwind" in traversal.truncated
+
+
+def test_a_hub_may_start_the_search_along_the_relations_asked_about() -> None:
+    graph = _chain()
+    traversal = expand(
+        _seed(graph, "org_nw"),
+        graph,
+        VISIBLE,
+        question="Which customers does Northwind have?",
+        kind=QuestionKind.ENTITY,
+        clock=FakeClock(),
+    )
+    assert [s.edge.relation for s in traversal.steps] == ["CUSTOMER_OF"]  # WORKS_AT is not what was asked
+
+
+def test_fan_out_and_beam_cuts_are_reported() -> None:
+    graph = InMemoryGraph()
+    centre = graph.add_entity("sys", "Atlas", "System")
+    for n in range(12):
+        user = graph.add_entity(f"t{n:02d}", f"Team {n}", "Team")
+        graph.add_edge(user, "USES", centre, [f"c{n:02d}"], confidence=0.5 + n / 100)
+    settings = ExpansionSettings(fan_out=5, beam_width=3, fetch_per_entity=10)
+    traversal = expand(
+        _seed(graph, "sys"),
+        graph,
+        VISIBLE,
+        question="Who uses Atlas?",
+        kind=QuestionKind.MULTI_HOP,
+        settings=settings,
+        clock=FakeClock(),
+    )
+    assert "fan-out: Atlas has more than 10 edges" in traversal.truncated
+    assert "fan-out: kept 5 of 10 edges of Atlas" in traversal.truncated
+    assert "beam: 2 entities beyond width 3 at depth 1" in traversal.truncated
+    assert len([s for s in traversal.steps if s.depth == 1]) == 5
+    # Strongest edges first: the kept five are the five most confident.
+    assert {s.edge.subject.entity_id for s in traversal.steps if s.depth == 1} == {"t11", "t10", "t09", "t08", "t07"}
+
+
+def test_time_budget_stops_the_search_with_what_it_has() -> None:
+    graph = _chain()
+    clock = FakeClock()
+
+    def tick(what: str) -> None:
+        if what == "neighbours":
+            clock.now += 0.2
+
+    graph.on_call = tick
+    settings = ExpansionSettings(time_budget_s=0.25)
+    traversal = expand(
+        _seed(graph, "org_b"),
+        graph,
+        VISIBLE,
+        question="Who leads the site Brightwater Foods uses?",
+        kind=QuestionKind.MULTI_HOP,
+        settings=settings,
+        clock=clock,
+    )
+    assert traversal.steps and all(s.depth == 1 for s in traversal.steps)
+    assert any(t.startswith("time budget: stopped at depth 2") for t in traversal.truncated)
+
+
+def test_edge_scores_use_relation_fit_recency_and_demote_negated_or_planned_edges() -> None:
+    graph = InMemoryGraph()
+    a = graph.add_entity("a", "Routing", "Team")
+    b = graph.add_entity("b", "Atlas", "System")
+    owns = graph.add_edge(a, "OWNS", b, ["c1"], written=date(2024, 6, 1))
+    uses = graph.add_edge(a, "USES", b, ["c2"], written=date(2024, 6, 1))
+    old = graph.add_edge(a, "OWNS", b, ["c3"], written=date(2021, 6, 1))
+    planned = graph.add_edge(a, "OWNS", b, ["c4"], modality=Modality.PLAN, written=date(2024, 6, 1))
+    negated = graph.add_edge(a, "OWNS", b, ["c5"], polarity=Polarity.NEGATIVE, written=date(2024, 6, 1))
+    asked = relation_relevance("Who owns Atlas?")
+    assert asked.relevant == {"OWNS"}
+    newest = date(2024, 6, 1)
+    assert edge_score(owns, asked, newest) > edge_score(uses, asked, newest)
+    assert edge_score(owns, asked, newest) > edge_score(old, asked, newest)
+    assert edge_score(owns, asked, newest) > edge_score(planned, asked, newest) > 0
+    assert edge_score(owns, asked, newest) > edge_score(negated, asked, newest) > 0
+    assert edge_labels(planned) == ("plan",) and edge_labels(negated) == ("negated",) and edge_labels(owns) == ()
+    traversal = expand(
+        _seed(graph, "a"), graph, VISIBLE, question="Who owns Atlas?", kind=QuestionKind.ENTITY, clock=FakeClock()
+    )
+    assert {s.edge.relation_id for s in traversal.steps} >= {planned.relation_id, negated.relation_id}  # kept

@@ -1,0 +1,89 @@
+from kgrag_core.graph_retrieval.linking import candidate_spans, link_entities, seed_entities
+from tests.unit.test_graph_retrieval_doubles import PUBLIC, SECRET, InMemoryGraph
+
+VISIBLE = [PUBLIC.acl_class_id]
+
+
+def _graph() -> InMemoryGraph:
+    graph = InMemoryGraph()
+    kestrel = graph.add_entity("org_k", "Kestrel Pharma", "Organization", aliases=["Kestrel"])
+    site = graph.add_entity("site_lej", "Leipzig warehouse", "Site", aliases=["LEJ-2"])
+    team = graph.add_entity("team_r", "Routing", "Team")
+    his = graph.add_entity("sys_his", "HIS", "System", aliases=["his"])
+    atlas_sys = graph.add_entity("sys_atlas", "Atlas", "System")
+    atlas_prj = graph.add_entity("prj_atlas", "Atlas", "Project")
+    hidden = graph.add_entity("org_h", "Hidden Holdings", "Organization")
+    graph.add_edge(kestrel, "SERVED_AT", site, ["c1"])
+    graph.add_edge(team, "OWNS", atlas_sys, ["c2"])
+    graph.add_edge(team, "OWNS", atlas_prj, ["c3"])
+    graph.add_edge(team, "USES", atlas_sys, ["c4"])
+    graph.add_edge(team, "USES", his, ["c5"])
+    graph.add_edge(hidden, "CUSTOMER_OF", kestrel, ["c6"], acl=SECRET.acl_class_id)
+    return graph
+
+
+def test_spans_cover_codes_quotes_and_capitalised_runs_but_not_question_words() -> None:
+    spans = {
+        (s.text, s.kind) for s in candidate_spans('Did Kestrel Pharma\'s EDI feed hit INC-2024-007 or "night shift"?')
+    }
+    assert {("Kestrel Pharma", "name"), ("EDI", "name"), ("INC-2024-007", "code"), ("night shift", "quoted")} <= spans
+    assert not {t for t, _ in spans} & {"Did", "Pharma's", "Kestrel Pharma's EDI"}
+
+
+def test_linking_prefers_the_longest_span_and_resolves_codes() -> None:
+    links = link_entities("How many pallets does Kestrel Pharma use at LEJ-2?", _graph(), VISIBLE)
+    assert [(lm.mention.text, [c.entity.entity.entity_id for c in lm.candidates]) for lm in links] == [
+        ("Kestrel Pharma", ["org_k"]),
+        ("LEJ-2", ["site_lej"]),
+    ]
+    code = links[1].candidates[0]
+    assert code.via == "alias" and code.score > links[0].candidates[0].score * 0.99  # codes are deliberate
+
+
+def test_ambiguity_is_kept_with_scores() -> None:
+    links = link_entities("Who owns Atlas?", _graph(), VISIBLE)
+    assert len(links) == 1 and links[0].ambiguous
+    candidates = links[0].candidates
+    assert {c.entity.entity.entity_id for c in candidates} == {"sys_atlas", "prj_atlas"}
+    # The better-connected namesake ranks first, but an ambiguous span scores below an unambiguous one.
+    assert candidates[0].entity.entity.entity_id == "sys_atlas" and candidates[0].score > candidates[1].score
+    single = link_entities("Who leads Routing?", _graph(), VISIBLE)[0].candidates[0].score
+    assert candidates[0].score < single
+
+
+def test_pronouns_and_wrongly_capitalised_one_word_aliases_never_link() -> None:
+    graph = _graph()
+    assert link_entities("What is his role at Routing?", graph, VISIBLE)[0].mention.text == "Routing"
+    assert all(lm.mention.text != "His" for lm in link_entities("His team uses it.", graph, VISIBLE))
+    assert [
+        lm.candidates[0].entity.entity.entity_id for lm in link_entities("Does HIS log pings?", graph, VISIBLE)
+    ] == ["sys_his"]
+
+
+def test_entities_only_visible_through_unreadable_evidence_do_not_link() -> None:
+    assert link_entities("Tell me about Hidden Holdings", _graph(), VISIBLE) == []
+    assert (
+        link_entities("Tell me about Hidden Holdings", _graph(), None)[0].candidates[0].entity.entity.entity_id
+        == "org_h"
+    )
+
+
+def test_embedding_hook_links_paraphrases_through_the_acl_checked_reader() -> None:
+    calls: list[str] = []
+
+    def search(name: str) -> list[tuple[str, float]]:
+        calls.append(name)
+        return [("org_h", 0.99), ("team_r", 0.9), ("org_k", 0.5)]
+
+    links = link_entities("What does the Route Planning Group own?", _graph(), VISIBLE, embedding_search=search)
+    assert "Route Planning Group" in calls
+    ids = [c.entity.entity.entity_id for lm in links for c in lm.candidates]
+    # org_h is not visible to this caller; org_k is below the similarity floor.
+    assert ids == ["team_r"] and links[0].candidates[0].via == "embedding"
+
+
+def test_seed_entities_keep_each_entity_once_at_its_best_score() -> None:
+    links = link_entities("Does Kestrel Pharma or Kestrel use LEJ-2?", _graph(), VISIBLE)
+    seeds = seed_entities(links)
+    assert [s.entity.entity_id for s, _ in seeds].count("org_k") == 1
+    assert [score for _, score in seeds] == sorted((score for _, score in seeds), reverse=True)

@@ -1,0 +1,208 @@
+from datetime import date
+
+from kgrag_core.acl import Caller
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.records import ClaimStatus
+from kgrag_core.graph_retrieval.router import QuestionKind
+from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchSettings
+from tests.unit.test_graph_retrieval_doubles import (
+    PUBLIC,
+    READER,
+    SECRET,
+    FakeClock,
+    FakeStore,
+    InMemoryGraph,
+    hybrid_over,
+)
+
+MULTI_HOP = "Which site manager runs the warehouse where Brightwater Foods' stock is stored?"
+
+
+def _world(*, leads_acl_secret: bool = False) -> tuple[FakeStore, InMemoryGraph]:
+    store = FakeStore()
+    for chunk_id in ["d_direct", "d2", "d3", "c_served", "c_customer", "c_member", "c_hub_far"]:
+        store.add(chunk_id, f"text of {chunk_id}")
+    store.add("c_leads", "Oliver Grant runs LEJ-2.", SECRET if leads_acl_secret else PUBLIC)
+    graph = InMemoryGraph()
+    customer = graph.add_entity("org_b", "Brightwater Foods", "Organization")
+    site = graph.add_entity("site_lej", "LEJ-2", "Site")
+    manager = graph.add_entity("p_og", "Oliver Grant", "Person")
+    team = graph.add_entity("team_ops", "Site Ops", "Team")
+    hub = graph.add_entity("org_nw", "Northwind", "Organization", hub=True)
+    far = graph.add_entity("p_far", "Someone Else", "Person")
+    graph.add_edge(customer, "SERVED_AT", site, ["c_served"])
+    # The graph's ACL view may lag the store: it still thinks c_leads is public.
+    graph.add_edge(manager, "LEADS", site, ["c_leads"])
+    graph.add_edge(manager, "MEMBER_OF", team, ["c_member"])
+    graph.add_edge(customer, "CUSTOMER_OF", hub, ["c_customer"])
+    graph.add_edge(far, "WORKS_AT", hub, ["c_hub_far"])
+    return store, graph
+
+
+def _searcher(
+    store: FakeStore, graph: InMemoryGraph, dense: list[str], bm25: list[str], **kwargs: object
+) -> GraphAssistedSearcher:
+    return GraphAssistedSearcher(hybrid_over(store, dense, bm25), graph, clock=FakeClock(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_lookups_go_to_plain_hybrid_without_touching_the_graph() -> None:
+    store, graph = _world()
+    hybrid = hybrid_over(store, ["d2", "d_direct"], ["d_direct"])
+    searcher = GraphAssistedSearcher(hybrid, graph, clock=FakeClock())
+    response = searcher.search("What is the standard laptop refresh cycle?", READER, top_k=5)
+    assert response.route.kind is QuestionKind.LOOKUP
+    assert graph.calls == []
+    assert response.mode == "hybrid" and not response.degraded
+    assert response.hits == hybrid.search("What is the standard laptop refresh cycle?", READER, top_k=5).hits
+    assert response.as_dict()["route"] == {"kind": "lookup", "confidence": response.route.confidence, "signals": []}
+
+
+def test_multi_hop_links_expands_two_hops_and_adds_the_far_chunk() -> None:
+    store, graph = _world()
+    searcher = _searcher(store, graph, ["d_direct", "c_served", "d2"], ["d_direct", "d3"])
+    response = searcher.search(MULTI_HOP, READER, top_k=10)
+    assert response.route.kind is QuestionKind.MULTI_HOP and response.mode == "hybrid+graph"
+    assert not response.degraded
+    assert [lm.mention.text for lm in response.links] == ["Brightwater Foods"]
+    assert response.traversal is not None
+    assert max(s.depth for s in response.traversal.steps) == 2
+    ids = [h.chunk_id for h in response.hits]
+    assert ids[0] == "d_direct"  # the direct match stays on top
+    assert "c_leads" in ids
+    assert set(response.hits[ids.index("c_leads")].ranks) == {"graph"}  # only the graph found it
+    assert any(line.text.startswith("Oliver Grant LEADS LEJ-2") for line in response.graph_lines)
+    # Northwind was reached but not passed through: its other neighbours never appear.
+    assert "c_hub_far" not in ids
+    assert "hub not passed: Northwind" in response.traversal.truncated
+    assert response.as_dict()["traversal"]["truncated"] == response.traversal.truncated  # type: ignore[index]
+
+
+def test_graph_chunks_pass_the_hybrid_acl_recheck() -> None:
+    store, graph = _world(leads_acl_secret=True)
+    response = _searcher(store, graph, ["d_direct"], ["d_direct"]).search(MULTI_HOP, READER, top_k=10)
+    assert response.mode == "hybrid+graph"
+    assert "c_leads" not in [h.chunk_id for h in response.hits]
+    admin = _searcher(store, graph, ["d_direct"], ["d_direct"]).search(MULTI_HOP, Caller(admin=True), top_k=10)
+    assert "c_leads" in [h.chunk_id for h in admin.hits]
+
+
+def test_graph_failure_degrades_to_hybrid_with_the_reason() -> None:
+    store, graph = _world()
+    graph.fail_with = RuntimeError("graph store unreachable")
+    hybrid = hybrid_over(store, ["d_direct", "c_served"], ["d_direct"])
+    response = GraphAssistedSearcher(hybrid, graph, clock=FakeClock()).search(MULTI_HOP, READER, top_k=3)
+    assert response.degraded and response.degraded_reason == "RuntimeError: graph store unreachable"
+    assert response.mode == "hybrid" and response.route.kind is QuestionKind.MULTI_HOP
+    assert response.hits == hybrid.search(MULTI_HOP, READER, top_k=3).hits
+    graph.fail_with = KgragError(ErrorCode.ENTITY_NOT_FOUND, "gone")
+    coded = GraphAssistedSearcher(hybrid, graph, clock=FakeClock()).search(MULTI_HOP, READER, top_k=3)
+    assert coded.degraded_reason == "ENTITY_NOT_FOUND: gone"
+
+
+def test_graph_timeout_degrades_to_hybrid() -> None:
+    store, graph = _world()
+    clock = FakeClock()
+
+    def slow(_what: str) -> None:
+        clock.now += 0.3
+
+    graph.on_call = slow
+    hybrid = hybrid_over(store, ["d_direct"], ["d_direct"])
+    settings = GraphSearchSettings(graph_timeout_s=0.5)
+    response = GraphAssistedSearcher(hybrid, graph, settings=settings, clock=clock).search(MULTI_HOP, READER)
+    assert response.degraded and (response.degraded_reason or "").startswith("timeout: graph layer took")
+    assert [h.chunk_id for h in response.hits] == ["d_direct"]
+
+
+def test_truncation_is_reported_in_the_response_without_degrading() -> None:
+    store, graph = _world()
+    clock = FakeClock()
+
+    def tick(what: str) -> None:
+        if what == "neighbours":
+            clock.now += 0.2
+
+    graph.on_call = tick
+    response = GraphAssistedSearcher(hybrid_over(store, ["d_direct"], []), graph, clock=clock).search(MULTI_HOP, READER)
+    assert not response.degraded and response.traversal is not None
+    assert any(t.startswith("time budget") for t in response.traversal.truncated)
+    assert "c_served" in [h.chunk_id for h in response.hits]  # what it found before the budget ran out
+
+
+def test_weighted_rrf_keeps_a_direct_top_hit_above_graph_only_chunks() -> None:
+    store = FakeStore()
+    for chunk_id in ["z_direct", "a_graph", "b_graph"]:
+        store.add(chunk_id, chunk_id)
+    graph = InMemoryGraph()
+    team = graph.add_entity("t", "Routing", "Team")
+    atlas = graph.add_entity("s", "Atlas", "System")
+    graph.add_edge(team, "OWNS", atlas, ["a_graph", "b_graph"])
+    question = "Tell me about Atlas."
+    down_weighted = _searcher(store, graph, ["z_direct"], []).search(question, READER)
+    assert down_weighted.hits[0].chunk_id == "z_direct"
+    assert {h.chunk_id for h in down_weighted.hits} == {"z_direct", "a_graph", "b_graph"}
+    # With equal weights (seed 000's round 1) the graph-only chunk would take the top place.
+    equal = _searcher(
+        store,
+        graph,
+        ["z_direct"],
+        [],
+        settings=GraphSearchSettings(route_weights={"dense": 1.0, "bm25": 1.0, "graph": 1.0}),
+    )
+    assert equal.search(question, READER).hits[0].chunk_id == "a_graph"
+
+
+def test_temporal_search_puts_the_current_chunk_above_the_superseded_one() -> None:
+    store = FakeStore()
+    for chunk_id in ["c_old", "c_new", "d_x"]:
+        store.add(chunk_id, chunk_id)
+    graph = InMemoryGraph()
+    site = graph.add_entity("site_lej", "LEJ-2", "Site")
+    graph.add_claim(
+        site,
+        "capacity_pallets",
+        "18,000",
+        "c_old",
+        written=date(2023, 3, 1),
+        status=ClaimStatus.SUPERSEDED,
+        superseded_by="clm_new",
+    )
+    graph.add_claim(site, "capacity_pallets", "24,500", "c_new", written=date(2024, 6, 3), claim_id="clm_new")
+    question = "What is the current pallet capacity of LEJ-2?"
+    hybrid_only = hybrid_over(store, ["c_old", "d_x", "c_new"], ["c_old", "c_new"]).search(question, READER)
+    assert [h.chunk_id for h in hybrid_only.hits].index("c_old") == 0  # the outdated document wins on words
+    response = _searcher(store, graph, ["c_old", "d_x", "c_new"], ["c_old", "c_new"]).search(question, READER)
+    assert response.route.kind is QuestionKind.TEMPORAL
+    ids = [h.chunk_id for h in response.hits]
+    assert ids.index("c_new") < ids.index("c_old")
+    assert [line.chunk_ids[0] for line in response.graph_lines] == ["c_new", "c_old"]
+    assert "superseded" in response.graph_lines[1].marks
+
+
+class WordCounter:
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_graph_lines_and_chunks_share_one_budget() -> None:
+    store, graph = _world()
+    for n in range(8):
+        graph.add_claim(graph.entities["org_b"].entity, f"note_{n}", "x " * 30, "c_served", written=date(2024, 1, 1))
+    settings = GraphSearchSettings(budget_tokens=200, line_share=0.25)
+    searcher = _searcher(
+        store, graph, ["d_direct", "c_served"], ["d_direct"], settings=settings, token_counter=WordCounter()
+    )
+    response = searcher.search(MULTI_HOP, READER)
+    assert response.context is not None
+    assert response.context.line_tokens <= 50 and response.context.lines_left_out > 0
+    assert response.graph_lines == response.context.lines
+    assert response.context.line_tokens + response.context.chunk_tokens <= 200
+    assert len(response.context.hits) > 0
+
+
+def test_no_linked_entity_falls_back_to_hybrid_without_degrading() -> None:
+    store, graph = _world()
+    response = _searcher(store, graph, ["d_direct"], []).search("What were the recurring causes of outages?", READER)
+    assert response.route.kind is QuestionKind.GLOBAL
+    assert not response.degraded and response.mode == "hybrid"
+    assert response.limits["graph"] == {"used": False, "reason": "no entity linked"}
