@@ -87,7 +87,8 @@ def extract_runs(
         return
     table = Table("run", "status", "version", "chunks done", "calls planned", "calls made", "created")
     for r in rows:
-        preview, receipt = r["preview"], r.get("receipt") or {}
+        preview: Any = r["preview"]
+        receipt: Any = r.get("receipt") or {}
         table.add_row(str(r["run_id"]), str(r["status"]), str(r["extractor_version"]), str(r["done_chunks"]),
                       str(preview["calls"]), str(receipt.get("calls", 0)), str(r["created_at"])[:19])
     state.out.print(table)
