@@ -13,14 +13,14 @@ from kgrag_adapters.postgres import migrate
 from kgrag_adapters.postgres.migrate import MIGRATIONS_DIR, applied_versions, apply_migrations
 
 # Every migration in schemas/postgres/migrations, in order; a new file must be added here on purpose.
-ALL = ["0001_init", "0002_event_times", "0003_extraction"]
+ALL = ["0001_init", "0002_event_times", "0003_extraction", "0004_resolution"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
     "acl_classes", "documents", "chunks", "embedding_cache", "ingest_log", "deletion_log",
     "ontology_versions", "extraction_cache", "chunk_extractions", "chunk_minhash", "chunk_lsh_bands", "kg_entities",
     "kg_mentions", "kg_relations", "kg_relation_evidence", "kg_claims", "kg_claim_evidence", "extraction_quarantine",
-    "extraction_runs",
+    "extraction_runs", "er_merge_log", "er_canonical", "er_review_queue", "kg_hubs",
 }
 
 

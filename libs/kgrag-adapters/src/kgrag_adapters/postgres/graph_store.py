@@ -1,0 +1,727 @@
+"""The knowledge graph on PostgreSQL: GraphReader and ResolutionStore over the facts of PostgresExtractionStore.
+
+A subclass of PostgresExtractionStore, so one object and one connection serve every PostgreSQL port: documents,
+extraction, resolution state and graph reads.
+
+Facts keep their mention-level entity IDs; canonical entities exist only as the mapping in er_canonical, which
+reads apply at query time (0004_resolution.sql). Every read goes through evidence: an entity, edge or claim is
+visible to a caller only through evidence chunks whose ACL class the caller holds and whose document is
+ACTIVE, and counts, degrees, names and aliases use visible evidence only.
+
+An entity counts as visible when any visible chunk names it: a mention, or the evidence of a relation or
+claim about it. Extraction creates relation endpoints and claim subjects without a mention row, so "has a
+visible mention" alone would hide entities whose facts the caller may read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore, _cardinality, _claim
+from kgrag_adapters.postgres.store import Row
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.claims import COMPETING_MODALITIES, timeline
+from kgrag_core.extraction.identity import normalise_name, relation_id
+from kgrag_core.extraction.model import Modality, Polarity
+from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.model import (
+    DecisionKind,
+    Edge,
+    EntityProfile,
+    EntityRef,
+    EntitySummary,
+    MergeRecord,
+    PairDecision,
+)
+
+_DECIDERS = frozenset({"auto", "review", "override"})
+
+# The tail of a query that reads through chunk `c`: the document is ACTIVE and the caller holds the class.
+_SEES: LiteralString = (
+    " JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'"
+    " WHERE (%(admin)s OR c.acl_class_id = ANY(%(acl)s::text[]))"
+)
+
+# Whether kg_entities row `e` is named by any chunk the caller may see.
+_ENTITY_VISIBLE: LiteralString = (
+    "(EXISTS (SELECT 1 FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
+    + _SEES
+    + " AND m.entity_id = e.entity_id)"
+    " OR EXISTS (SELECT 1 FROM kg_relations r JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id"
+    " JOIN chunks c ON c.chunk_id = ev.chunk_id" + _SEES + " AND r.subject_id = e.entity_id)"
+    " OR EXISTS (SELECT 1 FROM kg_relations r JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id"
+    " JOIN chunks c ON c.chunk_id = ev.chunk_id" + _SEES + " AND r.object_id = e.entity_id)"
+    " OR EXISTS (SELECT 1 FROM kg_claims cl JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id"
+    " JOIN chunks c ON c.chunk_id = cv.chunk_id" + _SEES + " AND cl.entity_id = e.entity_id))"
+)
+
+# (canonical id, member id) for every canonical id in %(ids)s: the id itself and what maps to it.
+_MEMBERS_CTE: LiteralString = (
+    "mb AS (SELECT k.cid, k.cid AS entity_id FROM unnest(%(ids)s::text[]) AS k(cid)"
+    " UNION SELECT ec.canonical_id, ec.entity_id FROM er_canonical ec WHERE ec.canonical_id = ANY(%(ids)s::text[]))"
+)
+
+_MEMBER_ROWS: LiteralString = (
+    "WITH "
+    + _MEMBERS_CTE
+    + " SELECT mb.cid, e.entity_id, e.name, e.type, e.strong_ids, "
+    + _ENTITY_VISIBLE
+    + " FROM mb JOIN kg_entities e ON e.entity_id = mb.entity_id ORDER BY mb.cid, e.entity_id"
+)
+
+_ALIAS_COUNTS: LiteralString = (
+    "WITH " + _MEMBERS_CTE + " SELECT mb.cid, m.name, count(*) FROM mb JOIN kg_mentions m ON m.entity_id = mb.entity_id"
+    " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " GROUP BY mb.cid, m.name"
+)
+
+# Relations touching any member of the canonical ids, endpoints mapped to canonical ids, visible evidence only,
+# grouped into edges (one per canonical subject, relation, canonical object, polarity, modality, valid_from).
+_EDGE_GROUPS: LiteralString = (
+    "WITH " + _MEMBERS_CTE + ", rel AS (SELECT r.* FROM kg_relations r JOIN mb ON r.subject_id = mb.entity_id"
+    " UNION SELECT r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id)"
+    " SELECT COALESCE(cs.canonical_id, r.subject_id), r.relation, COALESCE(co.canonical_id, r.object_id),"
+    " r.polarity, r.modality, r.valid_from, max(r.valid_to), array_agg(DISTINCT ev.chunk_id),"
+    " max(ev.confidence), max((c.doc_time AT TIME ZONE 'UTC')::date), count(DISTINCT ev.chunk_id)"
+    " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
+    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND (%(relations)s::text[] IS NULL OR r.relation = ANY(%(relations)s::text[]))"
+    " GROUP BY 1, 2, 3, 4, 5, 6"
+)
+
+# The strongest edges first; ties on the SQL keys come back whole, so Python can break them by relation ID.
+_NEIGHBOURS: LiteralString = (
+    _EDGE_GROUPS + " ORDER BY count(DISTINCT ev.chunk_id) DESC, max(ev.confidence) DESC"
+    " FETCH FIRST (%(limit)s) ROWS WITH TIES"
+)
+
+# Distinct edge keys, counted once per endpoint: a self-loop (left by a merge) counts once.
+_DEGREE_TAIL: LiteralString = (
+    ", ends AS (SELECT g.s AS cid, g.* FROM g UNION SELECT g.o AS cid, g.* FROM g) SELECT cid, count(*) FROM ends"
+)
+
+_EDGE_KEYS: LiteralString = (
+    " SELECT DISTINCT COALESCE(cs.canonical_id, r.subject_id) AS s, r.relation, COALESCE(co.canonical_id, r.object_id)"
+    " AS o, r.polarity, r.modality, r.valid_from"
+    " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
+    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " WHERE EXISTS (SELECT 1 FROM kg_relation_evidence ev JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND ev.relation_id = r.relation_id)"
+)
+
+_DEGREES: LiteralString = (
+    "WITH " + _MEMBERS_CTE + ", rel AS (SELECT r.* FROM kg_relations r JOIN mb ON r.subject_id = mb.entity_id"
+    " UNION SELECT r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id), g AS ("
+    + _EDGE_KEYS
+    + ")"
+    + _DEGREE_TAIL
+    + " WHERE cid = ANY(%(ids)s::text[]) GROUP BY cid"
+)
+
+_ALL_DEGREES: LiteralString = (
+    "WITH rel AS (SELECT * FROM kg_relations), g AS ("
+    + _EDGE_KEYS
+    + ")"
+    + _DEGREE_TAIL
+    + " GROUP BY cid HAVING count(*) >= %(min_degree)s"
+)
+
+_NAMED: LiteralString = (
+    "SELECT m.norm_name, m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
+    + _SEES
+    + " AND m.norm_name = ANY(%(names)s::text[])"
+    " UNION SELECT e.norm_name, e.entity_id FROM kg_entities e WHERE e.norm_name = ANY(%(names)s::text[]) AND "
+    + _ENTITY_VISIBLE
+)
+
+# The columns PostgresExtractionStore's `_claim` reads.
+_CLAIMS_OF: LiteralString = (
+    "SELECT cl.claim_id, cl.entity_id, e.name, e.type, cl.attribute, cl.value, ev.quote, cl.modality, cl.polarity,"
+    " cl.valid_from, cl.valid_to, (c.doc_time AT TIME ZONE 'UTC')::date, ev.chunk_id, c.doc_id, c.acl_class_id,"
+    " ev.tier, ev.confidence"
+    " FROM kg_claims cl JOIN kg_entities e ON e.entity_id = cl.entity_id"
+    " JOIN kg_claim_evidence ev ON ev.claim_id = cl.claim_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND cl.entity_id = ANY(%(members)s::text[])"
+)
+
+# --- profiles: the whole store (resolution is global), live evidence only --------------------------------
+
+_PROFILE_ENTITIES: LiteralString = (
+    "SELECT e.entity_id, e.type, e.name, e.strong_ids FROM kg_entities e"
+    " WHERE (%(every)s OR e.entity_id = ANY(%(ids)s::text[])) ORDER BY e.entity_id"
+)
+
+# Up to ten quotes per entity (the strongest first); Python keeps the first three distinct ones.
+_PROFILE_MENTIONS: LiteralString = (
+    "SELECT m.entity_id, array_agg(DISTINCT m.name), count(*),"
+    " (array_agg(m.quote ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10]"
+    " FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
+    + _SEES
+    + " AND (%(every)s OR m.entity_id = ANY(%(ids)s::text[])) GROUP BY m.entity_id"
+)
+
+_PROFILE_ATTRIBUTES: LiteralString = (
+    "SELECT DISTINCT cl.entity_id, cl.attribute, cl.value FROM kg_claims cl"
+    " WHERE (%(every)s OR cl.entity_id = ANY(%(ids)s::text[]))"
+    " AND cl.polarity = 'positive' AND cl.modality = ANY(%(modalities)s::text[])"
+    " AND EXISTS (SELECT 1 FROM kg_claim_evidence cv JOIN chunks c ON c.chunk_id = cv.chunk_id"
+    + _SEES
+    + " AND cv.claim_id = cl.claim_id)"
+    " ORDER BY cl.entity_id, cl.attribute, cl.value"
+)
+
+# Neighbours as canonical IDs: two entities linked to different members of one cluster share a neighbour.
+_PROFILE_NEIGHBOURS: LiteralString = (
+    "WITH live AS (SELECT r.* FROM kg_relations r WHERE EXISTS (SELECT 1 FROM kg_relation_evidence ev"
+    " JOIN chunks c ON c.chunk_id = ev.chunk_id" + _SEES + " AND ev.relation_id = r.relation_id)),"
+    " pairs AS (SELECT subject_id AS entity_id, object_id AS other FROM live"
+    " UNION SELECT object_id, subject_id FROM live)"
+    " SELECT p.entity_id, array_agg(DISTINCT COALESCE(ec.canonical_id, p.other) ORDER BY"
+    " COALESCE(ec.canonical_id, p.other)) FROM pairs p LEFT JOIN er_canonical ec ON ec.entity_id = p.other"
+    " WHERE (%(every)s OR p.entity_id = ANY(%(ids)s::text[])) GROUP BY p.entity_id"
+)
+
+_CONTEXT_QUOTES = 3
+
+_MERGE_COLUMNS: LiteralString = "merge_id, canonical_id, members, basis, decided_by, reverted"
+
+
+@dataclass(frozen=True, slots=True)
+class _Cluster:
+    """What a caller may see of one canonical entity (no degree or hub flag: those cost a query of their own)."""
+
+    ref: EntityRef
+    aliases: tuple[str, ...]
+    strong_ids: tuple[tuple[str, str], ...]
+    members: tuple[str, ...]
+
+
+class PostgresGraphStore(PostgresExtractionStore):
+    """GraphReader and ResolutionStore (plus everything PostgresExtractionStore is) on one connection."""
+
+    @classmethod
+    def connect(cls, dsn: str) -> PostgresGraphStore:
+        store = super().connect(dsn)
+        if not isinstance(store, PostgresGraphStore):  # cannot happen: super().connect builds a cls
+            raise TypeError(f"connect built a {type(store).__name__}")
+        return store
+
+    # --- GraphReader ----------------------------------------------------------------------------------------
+
+    def entities_named(
+        self, names: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, list[EntitySummary]]:
+        """Every asked name, normalised, with the visible canonical entities known by it (empty if none).
+
+        A name matches a visible mention of it and the stored name of a visible entity. Several entities per
+        name are kept (namesakes, or one name for two types), the best connected first.
+        """
+        wanted = list(dict.fromkeys(normalise_name(n) for n in names))
+        out: dict[str, list[EntitySummary]] = {n: [] for n in wanted}
+        if not wanted:
+            return out
+        params = {**_acl(acl_class_ids), "names": wanted}
+        with self._reading() as conn:
+            hits = conn.execute(_NAMED, params).fetchall()
+            canonical = _canonical(conn, [h[1] for h in hits])
+            summaries = self._summaries(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+        for norm, raw in hits:
+            summary = summaries.get(canonical[raw])
+            if summary is not None and summary not in out[norm]:
+                out[norm].append(summary)
+        for found in out.values():
+            found.sort(key=lambda s: (-s.degree, s.entity.name, s.entity.entity_id))
+        return out
+
+    def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
+        with self._reading() as conn:
+            cid = _canonical(conn, [entity_id])[entity_id]
+            return self._summaries(conn, [cid], acl_class_ids).get(cid)
+
+    def neighbours(
+        self,
+        entity_id: str,
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[Edge]:
+        """Visible edges touching any member of the entity's cluster, endpoints as canonical entities.
+
+        Strongest first: more evidence chunks, then higher confidence, then relation ID (a stable tie-break).
+        """
+        if limit <= 0:
+            return []
+        with self._reading() as conn:
+            cid = _canonical(conn, [entity_id])[entity_id]
+            params = {
+                **_acl(acl_class_ids),
+                "ids": [cid],
+                "relations": list(relations) if relations is not None else None,
+                "limit": limit,
+            }
+            rows = conn.execute(_NEIGHBOURS, params).fetchall()
+            ends = list(dict.fromkeys(e for r in rows for e in (r[0], r[2])))
+            clusters = _clusters(conn, ends, acl_class_ids)
+        edges = [e for e in (_edge(r, clusters) for r in rows) if e is not None]
+        edges.sort(key=lambda e: (-e.evidence_count, -e.confidence, e.relation_id))
+        return edges[:limit]
+
+    def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
+        """Claims about the canonical entities, with status computed over the whole cluster's visible claims.
+
+        Each record names the canonical entity (ID and display name), so claims made about two members of one
+        cluster compete in one timeline.
+        """
+        if not entity_ids:
+            return []
+        with self._reading() as conn:
+            canonical = _canonical(conn, list(entity_ids))
+            cids = list(dict.fromkeys(canonical.values()))
+            members = _members(conn, cids)
+            owner = {m: cid for cid, ms in members.items() for m in ms}
+            params = {**_acl(acl_class_ids), "members": list(owner)}
+            rows = conn.execute(_CLAIMS_OF, params).fetchall()
+            clusters = _clusters(conn, cids, acl_class_ids)
+            body = self._active_ontology_body()
+        records: list[ClaimRecord] = []
+        for row in rows:
+            record = _claim(row)
+            cluster = clusters.get(owner[record.entity_id])
+            if cluster is None:  # cannot happen: a visible claim makes its entity visible
+                continue
+            records.append(
+                dataclasses.replace(
+                    record,
+                    entity_id=cluster.ref.entity_id,
+                    entity_name=cluster.ref.name,
+                    entity_type=cluster.ref.type,
+                )
+            )
+        return timeline(records, _cardinality(body))
+
+    # --- ResolutionStore ------------------------------------------------------------------------------------
+
+    def profiles(self, entity_ids: Sequence[str] | None = None) -> list[EntityProfile]:
+        """Mention-level entities (all when None) as resolution compares them, in entity ID order.
+
+        Resolution is global, so profiles read every ACTIVE document regardless of ACL. Aliases are the other
+        surface forms its mentions used; attributes come from its positive fact or reported claims; neighbours
+        are the canonical IDs of the entities it shares an edge with; context is up to three of its mention
+        quotes, the most confident first.
+        """
+        if entity_ids is not None and not entity_ids:
+            return []
+        params: dict[str, Any] = {
+            **_acl(None),
+            "every": entity_ids is None,
+            "ids": list(entity_ids or ()),
+            "modalities": sorted(m.value for m in COMPETING_MODALITIES),
+        }
+        with self._reading() as conn:
+            entities = conn.execute(_PROFILE_ENTITIES, params).fetchall()
+            mentions = {r[0]: r for r in conn.execute(_PROFILE_MENTIONS, params)}
+            attributes: dict[str, list[tuple[str, str]]] = {}
+            for ent, attribute, value in conn.execute(_PROFILE_ATTRIBUTES, params):
+                attributes.setdefault(ent, []).append((attribute, value))
+            neighbours = {r[0]: tuple(r[1]) for r in conn.execute(_PROFILE_NEIGHBOURS, params)}
+        out: list[EntityProfile] = []
+        for ent, entity_type, name, strong_ids in entities:
+            m = mentions.get(ent)
+            norm = normalise_name(name)
+            aliases = tuple(sorted(n for n in (m[1] if m else ()) if normalise_name(n) != norm))
+            quotes = list(dict.fromkeys(m[3] if m else ()))[:_CONTEXT_QUOTES]
+            out.append(
+                EntityProfile(
+                    entity_id=ent,
+                    type=entity_type,
+                    name=name,
+                    aliases=aliases,
+                    strong_ids=_pairs(strong_ids),
+                    attributes=tuple(attributes.get(ent, ())),
+                    neighbours=tuple(n for n in neighbours.get(ent, ()) if n != ent),
+                    context=" … ".join(quotes),
+                    mentions=int(m[2]) if m else 0,
+                )
+            )
+        return out
+
+    def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        """Each ID's canonical ID; an ID in no cluster (or unknown) is its own."""
+        with self._lock:
+            return _canonical(self._conn, list(entity_ids))
+
+    def apply_merge(self, record: MergeRecord) -> None:
+        """Log the merge and put its canonical ID and members (with their clusters) in one cluster.
+
+        The cluster takes `record.canonical_id` as its label (the newest merge names a cluster). Applying a
+        logged merge again is a no-op, also after it was reverted: a periodic pass re-proposing a split merge
+        under the same ID does not undo the split. Reusing an ID for a different merge is a ValueError.
+        """
+        if not record.members:
+            raise ValueError(f"merge {record.merge_id} has no members")
+        if record.decided_by not in _DECIDERS:
+            raise ValueError(f"merge {record.merge_id}: decided_by is {record.decided_by!r}, not one of {_DECIDERS}")
+        entities = list(dict.fromkeys([record.canonical_id, *record.members]))
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            _lock_resolution(conn)
+            known = conn.execute(
+                "SELECT canonical_id, members FROM er_merge_log WHERE merge_id = %s", (record.merge_id,)
+            ).fetchone()
+            if known is not None:
+                if (known[0], tuple(known[1])) == (record.canonical_id, tuple(record.members)):
+                    return
+                raise ValueError(f"merge ID {record.merge_id} is already logged for another merge")
+            conn.execute(
+                "INSERT INTO er_merge_log (merge_id, canonical_id, members, entities, basis, decided_by)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                (
+                    record.merge_id,
+                    record.canonical_id,
+                    list(record.members),
+                    entities,
+                    Jsonb([_decision_to_dict(d) for d in record.basis]),
+                    record.decided_by,
+                ),
+            )
+            _recluster(conn, entities)
+
+    def revert_merge(self, merge_id: str) -> MergeRecord:
+        """Remove the merge's links and recompute the clusters it touched; return it, marked reverted.
+
+        Reverting the newest merge of a cluster restores the mapping exactly as it was before it. Reverting an
+        older one keeps every later merge: a cluster is what the links of the merges still in force connect,
+        so a later merge that linked the same entities keeps them together (and whatever the reverted merge
+        alone connected falls apart). Reverting twice changes nothing the second time.
+        """
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            _lock_resolution(conn)
+            row = conn.execute(
+                "SELECT " + _MERGE_COLUMNS + ", entities FROM er_merge_log WHERE merge_id = %s", (merge_id,)
+            ).fetchone()
+            if row is None:
+                raise KgragError(
+                    ErrorCode.ENTITY_NOT_FOUND,
+                    f"no merge {merge_id!r} in the merge log",
+                    hint="list merges with the merge log (newest first)",
+                )
+            if not row[5]:
+                conn.execute(
+                    "UPDATE er_merge_log SET reverted = true, reverted_at = clock_timestamp() WHERE merge_id = %s",
+                    (merge_id,),
+                )
+                _recluster(conn, list(row[6]))
+        return dataclasses.replace(_merge(row), reverted=True)
+
+    def merge_log(self, limit: int = 100) -> list[MergeRecord]:
+        """The latest `limit` merges, newest first, reverted ones included."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT " + _MERGE_COLUMNS + " FROM er_merge_log ORDER BY seq DESC LIMIT %s", (limit,)
+            ).fetchall()
+        return [_merge(r) for r in rows]
+
+    def queue_for_review(self, pairs: Sequence[PairDecision]) -> None:
+        """Queue "possibly the same" pairs (in either order). A pending pair is rescored; a decided one stays."""
+        rows: dict[tuple[str, str], Row] = {}
+        for p in pairs:
+            if p.a == p.b:
+                raise ValueError(f"a review pair needs two entities, got {p.a} twice")
+            a, b = sorted((p.a, p.b))
+            rows[(a, b)] = (a, b, p.score, Jsonb([[n, v] for n, v in p.features]), p.rule)
+        if not rows:
+            return
+        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO er_review_queue (a, b, score, features, rule) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT (a, b) DO UPDATE SET score = EXCLUDED.score, features = EXCLUDED.features,"
+                " rule = EXCLUDED.rule WHERE er_review_queue.status = 'pending'",
+                list(rows.values()),
+            )
+
+    def review_queue(self, limit: int = 100) -> list[PairDecision]:
+        """Pending pairs, the highest score first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT a, b, score, features, rule FROM er_review_queue WHERE status = 'pending'"
+                " ORDER BY score DESC, a, b LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [
+            PairDecision(r[0], r[1], DecisionKind.REVIEW, float(r[2]), tuple((n, float(v)) for n, v in r[3]), r[4])
+            for r in rows
+        ]
+
+    def decide_review(self, a: str, b: str, same: bool) -> None:
+        """Record a person's decision on a queued pair (a later decision replaces an earlier one).
+
+        Only the decision: merging a pair decided "same" is the resolver's job (it picks the canonical ID and
+        applies the hard constraints), through `apply_merge` with decided_by "review".
+        """
+        first, second = sorted((a, b))
+        with self._lock:
+            cur = self._conn.execute(
+                "UPDATE er_review_queue SET status = %s, decided_at = now() WHERE a = %s AND b = %s",
+                ("same" if same else "different", first, second),
+            )
+        if cur.rowcount == 0:
+            raise KgragError(
+                ErrorCode.ENTITY_NOT_FOUND,
+                f"the pair {first}, {second} is not in the review queue",
+                hint="list the pending pairs with the review queue",
+            )
+
+    def label_hubs(self, min_degree: int) -> int:
+        """Replace the hub set with the canonical entities that have at least `min_degree` distinct edges.
+
+        Degree here counts every live edge (hubs are a property of the graph, not of a reader); readers'
+        `degree` counts only what they may see.
+        """
+        if min_degree < 1:
+            raise ValueError(f"min_degree must be at least 1, got {min_degree}")
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            rows = conn.execute(_ALL_DEGREES, {**_acl(None), "min_degree": min_degree}).fetchall()
+            conn.execute("DELETE FROM kg_hubs")
+            if rows:
+                conn.execute(
+                    "INSERT INTO kg_hubs (entity_id, degree) SELECT * FROM unnest(%s::text[], %s::int[])",
+                    ([r[0] for r in rows], [int(r[1]) for r in rows]),
+                )
+        return len(rows)
+
+    # --- helpers (the caller holds the lock) -----------------------------------------------------------------
+
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection[Row]]:
+        """The connection, inside one read-only snapshot: a read takes several queries (mapping, edges, names),
+        and a merge or a deletion committed between them must not make them disagree."""
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+    def _summaries(
+        self, conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        clusters = _clusters(conn, cids, acl_class_ids)
+        if not clusters:
+            return {}
+        ids = list(clusters)
+        degrees = {r[0]: int(r[1]) for r in conn.execute(_DEGREES, {**_acl(acl_class_ids), "ids": ids})}
+        hubs = {r[0] for r in conn.execute("SELECT entity_id FROM kg_hubs WHERE entity_id = ANY(%s)", (ids,))}
+        return {
+            cid: EntitySummary(
+                entity=c.ref,
+                aliases=c.aliases,
+                strong_ids=c.strong_ids,
+                degree=degrees.get(cid, 0),
+                is_hub=cid in hubs,
+                members=c.members,
+            )
+            for cid, c in clusters.items()
+        }
+
+
+# --- module helpers ---------------------------------------------------------------------------------------
+
+
+def _acl(acl_class_ids: Sequence[str] | None) -> dict[str, Any]:
+    return {"admin": acl_class_ids is None, "acl": list(acl_class_ids or ())}
+
+
+def _lock_resolution(conn: psycopg.Connection[Row]) -> None:
+    # One resolution write at a time: a recluster reads the merges around it, then rewrites their mapping.
+    conn.execute("LOCK TABLE er_merge_log IN SHARE ROW EXCLUSIVE MODE")
+
+
+def _canonical(conn: psycopg.Connection[Row], entity_ids: Sequence[str]) -> dict[str, str]:
+    ids = list(dict.fromkeys(entity_ids))
+    out = {i: i for i in ids}
+    if ids:
+        for ent, cid in conn.execute(
+            "SELECT entity_id, canonical_id FROM er_canonical WHERE entity_id = ANY(%s)", (ids,)
+        ):
+            out[ent] = cid
+    return out
+
+
+def _members(conn: psycopg.Connection[Row], cids: Sequence[str]) -> dict[str, list[str]]:
+    """Canonical ID -> its member IDs, the canonical ID itself included (whether or not its entity exists)."""
+    out: dict[str, list[str]] = {cid: [cid] for cid in cids}
+    if cids:
+        for ent, cid in conn.execute(
+            "SELECT entity_id, canonical_id FROM er_canonical WHERE canonical_id = ANY(%s) ORDER BY entity_id",
+            (list(cids),),
+        ):
+            out[cid].append(ent)
+    return out
+
+
+def _clusters(
+    conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
+) -> dict[str, _Cluster]:
+    """The visible canonical entities among `cids` (an invisible one is left out)."""
+    if not cids:
+        return {}
+    params = {**_acl(acl_class_ids), "ids": list(dict.fromkeys(cids))}
+    members: dict[str, list[Row]] = {}
+    for row in conn.execute(_MEMBER_ROWS, params):
+        members.setdefault(row[0], []).append(row)
+    aliases: dict[str, Counter[str]] = {}
+    for cid, name, uses in conn.execute(_ALIAS_COUNTS, params):
+        aliases.setdefault(cid, Counter())[name] = int(uses)
+    out: dict[str, _Cluster] = {}
+    for cid, rows in members.items():
+        visible = [r for r in rows if r[5]]
+        if not visible:
+            continue
+        counts = aliases.get(cid, Counter())
+        ranked = sorted(counts, key=lambda n: (-counts[n], n))
+        out[cid] = _Cluster(
+            ref=EntityRef(cid, _display_name(cid, visible, ranked), _cluster_type(cid, rows)),
+            aliases=tuple(ranked),
+            strong_ids=tuple(sorted({pair for r in visible for pair in _pairs(r[4])})),
+            members=tuple(r[1] for r in visible),
+        )
+    return out
+
+
+def _display_name(cid: str, visible: Sequence[Row], ranked_aliases: Sequence[str]) -> str:
+    """The label entity's own name when the caller may see it, else the commonest visible mention name.
+
+    Never a name only restricted evidence uses: the label's entity may be known to this caller only
+    through other members.
+    """
+    for r in visible:
+        if r[1] == cid:
+            return str(r[2])
+    if ranked_aliases:
+        return ranked_aliases[0]
+    return str(visible[0][2])
+
+
+def _cluster_type(cid: str, rows: Sequence[Row]) -> str:
+    # Members share a type (a type conflict never merges); the label's own entity decides if it exists.
+    for r in rows:
+        if r[1] == cid:
+            return str(r[3])
+    return str(min(r[3] for r in rows))
+
+
+def _pairs(strong_ids: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in strong_ids)
+
+
+def _edge(row: Row, clusters: Mapping[str, _Cluster]) -> Edge | None:
+    subject, relation, obj = row[0], row[1], row[2]
+    if subject not in clusters or obj not in clusters:  # cannot happen: visible evidence shows both ends
+        return None
+    polarity, modality = Polarity(row[3]), Modality(row[4])
+    return Edge(
+        relation_id=relation_id(subject, relation, obj, row[5], polarity, modality),
+        subject=clusters[subject].ref,
+        relation=relation,
+        object=clusters[obj].ref,
+        polarity=polarity,
+        modality=modality,
+        valid_from=row[5],
+        valid_to=row[6],
+        evidence_chunk_ids=tuple(sorted(row[7])),
+        confidence=float(row[8]),
+        latest_written=row[9],
+    )
+
+
+def _recluster(conn: psycopg.Connection[Row], seeds: Sequence[str]) -> None:
+    """Recompute the mapping of every cluster that contains one of `seeds`, from the merges in force."""
+    entities = set(seeds)
+    frontier = set(seeds)
+    merges: dict[str, tuple[int, str, list[str]]] = {}
+    while frontier:
+        rows = conn.execute(
+            "SELECT merge_id, seq, canonical_id, entities FROM er_merge_log WHERE NOT reverted AND entities && %s",
+            (sorted(frontier),),
+        ).fetchall()
+        frontier = set()
+        for merge_id, seq, cid, linked in rows:
+            if merge_id in merges:
+                continue
+            merges[merge_id] = (int(seq), cid, list(linked))
+            fresh = set(linked) - entities
+            entities |= fresh
+            frontier |= fresh
+    parent = {e: e for e in entities}
+
+    def root(e: str) -> str:
+        while parent[e] != e:
+            parent[e] = parent[parent[e]]
+            e = parent[e]
+        return e
+
+    for _, cid, linked in merges.values():
+        for e in linked:
+            parent[root(e)] = root(cid)
+    # The newest merge in a component names it.
+    label: dict[str, tuple[int, str, str]] = {}
+    for merge_id, (seq, cid, _) in merges.items():
+        r = root(cid)
+        if r not in label or seq > label[r][0]:
+            label[r] = (seq, cid, merge_id)
+    mapped = [(e, label[root(e)][1], label[root(e)][2]) for e in sorted(entities) if root(e) in label]
+    rows_out = [m for m in mapped if m[0] != m[1]]
+    conn.execute("DELETE FROM er_canonical WHERE entity_id = ANY(%s)", (sorted(entities),))
+    if rows_out:
+        # Members whose entity is gone (no evidence left) get no row; the log still links the others.
+        conn.execute(
+            "INSERT INTO er_canonical (entity_id, canonical_id, merge_id)"
+            " SELECT k.e, k.c, k.m FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(e, c, m)"
+            " JOIN kg_entities e ON e.entity_id = k.e",
+            ([m[0] for m in rows_out], [m[1] for m in rows_out], [m[2] for m in rows_out]),
+        )
+
+
+def _decision_to_dict(d: PairDecision) -> dict[str, Any]:
+    return {
+        "a": d.a,
+        "b": d.b,
+        "kind": d.kind.value,
+        "score": d.score,
+        "features": [[n, v] for n, v in d.features],
+        "rule": d.rule,
+    }
+
+
+def _decision_from_dict(d: Mapping[str, Any]) -> PairDecision:
+    return PairDecision(
+        a=d["a"],
+        b=d["b"],
+        kind=DecisionKind(d["kind"]),
+        score=float(d["score"]),
+        features=tuple((str(n), float(v)) for n, v in d["features"]),
+        rule=d["rule"],
+    )
+
+
+def _merge(row: Row) -> MergeRecord:
+    return MergeRecord(
+        merge_id=row[0],
+        canonical_id=row[1],
+        members=tuple(row[2]),
+        basis=tuple(_decision_from_dict(d) for d in row[3]),
+        decided_by=row[4],
+        reverted=bool(row[5]),
+    )

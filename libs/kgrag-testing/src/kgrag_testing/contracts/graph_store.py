@@ -1,0 +1,588 @@
+"""Contract suites for the knowledge graph ports: `GraphReader` (every runtime) and `ResolutionStore` (PostgreSQL).
+
+Subclass `GraphReaderContract` (and, for the authoritative store, `ResolutionStoreContract`) in a `Test*` class
+and provide a `world` fixture that yields an EMPTY `GraphWorld`: the adapter test's builder of a small fixture
+world. The suite builds that world itself (`build_world`): documents under two ACL classes, extraction results
+saved for their chunks, merges, hub labels. For PostgreSQL the builder commits documents with PostgresStore and
+saves extractions with `save()`; a Neo4j builder writes the same to PostgreSQL and projects it before returning.
+Every builder call returns only when its effect is visible to `world.reader`.
+
+Entity IDs are the deterministic keys of `kgrag_core.extraction.identity`, so the suite names entities itself.
+Readers: `ENG_READER` holds only the engineering class, `HR_READER` only the HR class, `ADMIN` (None) all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Protocol
+
+import pytest
+
+from kgrag_core.acl import AclClass
+from kgrag_core.documents import Chunk
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.identity import entity_id, relation_id
+from kgrag_core.extraction.model import (
+    ChunkExtraction,
+    ClaimItem,
+    EntityMention,
+    ExtractionKey,
+    Modality,
+    Polarity,
+    RelationItem,
+    Tier,
+)
+from kgrag_core.extraction.records import ClaimStatus
+from kgrag_core.graph.model import DecisionKind, Edge, MergeRecord, PairDecision
+from kgrag_core.graph.ports import GraphReader, ResolutionStore
+from kgrag_testing.contracts.document_store import ENG
+
+HR = AclClass.of(["group:hr"])
+ENG_READER: tuple[str, ...] = (ENG.acl_class_id,)
+HR_READER: tuple[str, ...] = (HR.acl_class_id,)
+ADMIN = None
+
+JAN = datetime(2024, 1, 15, 9, 0, tzinfo=UTC)
+FEB = datetime(2024, 2, 15, 9, 0, tzinfo=UTC)
+
+PRIYA = entity_id("Person", "Priya Raman")
+P_RAMAN = entity_id("Person", "P. Raman")
+DANA = entity_id("Person", "Dana Lee")
+ROUTING = entity_id("Team", "Routing")
+ATLAS = entity_id("System", "Atlas")
+MERCURY_SITE = entity_id("Site", "Mercury")
+MERCURY_SYSTEM = entity_id("System", "Mercury")
+
+
+class GraphWorld(Protocol):
+    """How the suite builds its world. Each call's effect is visible to `reader` when it returns."""
+
+    @property
+    def reader(self) -> GraphReader: ...
+
+    def add_document(self, doc_id: str, sections: Sequence[str], *, acl: AclClass, at: datetime | None) -> list[Chunk]:
+        """Commit an ACTIVE document, one chunk per section (`make_document`); return its chunks."""
+        ...
+
+    def extract(self, results: Sequence[ChunkExtraction]) -> None:
+        """Store extraction results for chunks of committed documents (ExtractionStore.save)."""
+        ...
+
+    def delete_document(self, doc_id: str) -> None: ...
+
+    def merge(self, record: MergeRecord) -> None: ...
+
+    def revert(self, merge_id: str) -> MergeRecord: ...
+
+    def label_hubs(self, min_degree: int) -> int: ...
+
+
+class ResolutionWorld(GraphWorld, Protocol):
+    """A world whose resolution state is stored by the adapter under test."""
+
+    @property
+    def resolution(self) -> ResolutionStore: ...
+
+
+# --- the fixture world -----------------------------------------------------------------------------------
+
+
+def _result(chunk: Chunk, entities: Sequence[EntityMention], relations: Sequence[RelationItem] = (),
+            claims: Sequence[ClaimItem] = ()) -> ChunkExtraction:  # fmt: skip
+    key = ExtractionKey(chunk.content_hash, "graph-contract", "1")
+    return ChunkExtraction(chunk.chunk_id, key, Tier.LLM, tuple(entities), tuple(relations), tuple(claims))
+
+
+def _mention(name: str, type_: str, quote: str) -> EntityMention:
+    return EntityMention(name, type_, quote, 0.9)
+
+
+def _rel(subject: str, s_type: str, relation: str, obj: str, o_type: str, quote: str, conf: float) -> RelationItem:
+    return RelationItem(subject, s_type, relation, obj, o_type, quote, conf)
+
+
+def _office(person: str, value: str, quote: str) -> ClaimItem:
+    return ClaimItem(person, "Person", "office", value, quote, 0.9)
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    """The chunks of the fixture world, by what they say."""
+
+    routing_leads: Chunk  # ENG, JAN: Priya Raman LEADS Routing (0.8); office Leipzig
+    routing_runs: Chunk  # ENG, JAN: Routing RUNS Atlas (0.7)
+    atlas_owns: Chunk  # ENG, FEB: P. Raman OWNS Atlas (0.9); office Berlin
+    atlas_leads: Chunk  # ENG, FEB: Priya Raman LEADS Routing (0.6)
+    hr_reports: Chunk  # HR, FEB: Priya Raman REPORTS_TO Dana Lee (0.9)
+    hr_leads: Chunk  # HR, FEB: Priya Raman LEADS Routing (0.85)
+    mercury: Chunk  # ENG, JAN: Mercury the Site and Mercury the System
+
+
+def build_world(world: GraphWorld) -> World:
+    """Four documents: two engineering ones, one HR one (restricted), one with two namesakes."""
+    s_leads = "Priya Raman leads the Routing team from the Leipzig office."
+    s_runs = "Routing runs the Atlas platform."
+    routing_leads, routing_runs = world.add_document("doc-routing", [s_leads, s_runs], acl=ENG, at=JAN)
+    a_owns = "P. Raman owns Atlas and works from the Berlin office."
+    a_leads = "Priya Raman leads Routing."
+    atlas_owns, atlas_leads = world.add_document("doc-atlas", [a_owns, a_leads], acl=ENG, at=FEB)
+    h_reports = "Priya Raman reports to Dana Lee."
+    h_leads = "Priya Raman leads the Routing team."
+    hr_reports, hr_leads = world.add_document("doc-hr", [h_reports, h_leads], acl=HR, at=FEB)
+    m_text = "Mercury is the site in Leipzig. The Mercury system tracks pallets."
+    [mercury] = world.add_document("doc-mercury", [m_text], acl=ENG, at=JAN)
+    world.extract(
+        [
+            _result(
+                routing_leads,
+                [_mention("Priya Raman", "Person", s_leads), _mention("Routing", "Team", s_leads)],
+                [_rel("Priya Raman", "Person", "LEADS", "Routing", "Team", s_leads, 0.8)],
+                [_office("Priya Raman", "Leipzig", s_leads)],
+            ),
+            _result(
+                routing_runs,
+                [_mention("Routing", "Team", s_runs), _mention("Atlas", "System", s_runs)],
+                [_rel("Routing", "Team", "RUNS", "Atlas", "System", s_runs, 0.7)],
+            ),
+            _result(
+                atlas_owns,
+                [_mention("P. Raman", "Person", a_owns), _mention("Atlas", "System", a_owns)],
+                [_rel("P. Raman", "Person", "OWNS", "Atlas", "System", a_owns, 0.9)],
+                [_office("P. Raman", "Berlin", a_owns)],
+            ),
+            _result(
+                atlas_leads,
+                [_mention("Priya Raman", "Person", a_leads)],
+                [_rel("Priya Raman", "Person", "LEADS", "Routing", "Team", a_leads, 0.6)],
+            ),
+            _result(
+                hr_reports,
+                [_mention("Priya Raman", "Person", h_reports), _mention("Dana Lee", "Person", h_reports)],
+                [_rel("Priya Raman", "Person", "REPORTS_TO", "Dana Lee", "Person", h_reports, 0.9)],
+            ),
+            _result(
+                hr_leads,
+                [_mention("Priya Raman", "Person", h_leads)],
+                [_rel("Priya Raman", "Person", "LEADS", "Routing", "Team", h_leads, 0.85)],
+            ),
+            _result(mercury, [_mention("Mercury", "Site", m_text), _mention("Mercury", "System", m_text)]),
+        ]
+    )
+    return World(routing_leads, routing_runs, atlas_owns, atlas_leads, hr_reports, hr_leads, mercury)
+
+
+def merge(merge_id: str, canonical: str, *members: str, decided_by: str = "auto") -> MergeRecord:
+    basis = tuple(
+        PairDecision(canonical, m, DecisionKind.MERGE, 0.93, (("name", 0.8), ("context", 0.71)), "auto-threshold")
+        for m in members
+    )
+    return MergeRecord(merge_id, canonical, tuple(members), basis, decided_by)
+
+
+def relations(edges: Sequence[Edge]) -> list[tuple[str, str, str]]:
+    return [(e.subject.entity_id, e.relation, e.object.entity_id) for e in edges]
+
+
+def other_end(edge: Edge, entity: str) -> str:
+    return edge.object.entity_id if edge.subject.entity_id == entity else edge.subject.entity_id
+
+
+def two_hops(reader: GraphReader, start: str, acl: Sequence[str] | None) -> dict[str, int]:
+    """Entity ID -> the fewest hops from `start` (at most two), by calling `neighbours` once per entity."""
+    origin = reader.entity(start, acl)
+    if origin is None:
+        return {}
+    depth = {origin.entity.entity_id: 0}
+    frontier = [origin.entity.entity_id]
+    for hop in (1, 2):
+        reached: list[str] = []
+        for entity in frontier:
+            for edge in reader.neighbours(entity, acl):
+                nxt = other_end(edge, entity)
+                if nxt not in depth:
+                    depth[nxt] = hop
+                    reached.append(nxt)
+        frontier = reached
+    return depth
+
+
+def snapshot(reader: GraphReader, acl: Sequence[str] | None) -> dict[str, object]:
+    """Everything a reader returns about the people of the world, to compare before and after."""
+    people = (PRIYA, P_RAMAN, DANA, ATLAS, ROUTING)
+    return {
+        "entities": {e: reader.entity(e, acl) for e in people},
+        "neighbours": {e: reader.neighbours(e, acl) for e in people},
+        "named": reader.entities_named(["Priya Raman", "P. Raman", "Atlas"], acl),
+        "claims": reader.claims_of([PRIYA, P_RAMAN], acl),
+    }
+
+
+# --- GraphReader ------------------------------------------------------------------------------------------
+
+
+class GraphReaderContract:
+    def test_implements_the_port(self, world: GraphWorld) -> None:
+        assert isinstance(world.reader, GraphReader)
+
+    def test_empty_world_reads_nothing(self, world: GraphWorld) -> None:
+        r = world.reader
+        assert r.entities_named(["Priya Raman", " priya RAMAN."], ADMIN) == {"priya raman": []}
+        assert r.entities_named([], ADMIN) == {}
+        assert r.entity(PRIYA, ADMIN) is None
+        assert r.neighbours(PRIYA, ADMIN) == []
+        assert r.claims_of([PRIYA], ADMIN) == []
+        assert r.claims_of([], ADMIN) == []
+
+    def test_entity_summary(self, world: GraphWorld) -> None:
+        build_world(world)
+        summary = world.reader.entity(PRIYA, ADMIN)
+        assert summary is not None
+        assert (summary.entity.entity_id, summary.entity.name, summary.entity.type) == (PRIYA, "Priya Raman", "Person")
+        assert summary.aliases == ("Priya Raman",)
+        assert summary.members == (PRIYA,)
+        assert summary.degree == 2  # LEADS Routing, REPORTS_TO Dana Lee
+        assert not summary.is_hub
+
+    def test_restricted_evidence_is_invisible_and_not_counted(self, world: GraphWorld) -> None:
+        w = build_world(world)
+        r = world.reader
+        eng = r.neighbours(PRIYA, ENG_READER)
+        assert relations(eng) == [(PRIYA, "LEADS", ROUTING)]
+        assert eng[0].evidence_chunk_ids == tuple(sorted([w.routing_leads.chunk_id, w.atlas_leads.chunk_id]))
+        admin = r.neighbours(PRIYA, ADMIN)
+        assert relations(admin) == [(PRIYA, "LEADS", ROUTING), (PRIYA, "REPORTS_TO", DANA)]
+        assert admin[0].evidence_count == 3
+        hr = r.neighbours(PRIYA, HR_READER)
+        assert {e.relation: e.evidence_chunk_ids for e in hr} == {
+            "LEADS": (w.hr_leads.chunk_id,),
+            "REPORTS_TO": (w.hr_reports.chunk_id,),
+        }
+        eng_priya = r.entity(PRIYA, ENG_READER)
+        assert eng_priya is not None
+        assert eng_priya.degree == 1
+        # Dana Lee is named only in the HR document.
+        assert r.entity(DANA, ENG_READER) is None
+        assert r.neighbours(DANA, ENG_READER) == []
+        assert r.entities_named(["Dana Lee"], ENG_READER) == {"dana lee": []}
+        assert [s.entity.entity_id for s in r.entities_named(["Dana Lee"], HR_READER)["dana lee"]] == [DANA]
+        # A reader with no class sees nothing at all.
+        assert r.entity(PRIYA, ()) is None
+        assert r.neighbours(PRIYA, ()) == []
+
+    def test_edge_fields(self, world: GraphWorld) -> None:
+        build_world(world)
+        r = world.reader
+        [eng] = r.neighbours(PRIYA, ENG_READER)
+        assert eng.relation_id == relation_id(PRIYA, "LEADS", ROUTING, None, Polarity.POSITIVE, Modality.FACT)
+        assert (eng.subject.name, eng.subject.type, eng.object.name, eng.object.type) == (
+            "Priya Raman", "Person", "Routing", "Team",
+        )  # fmt: skip
+        assert (eng.polarity, eng.modality, eng.valid_from, eng.valid_to) == (
+            Polarity.POSITIVE, Modality.FACT, None, None,
+        )  # fmt: skip
+        assert eng.confidence == pytest.approx(0.8)  # the HR evidence's 0.85 is not the reader's to see
+        assert eng.latest_written == FEB.date()
+        leads = next(e for e in r.neighbours(PRIYA, ADMIN) if e.relation == "LEADS")
+        assert leads.confidence == pytest.approx(0.85)
+        [runs] = r.neighbours(ATLAS, ENG_READER, relations=["RUNS"])
+        assert runs.latest_written == JAN.date()
+
+    def test_neighbours_order_filter_and_limit(self, world: GraphWorld) -> None:
+        build_world(world)
+        r = world.reader
+        # LEADS has two visible evidence chunks, RUNS one.
+        assert relations(r.neighbours(ROUTING, ENG_READER)) == [(PRIYA, "LEADS", ROUTING), (ROUTING, "RUNS", ATLAS)]
+        assert relations(r.neighbours(ROUTING, ENG_READER, relations=["RUNS"])) == [(ROUTING, "RUNS", ATLAS)]
+        assert relations(r.neighbours(ROUTING, ENG_READER, limit=1)) == [(PRIYA, "LEADS", ROUTING)]
+        assert r.neighbours(ROUTING, ENG_READER, relations=["NO_SUCH"]) == []
+        # Atlas: OWNS (0.9) and RUNS (0.7) have one chunk each; confidence decides.
+        assert relations(r.neighbours(ATLAS, ENG_READER)) == [(P_RAMAN, "OWNS", ATLAS), (ROUTING, "RUNS", ATLAS)]
+
+    def test_deleting_a_document_removes_its_facts_from_every_read(self, world: GraphWorld) -> None:
+        build_world(world)
+        world.delete_document("doc-hr")
+        r = world.reader
+        assert relations(r.neighbours(PRIYA, ADMIN)) == [(PRIYA, "LEADS", ROUTING)]
+        assert r.neighbours(PRIYA, ADMIN)[0].evidence_count == 2
+        assert r.entity(DANA, ADMIN) is None
+        assert r.entities_named(["Dana Lee"], ADMIN) == {"dana lee": []}
+        summary = r.entity(PRIYA, ADMIN)
+        assert summary is not None
+        assert summary.degree == 1
+        world.delete_document("doc-atlas")
+        assert r.entity(P_RAMAN, ADMIN) is None
+        assert relations(r.neighbours(ATLAS, ADMIN)) == [(ROUTING, "RUNS", ATLAS)]
+        assert [c.value for c in r.claims_of([PRIYA, P_RAMAN], ADMIN)] == ["Leipzig"]
+
+    def test_names_stay_ambiguous(self, world: GraphWorld) -> None:
+        build_world(world)
+        named = world.reader.entities_named(["Mercury", "MERCURY.", "Priya Raman", "Nobody"], ENG_READER)
+        assert set(named) == {"mercury", "priya raman", "nobody"}
+        assert {(s.entity.entity_id, s.entity.type) for s in named["mercury"]} == {
+            (MERCURY_SITE, "Site"),
+            (MERCURY_SYSTEM, "System"),
+        }
+        assert [s.entity.entity_id for s in named["priya raman"]] == [PRIYA]
+        assert named["nobody"] == []
+
+    def test_merge_shows_the_union_with_canonical_endpoints(self, world: GraphWorld) -> None:
+        build_world(world)
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        r = world.reader
+        summary = r.entity(P_RAMAN, ENG_READER)
+        assert summary is not None
+        assert (summary.entity.entity_id, summary.entity.name) == (PRIYA, "Priya Raman")
+        assert summary.members == tuple(sorted([PRIYA, P_RAMAN]))
+        assert set(summary.aliases) == {"Priya Raman", "P. Raman"}
+        assert summary.degree == 2
+        assert r.entity(PRIYA, ENG_READER) == summary
+        assert set(relations(r.neighbours(P_RAMAN, ENG_READER))) == {
+            (PRIYA, "LEADS", ROUTING),
+            (PRIYA, "OWNS", ATLAS),
+        }
+        [owns] = r.neighbours(ATLAS, ENG_READER, relations=["OWNS"])
+        assert (owns.subject.entity_id, owns.subject.name) == (PRIYA, "Priya Raman")
+        assert [s.entity.entity_id for s in r.entities_named(["P. Raman"], ENG_READER)["p. raman"]] == [PRIYA]
+        # Two hops from Routing now reach Atlas through the merged person as well as directly.
+        assert two_hops(r, ROUTING, ENG_READER) == {ROUTING: 0, PRIYA: 1, ATLAS: 1}
+
+    def test_revert_restores_exactly(self, world: GraphWorld) -> None:
+        build_world(world)
+        r = world.reader
+        before = {acl: snapshot(r, acl) for acl in (ENG_READER, ADMIN)}
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        assert snapshot(r, ENG_READER) != before[ENG_READER]
+        reverted = world.revert("m1")
+        assert reverted.reverted
+        assert reverted.members == (P_RAMAN,)
+        assert {acl: snapshot(r, acl) for acl in (ENG_READER, ADMIN)} == before
+
+    def test_claims_follow_the_cluster(self, world: GraphWorld) -> None:
+        build_world(world)
+        r = world.reader
+        apart = r.claims_of([PRIYA, P_RAMAN], ENG_READER)
+        assert {(c.entity_id, c.value, c.status) for c in apart} == {
+            (PRIYA, "Leipzig", ClaimStatus.CURRENT),
+            (P_RAMAN, "Berlin", ClaimStatus.CURRENT),
+        }
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        together = r.claims_of([P_RAMAN], ENG_READER)
+        assert [(c.entity_id, c.entity_name, c.value, c.status) for c in together] == [
+            (PRIYA, "Priya Raman", "Leipzig", ClaimStatus.SUPERSEDED),  # written in January
+            (PRIYA, "Priya Raman", "Berlin", ClaimStatus.CURRENT),  # written in February
+        ]
+        assert together[0].superseded_by == together[1].claim_id
+        assert r.claims_of([PRIYA, P_RAMAN], ENG_READER) == together  # one cluster, listed once
+
+    def test_cluster_outlives_its_label_entity(self, world: GraphWorld) -> None:
+        """The canonical ID labels a cluster; when its own entity loses all evidence, the cluster still reads."""
+        build_world(world)
+        world.merge(merge("m1", P_RAMAN, PRIYA))
+        world.delete_document("doc-atlas")  # P. Raman's only document
+        r = world.reader
+        summary = r.entity(PRIYA, ENG_READER)
+        assert summary is not None
+        assert summary.entity.name == "Priya Raman"  # the label's own name is gone with its evidence
+        assert summary.members == (PRIYA,)
+        assert summary.aliases == ("Priya Raman",)
+        [leads] = r.neighbours(PRIYA, ENG_READER)
+        assert leads.subject == summary.entity
+        assert r.entity(summary.entity.entity_id, ENG_READER) == summary
+
+    def test_a_cluster_shows_only_what_the_reader_may_see(self, world: GraphWorld) -> None:
+        """Labelled by an entity named only in the HR document, the cluster must not leak that name."""
+        build_world(world)
+        world.merge(merge("m1", DANA, PRIYA))
+        r = world.reader
+        eng = r.entity(PRIYA, ENG_READER)
+        assert eng is not None
+        assert (eng.entity.entity_id, eng.entity.name) == (DANA, "Priya Raman")
+        assert (eng.aliases, eng.members, eng.degree) == (("Priya Raman",), (PRIYA,), 1)
+        assert r.entities_named(["Dana Lee"], ENG_READER) == {"dana lee": []}
+        [leads] = r.neighbours(DANA, ENG_READER)
+        assert (leads.subject.entity_id, leads.subject.name) == (DANA, "Priya Raman")
+        admin = r.entity(PRIYA, ADMIN)
+        assert admin is not None
+        assert (admin.entity.name, admin.members) == ("Dana Lee", tuple(sorted([PRIYA, DANA])))
+
+    def test_hubs_are_labelled_and_flagged(self, world: GraphWorld) -> None:
+        build_world(world)
+        r = world.reader
+        # Distinct edges over all live evidence: Priya 2, Routing 2, Atlas 2, P. Raman 1, Dana Lee 1.
+        assert world.label_hubs(2) == 3
+        hubs = {e for e in (PRIYA, ROUTING, ATLAS, P_RAMAN, DANA) if (s := r.entity(e, ADMIN)) and s.is_hub}
+        assert hubs == {PRIYA, ROUTING, ATLAS}
+        eng_priya = r.entity(PRIYA, ENG_READER)
+        assert eng_priya is not None
+        assert (eng_priya.is_hub, eng_priya.degree) == (True, 1)  # a graph property, not the reader's count
+        assert world.label_hubs(3) == 0  # replaces the set
+        routing = r.entity(ROUTING, ADMIN)
+        assert routing is not None
+        assert not routing.is_hub
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        assert world.label_hubs(3) == 1  # LEADS, REPORTS_TO, OWNS: the cluster's edges count together
+        merged = r.entity(P_RAMAN, ADMIN)
+        assert merged is not None
+        assert (merged.entity.entity_id, merged.is_hub, merged.degree) == (PRIYA, True, 3)
+
+    def test_two_hops_by_calling_neighbours_twice(self, world: GraphWorld) -> None:
+        build_world(world)
+        r = world.reader
+        assert two_hops(r, P_RAMAN, ENG_READER) == {P_RAMAN: 0, ATLAS: 1, ROUTING: 2}
+        assert two_hops(r, DANA, ADMIN) == {DANA: 0, PRIYA: 1, ROUTING: 2}
+        assert two_hops(r, DANA, ENG_READER) == {}  # the first hop is restricted: nothing to start from
+        assert two_hops(r, DANA, HR_READER) == {DANA: 0, PRIYA: 1, ROUTING: 2}
+
+
+# --- ResolutionStore --------------------------------------------------------------------------------------
+
+
+class ResolutionStoreContract:
+    def test_implements_the_port(self, world: ResolutionWorld) -> None:
+        assert isinstance(world.resolution, ResolutionStore)
+
+    def test_empty_store(self, world: ResolutionWorld) -> None:
+        res = world.resolution
+        assert res.profiles() == []
+        assert res.profiles([]) == []
+        assert res.canonical_of(["ent_x"]) == {"ent_x": "ent_x"}
+        assert res.merge_log() == []
+        assert res.review_queue() == []
+        assert res.label_hubs(1) == 0
+
+    def test_profiles(self, world: ResolutionWorld) -> None:
+        w = build_world(world)
+        res = world.resolution
+        [priya] = res.profiles([PRIYA])
+        assert (priya.entity_id, priya.type, priya.name, priya.aliases) == (PRIYA, "Person", "Priya Raman", ())
+        assert priya.attributes == (("office", "Leipzig"),)
+        assert priya.neighbours == tuple(sorted([ROUTING, DANA]))
+        assert priya.mentions == 4
+        quotes = {w.routing_leads.text, w.atlas_leads.text, w.hr_reports.text, w.hr_leads.text}
+        parts = priya.context.split(" … ")
+        assert len(parts) == 3
+        assert set(parts) <= quotes
+        every = res.profiles()
+        assert [p.entity_id for p in every] == sorted(
+            [PRIYA, P_RAMAN, DANA, ROUTING, ATLAS, MERCURY_SITE, MERCURY_SYSTEM]
+        )
+        # Neighbours are canonical: after a merge, Atlas's owner is the cluster.
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        [atlas] = res.profiles([ATLAS])
+        assert atlas.neighbours == tuple(sorted([PRIYA, ROUTING]))
+
+    def test_profiles_list_other_surface_forms_as_aliases(self, world: ResolutionWorld) -> None:
+        [chunk] = world.add_document("doc-ids", ["Priya (priya@example.com) and P. Raman"], acl=ENG, at=JAN)
+        ids = (("email", "priya@example.com"),)
+        world.extract(
+            [
+                _result(
+                    chunk,
+                    [
+                        EntityMention("Priya Raman", "Person", chunk.text, 0.9, ids),
+                        EntityMention("Priya", "Person", chunk.text, 0.8, ids),
+                    ],
+                )
+            ]
+        )
+        [profile] = world.resolution.profiles()
+        assert profile.strong_ids == ids
+        assert {profile.name, *profile.aliases} == {"Priya Raman", "Priya"}
+        assert profile.mentions == 2
+        summary = world.reader.entity(profile.entity_id, ENG_READER)
+        assert summary is not None
+        assert summary.strong_ids == ids
+
+    def test_merge_and_canonical_of(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        res = world.resolution
+        record = merge("m1", PRIYA, P_RAMAN)
+        world.merge(record)
+        assert res.canonical_of([PRIYA, P_RAMAN, DANA, "ent_unknown"]) == {
+            PRIYA: PRIYA,
+            P_RAMAN: PRIYA,
+            DANA: DANA,
+            "ent_unknown": "ent_unknown",
+        }
+        assert res.merge_log() == [record]
+        world.merge(record)  # the same merge again changes nothing
+        assert res.merge_log() == [record]
+        with pytest.raises(ValueError, match="m1"):
+            world.merge(merge("m1", PRIYA, DANA))
+
+    def test_merging_into_a_member_joins_the_clusters(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        res = world.resolution
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        world.merge(merge("m2", DANA, P_RAMAN))  # the newest merge names the cluster
+        assert set(res.canonical_of([PRIYA, P_RAMAN, DANA]).values()) == {DANA}
+        summary = world.reader.entity(PRIYA, ADMIN)
+        assert summary is not None
+        assert summary.members == tuple(sorted([PRIYA, P_RAMAN, DANA]))
+
+    def test_revert_of_an_older_merge_keeps_the_later_one(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        res = world.resolution
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        world.merge(merge("m2", P_RAMAN, DANA))
+        assert set(res.canonical_of([PRIYA, P_RAMAN, DANA]).values()) == {P_RAMAN}
+        world.revert("m1")
+        # m2 linked P. Raman and Dana Lee and still does; only m1's link to Priya is gone.
+        assert res.canonical_of([PRIYA, P_RAMAN, DANA]) == {PRIYA: PRIYA, P_RAMAN: P_RAMAN, DANA: P_RAMAN}
+        assert [(m.merge_id, m.reverted) for m in res.merge_log()] == [("m2", False), ("m1", True)]
+        world.revert("m2")
+        assert res.canonical_of([PRIYA, P_RAMAN, DANA]) == {PRIYA: PRIYA, P_RAMAN: P_RAMAN, DANA: DANA}
+
+    def test_revert_of_the_newest_merge_restores_the_cluster_before_it(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        res = world.resolution
+        world.merge(merge("m1", PRIYA, P_RAMAN))
+        before = res.canonical_of([PRIYA, P_RAMAN, DANA])
+        world.merge(merge("m2", DANA, PRIYA))
+        assert set(res.canonical_of([PRIYA, P_RAMAN, DANA]).values()) == {DANA}
+        world.revert("m2")
+        assert res.canonical_of([PRIYA, P_RAMAN, DANA]) == before
+
+    def test_revert_errors_and_repeats(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        with pytest.raises(KgragError) as err:
+            world.revert("no-such-merge")
+        assert err.value.code is ErrorCode.ENTITY_NOT_FOUND
+        record = merge("m1", PRIYA, P_RAMAN, decided_by="review")
+        world.merge(record)
+        assert world.revert("m1") == dataclasses.replace(record, reverted=True)
+        assert world.revert("m1") == dataclasses.replace(record, reverted=True)
+        assert world.resolution.merge_log() == [dataclasses.replace(record, reverted=True)]
+
+    def test_a_deleted_member_leaves_the_cluster_readable(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        world.merge(merge("m1", PRIYA, DANA))
+        world.delete_document("doc-hr")  # Dana Lee's only document
+        assert world.resolution.canonical_of([DANA]) == {DANA: DANA}
+        summary = world.reader.entity(PRIYA, ADMIN)
+        assert summary is not None
+        assert summary.members == (PRIYA,)
+        assert world.revert("m1").reverted
+
+    def test_review_queue_round_trip(self, world: ResolutionWorld) -> None:
+        res = world.resolution
+        low = PairDecision("ent_b", "ent_a", DecisionKind.REVIEW, 0.61, (("name", 0.7),), "middle-zone")
+        high = PairDecision("ent_c", "ent_d", DecisionKind.REVIEW, 0.74, (("name", 0.9), ("type", 1.0)), "middle-zone")
+        res.queue_for_review([low, high])
+        assert res.review_queue() == [high, dataclasses.replace(low, a="ent_a", b="ent_b")]
+        assert res.review_queue(limit=1) == [high]
+        rescored = dataclasses.replace(low, score=0.8)
+        res.queue_for_review([rescored])  # still pending: takes the new score
+        assert res.review_queue()[0] == dataclasses.replace(rescored, a="ent_a", b="ent_b")
+        res.decide_review("ent_b", "ent_a", same=True)
+        res.decide_review("ent_c", "ent_d", same=False)
+        assert res.review_queue() == []
+        res.queue_for_review([low, high])  # a decided pair is not asked again
+        assert res.review_queue() == []
+        with pytest.raises(KgragError) as err:
+            res.decide_review("ent_a", "ent_z", same=True)
+        assert err.value.code is ErrorCode.ENTITY_NOT_FOUND
+        with pytest.raises(ValueError, match="twice"):
+            res.queue_for_review([dataclasses.replace(low, b="ent_b", a="ent_b")])

@@ -1,0 +1,154 @@
+"""PostgresGraphStore against the GraphReader and ResolutionStore contracts, plus what only the SQL store promises."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+import psycopg
+import pytest
+
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_adapters.postgres.store import PostgresStore
+from kgrag_core.acl import AclClass
+from kgrag_core.documents import Chunk, DocumentStatus
+from kgrag_core.extraction.model import ChunkExtraction, EntityMention, ExtractionKey, RelationItem, Tier
+from kgrag_core.graph.model import MergeRecord
+from kgrag_core.graph.ports import GraphReader, ResolutionStore
+from kgrag_core.ingest import DeletionRecord
+from kgrag_core.ports import ExtractionStore
+from kgrag_testing.contracts.document_store import ENG, make_document
+from kgrag_testing.contracts.graph_store import (
+    ADMIN,
+    DANA,
+    ENG_READER,
+    FEB,
+    HR,
+    P_RAMAN,
+    PRIYA,
+    GraphReaderContract,
+    ResolutionStoreContract,
+    build_world,
+    merge,
+)
+
+
+class PostgresWorld:
+    """Documents through a plain PostgresStore on its own connection (as the chunk indexer writes them);
+    extraction, resolution and reads through the graph store."""
+
+    def __init__(self, graph: PostgresGraphStore, documents: PostgresStore) -> None:
+        self.graph = graph
+        self.documents = documents
+
+    @property
+    def reader(self) -> GraphReader:
+        return self.graph
+
+    @property
+    def resolution(self) -> ResolutionStore:
+        return self.graph
+
+    def add_document(self, doc_id: str, sections: Sequence[str], *, acl: AclClass, at: datetime | None) -> list[Chunk]:
+        doc, chunks = make_document(doc_id, sections, acl=acl, modified_at=at)
+        self.documents.commit_document(doc, acl, chunks)
+        return chunks
+
+    def extract(self, results: Sequence[ChunkExtraction]) -> None:
+        self.graph.save(results)
+
+    def delete_document(self, doc_id: str) -> None:
+        self.documents.mark_deleted(doc_id, DeletionRecord(doc_id, (), (), ("postgres",), FEB))
+
+    def merge(self, record: MergeRecord) -> None:
+        self.graph.apply_merge(record)
+
+    def revert(self, merge_id: str) -> MergeRecord:
+        return self.graph.revert_merge(merge_id)
+
+    def label_hubs(self, min_degree: int) -> int:
+        return self.graph.label_hubs(min_degree)
+
+
+@pytest.fixture
+def world(pg_dsn: str) -> Iterator[PostgresWorld]:
+    with PostgresGraphStore.connect(pg_dsn) as graph, PostgresStore.connect(pg_dsn) as documents:
+        yield PostgresWorld(graph, documents)
+
+
+class TestPostgresGraphReader(GraphReaderContract):
+    pass
+
+
+class TestPostgresResolutionStore(ResolutionStoreContract):
+    pass
+
+
+def test_one_object_serves_every_postgres_port(pg_dsn: str) -> None:
+    with PostgresGraphStore.connect(pg_dsn) as store:
+        for port in (GraphReader, ResolutionStore, ExtractionStore):
+            assert isinstance(store, port), port.__name__
+        build_world(PostgresWorld(store, store))
+        assert store.entity(PRIYA, ENG_READER) is not None
+
+
+def test_mapping_rows_follow_the_merge_log(world: PostgresWorld, pg_dsn: str) -> None:
+    build_world(world)
+    world.merge(merge("m1", PRIYA, P_RAMAN, DANA))
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT entity_id, canonical_id, merge_id FROM er_canonical ORDER BY entity_id").fetchall()
+        assert rows == sorted([(P_RAMAN, PRIYA, "m1"), (DANA, PRIYA, "m1")])
+    world.delete_document("doc-hr")  # Dana Lee loses all evidence: the entity and its mapping row go
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT entity_id FROM er_canonical").fetchall()
+        assert rows == [(P_RAMAN,)]
+    world.revert("m1")
+    with psycopg.connect(pg_dsn) as conn:
+        count = conn.execute("SELECT count(*) FROM er_canonical").fetchone()
+        assert count == (0,)
+
+
+def test_a_recreated_member_rejoins_at_the_next_recluster(world: PostgresWorld) -> None:
+    """The log keeps the links of a member whose entity went; a later merge touching the cluster restores it."""
+    build_world(world)
+    world.merge(merge("m1", PRIYA, DANA))
+    world.delete_document("doc-hr")
+    assert world.graph.canonical_of([DANA]) == {DANA: DANA}
+    [chunk] = world.add_document("doc-hr-2", ["Dana Lee joined."], acl=HR, at=FEB)
+    key = ExtractionKey(chunk.content_hash, "graph-test", "1")
+    dana = EntityMention("Dana Lee", "Person", chunk.text, 0.9)
+    world.extract([ChunkExtraction(chunk.chunk_id, key, Tier.LLM, (dana,), (), ())])
+    assert world.graph.canonical_of([DANA]) == {DANA: DANA}  # back, but not yet in its cluster
+    world.merge(merge("m2", PRIYA, P_RAMAN))
+    assert world.graph.canonical_of([DANA, P_RAMAN]) == {DANA: PRIYA, P_RAMAN: PRIYA}
+    summary = world.graph.entity(DANA, ADMIN)
+    assert summary is not None
+    assert summary.members == tuple(sorted([PRIYA, P_RAMAN, DANA]))
+
+
+def test_the_schema_keeps_review_pairs_ordered(world: PostgresWorld, pg_dsn: str) -> None:
+    with psycopg.connect(pg_dsn) as conn, pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute("INSERT INTO er_review_queue (a, b, score, rule) VALUES ('ent_b', 'ent_a', 0.5, 'x')")
+
+
+def test_merge_rejects_a_bad_record(world: PostgresWorld) -> None:
+    with pytest.raises(ValueError, match="no members"):
+        world.merge(MergeRecord("m0", PRIYA, (), (), "auto"))
+    with pytest.raises(ValueError, match="decided_by"):
+        world.merge(MergeRecord("m0", PRIYA, (P_RAMAN,), (), "robot"))
+    assert world.graph.merge_log() == []
+
+
+def test_facts_of_a_document_that_is_not_active_are_invisible(world: PostgresWorld) -> None:
+    text = "Priya Raman leads the Routing team."
+    doc, [chunk] = make_document("doc-gone", [text], acl=ENG, status=DocumentStatus.DELETED)
+    world.documents.commit_document(doc, ENG, [chunk])
+    key = ExtractionKey(chunk.content_hash, "graph-test", "1")
+    items = (EntityMention("Priya Raman", "Person", text, 0.9), EntityMention("Routing", "Team", text, 0.9))
+    leads = RelationItem("Priya Raman", "Person", "LEADS", "Routing", "Team", text, 0.8)
+    world.extract([ChunkExtraction(chunk.chunk_id, key, Tier.LLM, items, (leads,), ())])
+    assert world.graph.fact_counts()["relations"] == 1  # stored, but no reader may see it
+    assert world.graph.entity(PRIYA, ADMIN) is None
+    assert world.graph.neighbours(PRIYA, ADMIN) == []
+    assert world.graph.entities_named(["Priya Raman"], ADMIN) == {"priya raman": []}
+    assert world.graph.label_hubs(1) == 0
