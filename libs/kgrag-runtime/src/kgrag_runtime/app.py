@@ -14,12 +14,14 @@ from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
 from kgrag_core.connectors import ConnectorItem
+from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.ports import Cache, ChatModel, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
 from kgrag_runtime.extraction_admin import ExtractionAdmin
+from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 
 
@@ -33,6 +35,9 @@ class KgragApp:
     llm: ChatModel | None
     answer_cache_ttl_s: int = 300
     extraction: ExtractionAdmin | None = None  # None when KGRAG_EXTRACTION_ENABLED=false
+    graph_searcher: GraphAssistedSearcher | None = None
+    graph_by_default: bool = False
+    graph: GraphAdmin | None = None  # the entity API; None when extraction is off
 
     # --- ingestion -----------------------------------------------------------------------------------
 
@@ -51,29 +56,46 @@ class KgragApp:
     # --- queries -------------------------------------------------------------------------------------
 
     def search(
-        self, query: str, caller: Caller, *, top_k: int | None = None, mode: SearchMode = SearchMode.HYBRID
-    ) -> SearchResponse:
+        self, query: str, caller: Caller, *, top_k: int | None = None, mode: SearchMode = SearchMode.HYBRID,
+        graph: bool | None = None,
+    ) -> SearchResponse | GraphSearchResponse:
+        """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
+        and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer."""
+        if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
+            return self.graph_searcher.search(query, caller, top_k=top_k)
         return self.searcher.search(query, caller, top_k=top_k, mode=mode)
 
-    def ask(self, question: str, caller: Caller, *, evidence_chunks: int | None = None) -> dict[str, object]:
+    def ask(
+        self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
+    ) -> dict[str, object]:
         """Answer with citations. Cached per caller scope; any index change invalidates the cache."""
         n = EVIDENCE_CHUNKS.resolve(evidence_chunks)
-        key = self._answer_key(question, caller, n)
+        use_graph = self._use_graph(graph) and self.graph_searcher is not None
+        key = self._answer_key(question, caller, n, use_graph)
         cached = self.cache.get(key)
         if cached is not None:
             return {**json.loads(cached), "cached": True}
-        response = self.searcher.search(question, caller, top_k=n)
+        response = self.search(question, caller, top_k=n, graph=use_graph)
         if self.llm is not None:
             answer = generative_answer(question, response.hits, self.llm)
         else:
             answer = extractive_answer(question, response.hits)
         out = answer.as_dict()
+        if isinstance(response, GraphSearchResponse):
+            out["route"] = response.route.as_dict()
+            out["graph_lines"] = [line.text for line in response.graph_lines]
+            out["graph_degraded"] = response.degraded
         if self.answer_cache_ttl_s > 0:
             self.cache.set(key, json.dumps(out).encode("utf-8"), self.answer_cache_ttl_s)
         return {**out, "cached": False}
 
-    def _answer_key(self, question: str, caller: Caller, n: int) -> str:
-        digest = hashlib.sha256(f"{question.strip()}\x1f{n}\x1f{self.llm is not None}".encode()).hexdigest()
+    def _use_graph(self, graph: bool | None) -> bool:
+        return self.graph_by_default if graph is None else graph
+
+    def _answer_key(self, question: str, caller: Caller, n: int, graph: bool) -> str:
+        digest = hashlib.sha256(
+            f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}".encode()
+        ).hexdigest()
         return f"ask:{caller.scope_key()}:{self.cache.generation()}:{digest[:32]}"
 
     # --- status --------------------------------------------------------------------------------------

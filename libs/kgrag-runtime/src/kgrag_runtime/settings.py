@@ -65,6 +65,15 @@ class KgragSettings(BaseSettings):
     llm_price_input_per_mtok: float | None = Field(None, ge=0, description="Price per million input tokens.")
     llm_price_output_per_mtok: float | None = Field(None, ge=0, description="Price per million output tokens.")
     llm_price_currency: str = "USD"
+    # --- knowledge graph: resolution and graph-assisted retrieval --------------------------------------
+    graph_retrieval: bool = Field(
+        False, description="Search and ask through the graph layer by default (per call: --graph / graph=true)."
+    )
+    resolution_enabled: bool = Field(True, description="Resolve entities after every extraction.")
+    resolution_hub_min_degree: int = Field(25, ge=2, description="Entities with this many edges are hubs.")
+    resolution_overrides_file: Path | None = Field(
+        None, description="Hand decisions (must_merge / must_not_merge); default: schemas/resolution/overrides.yaml."
+    )
     llm_seconds_per_call: float = Field(8.0, gt=0, description="Assumed latency of one extraction call (previews).")
 
     # --- distributed runtime (KGRAG_RUNTIME=distributed) ---------------------------------------------

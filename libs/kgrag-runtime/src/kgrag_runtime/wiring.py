@@ -17,6 +17,7 @@ from kgrag_adapters.localfs.object_store import LocalObjectStore
 from kgrag_adapters.memory.cache import InMemoryCache
 from kgrag_adapters.postgres.embedded import EmbeddedPostgres
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
@@ -24,6 +25,7 @@ from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+from kgrag_core.handlers.entity_resolver import EntityResolverHandler
 from kgrag_core.handlers.extractor import ExtractorHandler
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
@@ -33,6 +35,8 @@ from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
 from kgrag_runtime.extraction import build_extractor, build_rerun
 from kgrag_runtime.extraction_admin import ExtractionAdmin
+from kgrag_runtime.graph import build_graph_searcher, build_resolution
+from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest
 from kgrag_runtime.settings import KgragSettings
 
@@ -117,7 +121,7 @@ def open_embedded(
             dsn = settings.pg_dsn.get_secret_value()
         else:
             dsn = stack.enter_context(EmbeddedPostgres(data_dir / "postgres")).dsn
-        store = stack.enter_context(PostgresExtractionStore.connect(dsn))
+        store = stack.enter_context(PostgresGraphStore.connect(dsn))
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
         stack.callback(vectors.close)
@@ -130,6 +134,7 @@ def open_embedded(
         chat = llm if llm is not None else build_llm(settings)
         handlers: list[Handler] = [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
         extraction = None
+        graph_admin = None
         if settings.extraction_enabled:
             # Tier 3 waits out rate limits itself; a model passed in (tests) is used as it is.
             extraction_chat = llm if llm is not None else build_llm(settings, retry_rate_limits=False)
@@ -137,14 +142,19 @@ def open_embedded(
             handlers.append(ExtractorHandler(store, extractor))
             extraction = ExtractionAdmin(store, store, extractor, build_rerun(settings, documents=store,
                                                                             extractor=extractor))
+            resolution = build_resolution(settings, store=store, embedder=model)
+            graph_admin = GraphAdmin(store, store, resolution)
+            if settings.resolution_enabled:
+                handlers.append(EntityResolverHandler(resolution))
         ingestion = EmbeddedIngest(
             bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
             handlers=handlers,
             ingest_log=store,
             batch_documents=settings.ingest_batch_documents,
         )
+        searcher = HybridSearcher(store, store, vectors, keywords, model)
         yield KgragApp(
-            searcher=HybridSearcher(store, store, vectors, keywords, model),
+            searcher=searcher,
             ingestion=ingestion,
             ingest_log=store,
             stats_source=store,
@@ -152,6 +162,9 @@ def open_embedded(
             llm=chat,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
             extraction=extraction,
+            graph_searcher=build_graph_searcher(searcher, store, model),
+            graph_by_default=settings.graph_retrieval,
+            graph=graph_admin,
         )
 
 

@@ -59,6 +59,9 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Results to return (max 100).")] = 10,
     mode: Annotated[SearchMode, typer.Option(help="hybrid (default), dense or bm25.")] = SearchMode.HYBRID,
+    graph: Annotated[
+        bool | None, typer.Option("--graph/--no-graph", help="Route the question and add graph evidence (hybrid only).")
+    ] = None,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
     principal: Principal = None,
@@ -68,7 +71,7 @@ def search(
     """Hybrid search (dense + BM25, fused by reciprocal rank fusion) over the chunks you may read."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
-        response = kg.search(query, caller_from(principal, group, admin), top_k=top_k, mode=mode)
+        response = kg.search(query, caller_from(principal, group, admin), top_k=top_k, mode=mode, graph=graph)
     if state.as_json:
         render.emit_json(response.as_dict())
         return
@@ -78,6 +81,9 @@ def search(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="A question in plain words.")],
+    graph: Annotated[
+        bool | None, typer.Option("--graph/--no-graph", help="Route the question and add graph evidence.")
+    ] = None,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
     principal: Principal = None,
@@ -87,7 +93,7 @@ def ask(
     """Answer a question from your documents; every sentence cites the exact source span."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
-        answer = kg.ask(question, caller_from(principal, group, admin))
+        answer = kg.ask(question, caller_from(principal, group, admin), graph=graph)
     if state.as_json:
         render.emit_json(answer)
         return

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kgrag_core.graph_retrieval.searcher import GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.search import SearchResponse
 
@@ -45,7 +46,16 @@ def ingest_summary(console: Console, counts: Mapping[str, int], outcomes: Sequen
             console.print(f"… and {len(rejected) - 50} more; see `kgrag status --json`.")
 
 
-def search_results(console: Console, response: SearchResponse) -> None:
+def search_results(console: Console, response: SearchResponse | GraphSearchResponse) -> None:
+    if isinstance(response, GraphSearchResponse):
+        route = response.route
+        note = f" · degraded to hybrid: {response.degraded_reason}" if response.degraded else ""
+        console.print(f"[dim]route: {route.kind.value} (confidence {route.confidence:.2f}) · mode {response.mode}"
+                      f"{note}[/]")
+        for line in response.graph_lines:
+            console.print(f"[magenta]graph[/] {escape(line.text)}")
+        if response.graph_lines:
+            console.print()
     if not response.hits:
         console.print("No results you are allowed to see. Try other words, or check --principal/--group.")
         return

@@ -1,0 +1,37 @@
+"""The entity-resolver handler: graph.changed -> a resolution pass over the knowledge graph in PostgreSQL.
+
+Events carry no data the pass needs (it re-reads PostgreSQL), so a batch of any size costs one pass, and a
+replayed event only repeats a pass that changes nothing (merge ids are deterministic, applying one twice is
+a no-op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kgrag_core.errors import ErrorCode
+from kgrag_core.events import GRAPH_CHANGED
+from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
+from kgrag_core.resolution.service import ResolutionReport, ResolutionService
+
+
+@dataclass(slots=True)
+class EntityResolverHandler:
+    service: ResolutionService
+    name: str = "entity-resolver"
+    topics: tuple[str, ...] = (GRAPH_CHANGED,)
+    last_report: ResolutionReport | None = None
+
+    def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
+        result = HandlerResult()
+        valid = 0
+        for key, payload in batch:
+            if isinstance(payload.get("doc_id"), str) and payload.get("doc_id"):
+                valid += 1
+            else:
+                reason = "the event has no doc_id"
+                result.dead_letters.append(DeadLetter(key, payload, ErrorCode.MALFORMED_EVENT.value, reason))
+        if valid:
+            self.last_report = self.service.run()
+        return result

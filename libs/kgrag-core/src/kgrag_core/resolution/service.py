@@ -1,0 +1,85 @@
+"""The entity-resolution use case: read profiles, resolve, apply merges, queue reviews, relabel hubs.
+
+One pass over every profile: clusters already merged keep their members (the resolver compares only pairs
+that involve an entity not yet in a cluster), so a pass after new extractions is incremental in what it
+compares and a full pass in what it can catch. Context vectors come from the embedding model through the
+embedding cache, so a profile whose name and context did not change is never embedded twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kgrag_core.graph.model import EntityProfile
+from kgrag_core.graph.ports import ResolutionStore
+from kgrag_core.ids import content_hash
+from kgrag_core.ports import Embedder, EmbeddingCache
+from kgrag_core.resolution.resolver import Overrides, ResolutionPlan, Resolver
+
+
+@dataclass(slots=True)
+class ResolutionReport:
+    profiles: int = 0
+    compared_pairs: int = 0
+    merges: int = 0
+    review: int = 0
+    refused: int = 0
+    hubs: int = 0
+    embedded: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: int(getattr(self, k)) for k in ResolutionReport.__dataclass_fields__}
+
+
+@dataclass(slots=True)
+class ResolutionService:
+    store: ResolutionStore
+    resolver: Resolver
+    embedder: Embedder | None = None
+    embedding_cache: EmbeddingCache | None = None
+    overrides: Overrides = field(default_factory=Overrides)
+    hub_min_degree: int = 25
+
+    def run(self) -> ResolutionReport:
+        profiles = self.store.profiles()
+        report = ResolutionReport(profiles=len(profiles))
+        if not profiles:
+            return report
+        current = self.store.canonical_of([p.entity_id for p in profiles])
+        existing = {entity: canonical for entity, canonical in current.items() if entity != canonical}
+        existing.update({canonical: canonical for canonical in set(existing.values())})
+        vectors, report.embedded = self._vectors(profiles)
+        plan: ResolutionPlan = self.resolver.resolve(profiles, vectors, existing=existing, overrides=self.overrides)
+        for merge in plan.merges:
+            self.store.apply_merge(merge)
+        if plan.review:
+            self.store.queue_for_review(plan.review)
+        report.compared_pairs = plan.stats.compared_pairs
+        report.merges = len(plan.merges)
+        report.review = len(plan.review)
+        report.refused = len(plan.refused)
+        report.hubs = self.store.label_hubs(self.hub_min_degree)
+        return report
+
+    def _vectors(self, profiles: Sequence[EntityProfile]) -> tuple[dict[str, Sequence[float]], int]:
+        if self.embedder is None:
+            return {}, 0
+        texts = {p.entity_id: _profile_text(p) for p in profiles}
+        keys = {entity: content_hash(text.encode("utf-8")) for entity, text in texts.items()}
+        model = self.embedder.model_id
+        cached = self.embedding_cache.get_vectors(model, sorted(set(keys.values()))) if self.embedding_cache else {}
+        missing = sorted({keys[e] for e in texts if keys[e] not in cached})
+        by_key = {keys[e]: texts[e] for e in texts}
+        if missing:
+            fresh = self.embedder.embed_documents([by_key[k] for k in missing])
+            new = dict(zip(missing, fresh, strict=True))
+            if self.embedding_cache is not None:
+                self.embedding_cache.put_vectors(model, new)
+            cached = {**cached, **new}
+        return {entity: cached[key] for entity, key in keys.items()}, len(missing)
+
+
+def _profile_text(profile: EntityProfile) -> str:
+    """What the context embedding sees: the entity's type and name, then a little text around its mentions."""
+    return f"{profile.type}: {profile.name}\n{profile.context}"[:1000]

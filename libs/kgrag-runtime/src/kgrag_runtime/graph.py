@@ -1,0 +1,29 @@
+"""Wiring of the knowledge graph's use cases: entity resolution and the graph-assisted searcher."""
+
+from __future__ import annotations
+
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_core.graph.ports import GraphReader
+from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher
+from kgrag_core.ports import Embedder, TokenCounter
+from kgrag_core.resolution.resolver import Overrides, Resolver, parse_overrides
+from kgrag_core.resolution.service import ResolutionService
+from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_runtime.extraction import SCHEMAS, read_yaml
+from kgrag_runtime.settings import KgragSettings
+
+DEFAULT_OVERRIDES = SCHEMAS / "resolution" / "overrides.yaml"
+
+
+def build_resolution(settings: KgragSettings, *, store: PostgresGraphStore, embedder: Embedder | None
+                     ) -> ResolutionService:
+    path = settings.resolution_overrides_file or DEFAULT_OVERRIDES
+    overrides = parse_overrides(read_yaml(path)) if path.exists() else Overrides()
+    return ResolutionService(store=store, resolver=Resolver(), embedder=embedder, embedding_cache=store,
+                             overrides=overrides, hub_min_degree=settings.resolution_hub_min_degree)
+
+
+def build_graph_searcher(hybrid: HybridSearcher, graph: GraphReader, embedder: Embedder) -> GraphAssistedSearcher:
+    # Graph lines and chunks share one budget measured with the embedding model's tokenizer when it has one.
+    counter = embedder if isinstance(embedder, TokenCounter) else None
+    return GraphAssistedSearcher(hybrid, graph, token_counter=counter)

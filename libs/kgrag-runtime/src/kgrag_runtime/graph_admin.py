@@ -1,0 +1,163 @@
+"""The entity API behind the CLI (`kgrag entities …`) and HTTP (`/v1/entities…`, `/v1/admin/entities…`).
+
+Reads show only what the caller's evidence allows; administration (merge, split, review, a resolution
+pass) needs the admin scope and writes the merge log, so every decision can be undone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.graph.model import DecisionKind, Edge, EntitySummary, MergeRecord, PairDecision
+from kgrag_core.ports import AclStore
+from kgrag_core.resolution.service import ResolutionService
+from kgrag_runtime.extraction_admin import claim_as_dict
+
+MAX_DEPTH = 3
+MAX_LIMIT = 200
+
+
+@dataclass(slots=True)
+class GraphAdmin:
+    store: PostgresGraphStore  #: the GraphReader and ResolutionStore ports on one connection
+    acl: AclStore
+    resolution: ResolutionService
+
+    # --- reads -------------------------------------------------------------------------------------------
+
+    def entity(self, entity_id: str, caller: Caller) -> dict[str, object]:
+        visible = self._visible(caller)
+        summary = self._summary(entity_id, visible)
+        edges = self.store.neighbours(summary.entity.entity_id, visible, limit=MAX_LIMIT)
+        claims = [claim_as_dict(c) for c in self.store.claims_of([summary.entity.entity_id], visible)]
+        return {
+            **summary_as_dict(summary),
+            "attributes": claims,
+            "relations": [edge_as_dict(e) for e in edges],
+            "conflicts": [c for c in claims if c["status"] == "conflict"],
+        }
+
+    def neighbours(
+        self, entity_id: str, caller: Caller, *, relation: str | None = None, depth: int = 1, limit: int = 50
+    ) -> dict[str, object]:
+        """Breadth-first up to `depth` hops over visible edges; never through a hub (it may be the start)."""
+        if not 1 <= depth <= MAX_DEPTH or not 1 <= limit <= MAX_LIMIT:
+            raise KgragError(ErrorCode.LIMIT_EXCEEDED, f"depth must be 1-{MAX_DEPTH} and limit 1-{MAX_LIMIT}.",
+                             hint="Ask for fewer hops or a smaller page.")
+        visible = self._visible(caller)
+        start = self._summary(entity_id, visible)
+        relations = [relation] if relation else None
+        seen = {start.entity.entity_id}
+        frontier = [start.entity.entity_id]
+        out: list[dict[str, object]] = []
+        truncated: list[str] = []
+        for hop in range(1, depth + 1):
+            next_frontier: list[str] = []
+            for node in frontier:
+                for edge in self.store.neighbours(node, visible, relations=relations, limit=limit):
+                    if len(out) >= limit:
+                        truncated.append("limit")
+                        break
+                    out.append({**edge_as_dict(edge), "depth": hop})
+                    for other in (edge.subject.entity_id, edge.object.entity_id):
+                        if other not in seen:
+                            seen.add(other)
+                            next_frontier.append(other)
+            frontier = []
+            for node in next_frontier:
+                summary = self.store.entity(node, visible)
+                if summary is not None and summary.is_hub:
+                    truncated.append(f"hub: {summary.entity.name}")
+                else:
+                    frontier.append(node)
+        return {"entity": summary_as_dict(start), "edges": out, "truncated": sorted(set(truncated))}
+
+    def resolve(self, name: str, caller: Caller, *, entity_type: str | None = None) -> dict[str, object]:
+        """Which entities a name may mean (ambiguity kept), best connected first."""
+        found = self.store.entities_named([name], self._visible(caller)).get(normalise_name(name), [])
+        candidates = [summary_as_dict(s) for s in found if entity_type is None or s.entity.type == entity_type]
+        return {"name": name, "candidates": candidates, "ambiguous": len(candidates) > 1}
+
+    # --- administration ----------------------------------------------------------------------------------
+
+    def merge(
+        self, entity_ids: Sequence[str], *, canonical_id: str | None = None, reason: str = ""
+    ) -> dict[str, object]:
+        ids = sorted(set(entity_ids))
+        if len(ids) < 2:
+            raise KgragError(ErrorCode.INVALID_QUERY, "A merge needs at least two entity ids.",
+                             hint="Name the entities to merge, e.g. ent_a ent_b.")
+        canonical = canonical_id or ids[0]
+        members = tuple(i for i in ids if i != canonical)
+        basis = tuple(PairDecision(canonical, m, DecisionKind.MERGE, 1.0, (), f"hand merge: {reason}".strip())
+                      for m in members)
+        digest = hashlib.sha256("\x1f".join(["override", canonical, *members, reason]).encode()).hexdigest()[:16]
+        record = MergeRecord(f"mrg_h{digest}", canonical, members, basis, "override")
+        self.store.apply_merge(record)
+        return merge_as_dict(record)
+
+    def split(self, merge_id: str) -> dict[str, object]:
+        return merge_as_dict(self.store.revert_merge(merge_id))
+
+    def merges(self, limit: int = 100) -> list[dict[str, object]]:
+        return [merge_as_dict(m) for m in self.store.merge_log(limit)]
+
+    def review_queue(self, limit: int = 100) -> list[dict[str, object]]:
+        return [pair_as_dict(p) for p in self.store.review_queue(limit)]
+
+    def decide(self, a: str, b: str, *, same: bool) -> dict[str, object]:
+        self.store.decide_review(a, b, same)
+        merged = self.merge([a, b], reason="review: same") if same else None
+        return {"a": a, "b": b, "same": same, "merge": merged}
+
+    def run_resolution(self) -> dict[str, int]:
+        return self.resolution.run().as_dict()
+
+    # --- helpers -----------------------------------------------------------------------------------------
+
+    def _visible(self, caller: Caller) -> list[str] | None:
+        return None if caller.admin else readable_classes(self.acl.acl_classes(), caller)
+
+    def _summary(self, entity_id: str, visible: list[str] | None) -> EntitySummary:
+        summary: EntitySummary | None = self.store.entity(entity_id, visible)
+        if summary is None:
+            raise KgragError(ErrorCode.ENTITY_NOT_FOUND, f"No entity {entity_id!r} you may see.",
+                             hint="Find ids with `kgrag entities resolve NAME`.")
+        return summary
+
+
+def summary_as_dict(summary: EntitySummary) -> dict[str, object]:
+    return {
+        "entity_id": summary.entity.entity_id, "name": summary.entity.name, "type": summary.entity.type,
+        "aliases": list(summary.aliases), "strong_ids": [list(s) for s in summary.strong_ids],
+        "degree": summary.degree, "is_hub": summary.is_hub, "members": list(summary.members),
+    }
+
+
+def edge_as_dict(edge: Edge) -> dict[str, object]:
+    return {
+        "relation_id": edge.relation_id, "subject": asdict(edge.subject), "relation": edge.relation,
+        "object": asdict(edge.object), "polarity": edge.polarity.value, "modality": edge.modality.value,
+        "valid_from": edge.valid_from.isoformat() if edge.valid_from else None,
+        "valid_to": edge.valid_to.isoformat() if edge.valid_to else None,
+        "evidence_count": edge.evidence_count, "evidence_chunk_ids": list(edge.evidence_chunk_ids),
+        "confidence": edge.confidence,
+        "latest_written": edge.latest_written.isoformat() if edge.latest_written else None,
+    }
+
+
+def pair_as_dict(pair: PairDecision) -> dict[str, object]:
+    return {"a": pair.a, "b": pair.b, "kind": pair.kind.value, "score": round(pair.score, 4),
+            "features": dict(pair.features), "rule": pair.rule}
+
+
+def merge_as_dict(record: MergeRecord) -> dict[str, object]:
+    return {"merge_id": record.merge_id, "canonical_id": record.canonical_id, "members": list(record.members),
+            "decided_by": record.decided_by, "reverted": record.reverted,
+            "basis": [pair_as_dict(p) for p in record.basis]}
