@@ -31,6 +31,7 @@ SERVICES = {
     "acl-propagator": ("kgrag_acl_propagator", "consumer", 9100),
     "graph-writer": ("kgrag_graph_writer", "consumer", 9100),
     "extractor": ("kgrag_extractor", "consumer", 9100),
+    "entity-resolver": ("kgrag_entity_resolver", "consumer", 9100),
 }
 
 

@@ -8,7 +8,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from kgrag_adapters.opensearch.keyword_index import OpenSearchKeywordIndex
-from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.qdrant.vector_index import QdrantVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
@@ -17,6 +17,8 @@ from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ports import ChatModel, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.graph import build_graph_searcher, build_resolution
+from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
@@ -25,7 +27,7 @@ from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm
 
 @dataclass(slots=True)
 class DistributedStores:
-    store: PostgresExtractionStore  # the DocumentStore and the ExtractionStore: one connection
+    store: PostgresGraphStore  # the document, extraction and graph ports on one connection
     vectors: QdrantVectorIndex
     keywords: OpenSearchKeywordIndex
     objects: S3ObjectStore
@@ -37,7 +39,7 @@ class DistributedStores:
                              objects=self.objects, cache=self.cache, embedder=self.embedder)
 
     @property
-    def extraction(self) -> PostgresExtractionStore:
+    def extraction(self) -> PostgresGraphStore:
         return self.store
 
     def searcher(self) -> HybridSearcher:
@@ -55,7 +57,7 @@ def require(value: str | None, name: str) -> str:
 def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) -> Iterator[DistributedStores]:
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
-        store = stack.enter_context(PostgresExtractionStore.connect(dsn))
+        store = stack.enter_context(PostgresGraphStore.connect(dsn))
         model = embedder or build_embedder(settings)
         if settings.qdrant_url is None and settings.qdrant_path is None:
             require(None, "KGRAG_QDRANT_URL")
@@ -89,12 +91,19 @@ def open_query_app(settings: KgragSettings, *, embedder: Embedder | None = None,
                    llm: ChatModel | None = None) -> Iterator[KgragApp]:
     """The query API's app: searches the distributed stores; ingestion goes onto Kafka."""
     with open_stores(settings, embedder=embedder) as stores:
+        searcher = stores.searcher()
         yield KgragApp(
-            searcher=stores.searcher(),
+            searcher=searcher,
             ingestion=KafkaIngest(producer(settings, "query-api")),
             ingest_log=stores.store,
             stats_source=stores.store,
             cache=stores.cache,
             llm=llm if llm is not None else build_llm(settings),
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
+            # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
+            # other readers and the traversal benchmark.
+            graph_searcher=build_graph_searcher(searcher, stores.store, stores.embedder),
+            graph_by_default=settings.graph_retrieval,
+            graph=GraphAdmin(stores.store, stores.store,
+                             build_resolution(settings, store=stores.store, embedder=stores.embedder)),
         )
