@@ -148,3 +148,41 @@ def test_the_extractor_service_builds_facts_from_kafka_and_deletion_removes_them
     wait_for(lambda: len(stores.extraction.states(chunk_ids)) == len(chunk_ids), what="every chunk extracted")
     kg.delete("record-site-kfk")
     wait_for(lambda: stores.extraction.claims(entity="KFK-1") == [], what="the record's facts removed")
+
+
+def test_the_entity_resolver_service_merges_after_extraction(
+        distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers) -> None:
+    from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
+    from kgrag_core.handlers.entity_resolver import EntityResolverHandler
+    from kgrag_core.handlers.extractor import ExtractorHandler
+    from kgrag_runtime.extraction import build_extractor
+    from kgrag_runtime.graph import build_resolution
+
+    indexer = stores.indexer(distributed_settings)
+    workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
+    workers.start("extractor", ExtractorHandler(stores.store, build_extractor(distributed_settings,
+                                                                               store=stores.extraction, llm=None)))
+    resolver = EntityResolverHandler(build_resolution(distributed_settings, store=stores.store,
+                                                      embedder=stores.embedder))
+    workers.start("entity-resolver", resolver)
+    # The same person twice: in an HR export (with an email, a strong id) and named in a wiki page (tier 2
+    # finds the name). Extraction keeps them apart; resolution merges them into one canonical entity.
+    record = SourceDocument(
+        doc_id="record-person-dana", source="records", uri="records://dana", title="Dana Smit",
+        body=render_record("person", {"name": "Dana Smit", "email": "dana.smit@northwind.example",
+                                      "team": "Routing"}).encode(),
+        acl=acl_from_source(None), media_type=RECORD_MEDIA_TYPE)
+    page = SourceDocument(
+        doc_id="wiki-dana", source="wiki", uri="wiki://dana", title="Routing team notes",
+        body=b"# Routing team notes\n\nDana Smit leads the Routing team and reviews every Atlas release.\n",
+        acl=acl_from_source(None))
+    KafkaIngest(producer(distributed_settings, "test")).ingest([record, page])
+
+    def merged() -> bool:
+        found = stores.store.entities_named(["Dana Smit"], None).get("dana smit", [])
+        return len(found) == 1 and len(found[0].members) >= 2
+
+    wait_for(merged, timeout_s=90, what="the two Dana Smit entities resolved into one")
+    (dana,) = stores.store.entities_named(["Dana Smit"], None)["dana smit"]
+    assert ("email", "dana.smit@northwind.example") in dana.strong_ids
+    assert resolver.last_report is not None and resolver.last_report.merges >= 1
