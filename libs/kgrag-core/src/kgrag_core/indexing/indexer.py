@@ -205,35 +205,12 @@ class DocumentIndexer:
         previous = frozenset(c.chunk_id for c in self.documents.chunks_of(doc.doc_id))
         version = 1 if existing is None else existing.version + 1
         body = doc.body
-        seen: dict[str, int] = {}
-        chunk_list: list[Chunk] = []
-        spans = chunk_document(
-            text,
-            title=doc.title,
+        chunk_list = chunks_of_document(
+            doc, text,
             max_tokens=self.settings.chunk_max_tokens,
             overlap_tokens=self.settings.chunk_overlap_tokens,
             count_tokens=self.count_tokens,
         )
-        for span in spans:
-            piece = body[span.start_byte : span.end_byte].decode("utf-8")
-            piece_hash = content_hash(piece.encode("utf-8"))
-            occurrence = seen.get(piece_hash, 0)
-            seen[piece_hash] = occurrence + 1
-            chunk_list.append(
-                Chunk(
-                    chunk_id=chunk_id_for(doc.doc_id, piece_hash, occurrence),
-                    doc_id=doc.doc_id,
-                    seq=span.seq,
-                    breadcrumb=span.breadcrumb,
-                    start_byte=span.start_byte,
-                    end_byte=span.end_byte,
-                    text=piece,
-                    token_count=self.count_tokens(piece),
-                    content_hash=piece_hash,
-                    acl_class_id=doc.acl.acl_class_id,
-                    doc_time=doc.modified_at,
-                )
-            )
         chunks = tuple(chunk_list)
         if not chunks:
             raise KgragError(ErrorCode.EMPTY_DOCUMENT, "The document has no text to index after front matter.")
@@ -304,6 +281,39 @@ def _older_than_store(observed_at: datetime | None, existing: StoredDocument | N
         return False
     newest = max((t for t in (existing.observed_at, existing.deleted_at) if t is not None), default=None)
     return newest is not None and observed_at < newest
+
+
+def chunks_of_document(
+    doc: SourceDocument, text: str, *, max_tokens: int, overlap_tokens: int, count_tokens: Callable[[str], int]
+) -> list[Chunk]:
+    """The document's chunks, cut and named as the indexer stores them: IDs from the document ID, the
+    chunk text's hash and its occurrence (so two identical paragraphs get two IDs)."""
+    seen: dict[str, int] = {}
+    out: list[Chunk] = []
+    spans = chunk_document(
+        text, title=doc.title, max_tokens=max_tokens, overlap_tokens=overlap_tokens, count_tokens=count_tokens
+    )
+    for span in spans:
+        piece = doc.body[span.start_byte : span.end_byte].decode("utf-8")
+        piece_hash = content_hash(piece.encode("utf-8"))
+        occurrence = seen.get(piece_hash, 0)
+        seen[piece_hash] = occurrence + 1
+        out.append(
+            Chunk(
+                chunk_id=chunk_id_for(doc.doc_id, piece_hash, occurrence),
+                doc_id=doc.doc_id,
+                seq=span.seq,
+                breadcrumb=span.breadcrumb,
+                start_byte=span.start_byte,
+                end_byte=span.end_byte,
+                text=piece,
+                token_count=count_tokens(piece),
+                content_hash=piece_hash,
+                acl_class_id=doc.acl.acl_class_id,
+                doc_time=doc.modified_at,
+            )
+        )
+    return out
 
 
 def _embedding_text(title: str, chunk: Chunk) -> str:

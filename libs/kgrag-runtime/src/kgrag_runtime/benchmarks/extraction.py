@@ -37,14 +37,15 @@ import kgrag_core.extraction.pipeline as pipeline_module
 from kgrag_adapters.connectors import iter_path
 from kgrag_adapters.postgres.embedded import EmbeddedPostgres
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
-from kgrag_core.chunking import chunk_document, estimate_tokens
+from kgrag_core.chunking import estimate_tokens
 from kgrag_core.documents import Chunk, DocumentStatus, SourceDocument, StoredDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.evaluation.extraction_metrics import dedup_stats
 from kgrag_core.extraction.model import SkipReason
 from kgrag_core.extraction.pipeline import ExtractionReport, Extractor, SourcedChunk
 from kgrag_core.extraction.tier0 import classify_chunk, find_duplicates
-from kgrag_core.ids import chunk_id_for, content_hash
+from kgrag_core.ids import content_hash
+from kgrag_core.indexing.indexer import chunks_of_document
 from kgrag_core.ports import TokenCounter
 from kgrag_core.validation import decode_body
 from kgrag_runtime.extraction import build_extractor
@@ -116,35 +117,12 @@ def prepare_documents(
     count_tokens: Callable[[str], int],
     max_document_bytes: int = 5_000_000,
 ) -> list[PreparedDocument]:
-    """Chunks exactly as `DocumentIndexer._prepare` cuts and names them (same chunker, IDs and hashes)."""
+    """Chunks exactly as the indexer cuts and names them (`chunks_of_document`)."""
     out: list[PreparedDocument] = []
     for doc in documents:
         text = decode_body(doc.body, max_bytes=max_document_bytes)
-        seen: dict[str, int] = {}
-        chunks: list[Chunk] = []
-        spans = chunk_document(
-            text, title=doc.title, max_tokens=max_tokens, overlap_tokens=overlap_tokens, count_tokens=count_tokens
-        )
-        for span in spans:
-            piece = doc.body[span.start_byte : span.end_byte].decode("utf-8")
-            piece_hash = content_hash(piece.encode("utf-8"))
-            occurrence = seen.get(piece_hash, 0)
-            seen[piece_hash] = occurrence + 1
-            chunks.append(
-                Chunk(
-                    chunk_id=chunk_id_for(doc.doc_id, piece_hash, occurrence),
-                    doc_id=doc.doc_id,
-                    seq=span.seq,
-                    breadcrumb=span.breadcrumb,
-                    start_byte=span.start_byte,
-                    end_byte=span.end_byte,
-                    text=piece,
-                    token_count=count_tokens(piece),
-                    content_hash=piece_hash,
-                    acl_class_id=doc.acl.acl_class_id,
-                    doc_time=doc.modified_at,
-                )
-            )
+        chunks = chunks_of_document(doc, text, max_tokens=max_tokens, overlap_tokens=overlap_tokens,
+                                    count_tokens=count_tokens)
         if chunks:
             out.append(PreparedDocument(doc, tuple(chunks)))
     return out
