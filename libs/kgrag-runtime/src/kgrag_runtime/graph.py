@@ -19,7 +19,7 @@ def build_resolution(settings: KgragSettings, *, store: PostgresGraphStore, embe
                      ) -> ResolutionService:
     path = settings.resolution_overrides_file or DEFAULT_OVERRIDES
     overrides = parse_overrides(read_yaml(path)) if path.exists() else Overrides()
-    return ResolutionService(store=store, resolver=Resolver(), embedder=embedder, embedding_cache=store,
+    return ResolutionService(store=store, resolver=Resolver(), embedder=embedder,
                              overrides=overrides, hub_min_degree=settings.resolution_hub_min_degree)
 
 

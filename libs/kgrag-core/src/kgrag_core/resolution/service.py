@@ -2,8 +2,10 @@
 
 One pass over every profile: clusters already merged keep their members (the resolver compares only pairs
 that involve an entity not yet in a cluster), so a pass after new extractions is incremental in what it
-compares and a full pass in what it can catch. Context vectors come from the embedding model through the
-embedding cache, so a profile whose name and context did not change is never embedded twice.
+compares and a full pass in what it can catch. Context vectors come from the embedding model and are kept
+in this process only, for the profiles of the latest pass: a profile's context quotes its documents, so a
+stored vector would outlive a compliance deletion of them. An unchanged profile is never embedded twice
+while the process runs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from kgrag_core.graph.model import EntityProfile
 from kgrag_core.graph.ports import ResolutionStore
 from kgrag_core.ids import content_hash
-from kgrag_core.ports import Embedder, EmbeddingCache
+from kgrag_core.ports import Embedder
 from kgrag_core.resolution.resolver import Overrides, ResolutionPlan, Resolver
 
 
@@ -37,7 +39,7 @@ class ResolutionService:
     store: ResolutionStore
     resolver: Resolver
     embedder: Embedder | None = None
-    embedding_cache: EmbeddingCache | None = None
+    _vector_memo: dict[str, tuple[float, ...]] = field(default_factory=dict)
     overrides: Overrides = field(default_factory=Overrides)
     hub_min_degree: int = 25
 
@@ -67,17 +69,14 @@ class ResolutionService:
             return {}, 0
         texts = {p.entity_id: _profile_text(p) for p in profiles}
         keys = {entity: content_hash(text.encode("utf-8")) for entity, text in texts.items()}
-        model = self.embedder.model_id
-        cached = self.embedding_cache.get_vectors(model, sorted(set(keys.values()))) if self.embedding_cache else {}
-        missing = sorted({keys[e] for e in texts if keys[e] not in cached})
         by_key = {keys[e]: texts[e] for e in texts}
+        missing = sorted(k for k in by_key if k not in self._vector_memo)
+        fresh: dict[str, tuple[float, ...]] = {}
         if missing:
-            fresh = self.embedder.embed_documents([by_key[k] for k in missing])
-            new = dict(zip(missing, fresh, strict=True))
-            if self.embedding_cache is not None:
-                self.embedding_cache.put_vectors(model, new)
-            cached = {**cached, **new}
-        return {entity: cached[key] for entity, key in keys.items()}, len(missing)
+            fresh = dict(zip(missing, self.embedder.embed_documents([by_key[k] for k in missing]), strict=True))
+        # Only the current profiles' vectors are kept: a text no profile has any more is forgotten.
+        self._vector_memo = {k: fresh[k] if k in fresh else self._vector_memo[k] for k in by_key}
+        return {entity: self._vector_memo[key] for entity, key in keys.items()}, len(missing)
 
 
 def _profile_text(profile: EntityProfile) -> str:
