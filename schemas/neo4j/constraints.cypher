@@ -33,9 +33,40 @@ FOR (d:Document) ON (d.acl_class_id);
 CREATE INDEX chunk_acl_class_id IF NOT EXISTS
 FOR (c:Chunk) ON (c.acl_class_id);
 
-// --- knowledge graph: entities (reserved) -------------------------------------------------------------
+// --- knowledge graph projection (kgrag_adapters.neo4j.knowledge_graph) -------------------------------
 //
-// The knowledge-graph work adds its constraints here, in the same style, e.g.:
-//   CREATE CONSTRAINT entity_entity_id_unique IF NOT EXISTS FOR (e:Entity) REQUIRE e.entity_id IS UNIQUE;
-// plus the indexes its resolution and traversal need (name / type lookups). Entities link to the chunks
-// that mention them, so DETACH DELETE of a chunk drops its mentions with it.
+// A read model of PostgreSQL's knowledge graph. Every node carries `ns` (the projection's namespace), so
+// every key is (ns, id): composite uniqueness constraints, which Community Edition supports.
+
+// Mention-level entities; readers find a cluster's members by canonical_id and names by norm_name.
+CREATE CONSTRAINT kg_entity_key IF NOT EXISTS
+FOR (e:KgEntity) REQUIRE (e.ns, e.entity_id) IS UNIQUE;
+
+CREATE INDEX kg_entity_canonical_id IF NOT EXISTS
+FOR (e:KgEntity) ON (e.ns, e.canonical_id);
+
+CREATE INDEX kg_entity_norm_name IF NOT EXISTS
+FOR (e:KgEntity) ON (e.ns, e.norm_name);
+
+// Canonical entities: the endpoints of KG_EDGE relationships (a cluster may outlive its label entity).
+CREATE CONSTRAINT kg_canonical_key IF NOT EXISTS
+FOR (k:KgCanonical) REQUIRE (k.ns, k.canonical_id) IS UNIQUE;
+
+// Surface forms (normalised) and the documents naming an entity: the alias index and a re-projection's scope.
+CREATE CONSTRAINT kg_name_key IF NOT EXISTS
+FOR (n:KgName) REQUIRE (n.ns, n.norm) IS UNIQUE;
+
+CREATE CONSTRAINT kg_doc_key IF NOT EXISTS
+FOR (d:KgDoc) REQUIRE (d.ns, d.doc_id) IS UNIQUE;
+
+CREATE CONSTRAINT kg_claim_key IF NOT EXISTS
+FOR (c:KgClaim) REQUIRE (c.ns, c.claim_id) IS UNIQUE;
+
+CREATE INDEX kg_claim_entity_id IF NOT EXISTS
+FOR (c:KgClaim) ON (c.ns, c.entity_id);
+
+CREATE CONSTRAINT kg_hub_key IF NOT EXISTS
+FOR (h:KgHub) REQUIRE (h.ns, h.entity_id) IS UNIQUE;
+
+CREATE CONSTRAINT kg_ontology_key IF NOT EXISTS
+FOR (o:KgOntology) REQUIRE o.ns IS UNIQUE;

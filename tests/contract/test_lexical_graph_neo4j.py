@@ -59,11 +59,22 @@ START_HINT = "scripts/dev-services/services.sh start neo4j"
 CONSTRAINTS = {
     "document_doc_id_unique": (["Document"], ["doc_id"]),
     "chunk_chunk_id_unique": (["Chunk"], ["chunk_id"]),
+    # the knowledge-graph projection (kgrag_adapters.neo4j.knowledge_graph), keyed per namespace
+    "kg_entity_key": (["KgEntity"], ["ns", "entity_id"]),
+    "kg_canonical_key": (["KgCanonical"], ["ns", "canonical_id"]),
+    "kg_name_key": (["KgName"], ["ns", "norm"]),
+    "kg_doc_key": (["KgDoc"], ["ns", "doc_id"]),
+    "kg_claim_key": (["KgClaim"], ["ns", "claim_id"]),
+    "kg_hub_key": (["KgHub"], ["ns", "entity_id"]),
+    "kg_ontology_key": (["KgOntology"], ["ns"]),
 }
 INDEXES = {
     **CONSTRAINTS,  # each uniqueness constraint owns a range index of the same name
     "chunk_doc_id": (["Chunk"], ["doc_id"]),
     "document_acl_class_id": (["Document"], ["acl_class_id"]),
+    "kg_entity_canonical_id": (["KgEntity"], ["ns", "canonical_id"]),
+    "kg_entity_norm_name": (["KgEntity"], ["ns", "norm_name"]),
+    "kg_claim_entity_id": (["KgClaim"], ["ns", "entity_id"]),
     "chunk_acl_class_id": (["Chunk"], ["acl_class_id"]),
 }
 

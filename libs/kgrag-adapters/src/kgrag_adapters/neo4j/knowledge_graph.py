@@ -1,0 +1,693 @@
+"""The knowledge graph projected into Neo4j: `GraphReader` reads in Cypher, `project` writes from PostgreSQL.
+
+PostgreSQL stays authoritative (`PostgresGraphStore`); this is a read model the graph-writer keeps equal to
+it (`kgrag_core.handlers.knowledge_projection`), and it answers every GraphReader call exactly as the SQL
+store does (the same contract suite). `kgrag_adapters.postgres.knowledge_source` reads the snapshots it is built from.
+
+Shape (every node carries `ns`, so several projections can share one database; keys are (ns, id)):
+
+    (:KgEntity {entity_id, canonical_id, name, type, norm_name, strong_ids, seen_acl[], seen_active[]})
+        -[:SEEN_IN]->(:KgDoc {doc_id})            the documents whose chunks name it (scopes a re-projection)
+        -[:KNOWN_AS {name, acl, active, uses}]->(:KgName {norm})   surface forms, per reach
+    (:KgCanonical {canonical_id})-[:KG_EDGE {relation_id, relation, polarity, modality, valid_from,
+        ev_chunk[], ev_acl[], ev_active[], ev_conf[], ev_written[], ev_valid_to[]}]->(:KgCanonical)
+    (:KgClaim {claim_id, entity_id, attribute, value, ..., ev_*[] per evidence row})
+    (:KgHub {entity_id}), (:KgOntology {attributes[], cardinalities[]})
+
+Edges join canonical entities and are MERGEd by their canonical relation ID (a hash of subject, relation,
+object, valid_from, polarity and modality). Each stores, per evidence chunk, the chunk's ACL class and
+whether its document is ACTIVE, so visibility is decided inside the query: an edge, entity or claim exists
+for a caller only through evidence it may read, and degrees and counts use that evidence only. Absent dates
+are stored as "" (Neo4j lists hold no nulls).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, LiteralString, TypeVar
+
+from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Session, basic_auth
+
+from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+from kgrag_core.extraction.claims import timeline
+from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.extraction.model import Modality, Polarity, Tier
+from kgrag_core.extraction.ontology import Cardinality
+from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
+from kgrag_core.handlers.knowledge_projection import (
+    KnowledgeSnapshot,
+    ProjectedClaim,
+    ProjectedEdge,
+    ProjectedEntity,
+)
+
+DEFAULT_NAMESPACE = "kg"
+
+_T = TypeVar("_T")
+
+# --- Cypher: reads ----------------------------------------------------------------------------------------
+
+# Whether list-carrying node or relationship `x` has one evidence entry the caller may read.
+_SEEN: LiteralString = (
+    "any(i IN range(0, size(x.seen_acl) - 1) WHERE x.seen_active[i] AND ($admin OR x.seen_acl[i] IN $acl))"
+)
+
+_CANONICAL: LiteralString = """
+UNWIND $ids AS id
+OPTIONAL MATCH (e:KgEntity {ns: $ns, entity_id: id})
+RETURN id, coalesce(e.canonical_id, id) AS cid
+"""
+
+_MEMBERS: LiteralString = """
+UNWIND $cids AS cid
+MATCH (e:KgEntity {ns: $ns, canonical_id: cid})
+RETURN e.entity_id AS entity_id
+"""
+
+_IN_DOCUMENT: LiteralString = """
+MATCH (:KgDoc {ns: $ns, doc_id: $doc_id})<-[:SEEN_IN]-(e:KgEntity)
+RETURN e.entity_id AS entity_id
+"""
+
+# Members of each canonical ID (the label's own entity has canonical_id = its ID), visible or not.
+_MEMBER_ROWS: LiteralString = (
+    """
+UNWIND $cids AS cid
+MATCH (x:KgEntity {ns: $ns, canonical_id: cid})
+RETURN cid, x.entity_id AS entity_id, x.name AS name, x.type AS type, x.strong_ids AS strong_ids, """
+    + _SEEN
+    + """ AS visible
+ORDER BY cid, entity_id
+"""
+)
+
+_ALIAS_COUNTS: LiteralString = """
+UNWIND $cids AS cid
+MATCH (:KgEntity {ns: $ns, canonical_id: cid})-[a:KNOWN_AS]->()
+WHERE a.active AND ($admin OR a.acl IN $acl)
+RETURN cid, a.name AS name, sum(a.uses) AS uses
+"""
+
+# The visible evidence of relationship `x` (bound), as lists, plus its aggregates.
+_VISIBLE_EVIDENCE: LiteralString = """
+CALL (x) {
+  UNWIND range(0, size(x.ev_chunk) - 1) AS i
+  WITH x, i WHERE x.ev_active[i] AND ($admin OR x.ev_acl[i] IN $acl)
+  RETURN collect(x.ev_chunk[i]) AS chunks, max(x.ev_conf[i]) AS conf, max(x.ev_written[i]) AS written,
+         max(x.ev_valid_to[i]) AS valid_to
+}
+"""
+
+_DEGREES: LiteralString = """
+UNWIND $cids AS cid
+MATCH (:KgCanonical {ns: $ns, canonical_id: cid})-[x:KG_EDGE]-()
+WITH DISTINCT cid, x
+WHERE any(i IN range(0, size(x.ev_chunk) - 1) WHERE x.ev_active[i] AND ($admin OR x.ev_acl[i] IN $acl))
+RETURN cid, count(x) AS degree
+"""
+
+_HUBS: LiteralString = """
+UNWIND $cids AS cid
+MATCH (h:KgHub {ns: $ns, entity_id: cid})
+RETURN h.entity_id AS entity_id
+"""
+
+# Strongest first: more visible evidence chunks, higher confidence, then relation ID (as the SQL store).
+_NEIGHBOURS: LiteralString = (
+    """
+MATCH (:KgCanonical {ns: $ns, canonical_id: $cid})-[x:KG_EDGE]-()
+WHERE $relations IS NULL OR x.relation IN $relations
+WITH DISTINCT x
+"""
+    + _VISIBLE_EVIDENCE
+    + """
+WITH x, chunks, conf, written, valid_to WHERE size(chunks) > 0
+RETURN x.relation_id AS relation_id, startNode(x).canonical_id AS subject, x.relation AS relation,
+       endNode(x).canonical_id AS object, x.polarity AS polarity, x.modality AS modality,
+       x.valid_from AS valid_from, valid_to, chunks, conf, written
+ORDER BY size(chunks) DESC, conf DESC, relation_id
+LIMIT $limit
+"""
+)
+
+# A name matches a visible mention of it, or the stored name of a visible entity.
+_NAMED: LiteralString = (
+    """
+UNWIND $names AS norm
+CALL (norm) {
+  MATCH (:KgName {ns: $ns, norm: norm})<-[a:KNOWN_AS]-(e:KgEntity)
+  WHERE a.active AND ($admin OR a.acl IN $acl)
+  RETURN e
+  UNION
+  MATCH (x:KgEntity {ns: $ns, norm_name: norm})
+  WHERE """
+    + _SEEN
+    + """
+  RETURN x AS e
+}
+RETURN norm, e.canonical_id AS cid
+"""
+)
+
+_CLAIMS_OF: LiteralString = """
+UNWIND $members AS member
+MATCH (x:KgClaim {ns: $ns, entity_id: member})
+UNWIND range(0, size(x.ev_chunk) - 1) AS i
+WITH x, i WHERE x.ev_active[i] AND ($admin OR x.ev_acl[i] IN $acl)
+RETURN x.claim_id AS claim_id, x.entity_id AS entity_id, x.attribute AS attribute, x.value AS value,
+       x.ev_quote[i] AS quote, x.modality AS modality, x.polarity AS polarity, x.valid_from AS valid_from,
+       x.valid_to AS valid_to, x.ev_written[i] AS written, x.ev_chunk[i] AS chunk_id, x.ev_doc[i] AS doc_id,
+       x.ev_acl[i] AS acl_class_id, x.ev_tier[i] AS tier, x.ev_conf[i] AS confidence
+"""
+
+_CARDINALITY: LiteralString = """
+MATCH (o:KgOntology {ns: $ns})
+RETURN o.attributes AS attributes, o.cardinalities AS cardinalities
+"""
+
+# --- Cypher: writes ---------------------------------------------------------------------------------------
+
+# What a projection replaces: the entities named or filed under the scope, with their names and documents.
+_SCOPE_ENTITIES: LiteralString = """
+CALL () {
+  UNWIND $ids AS id
+  MATCH (e:KgEntity {ns: $ns, entity_id: id})
+  RETURN e
+  UNION
+  UNWIND $cids AS cid
+  MATCH (e:KgEntity {ns: $ns, canonical_id: cid})
+  RETURN e
+}
+OPTIONAL MATCH (e)-[:KNOWN_AS]->(n:KgName)
+OPTIONAL MATCH (e)-[:SEEN_IN]->(d:KgDoc)
+RETURN e.entity_id AS entity_id, collect(DISTINCT n.norm) AS norms, collect(DISTINCT d.doc_id) AS docs
+"""
+
+_DROP_ENTITIES: LiteralString = """
+UNWIND $ids AS id
+MATCH (e:KgEntity {ns: $ns, entity_id: id})
+DETACH DELETE e
+"""
+
+_DROP_CLAIMS: LiteralString = """
+UNWIND $ids AS id
+MATCH (c:KgClaim {ns: $ns, entity_id: id})
+DELETE c
+"""
+
+# Edges touching the scope go with its canonical nodes; the far ends are returned to sweep afterwards.
+_DROP_CANONICAL: LiteralString = """
+UNWIND $cids AS cid
+MATCH (k:KgCanonical {ns: $ns, canonical_id: cid})
+OPTIONAL MATCH (k)-[:KG_EDGE]-(far:KgCanonical)
+WITH k, collect(DISTINCT far.canonical_id) AS fars
+DETACH DELETE k
+WITH fars
+UNWIND fars AS far
+RETURN DISTINCT far
+"""
+
+_PUT_ENTITIES: LiteralString = """
+UNWIND $rows AS row
+MERGE (e:KgEntity {ns: $ns, entity_id: row.entity_id})
+SET e.canonical_id = row.canonical_id, e.name = row.name, e.type = row.type, e.norm_name = row.norm_name,
+    e.strong_ids = row.strong_ids, e.seen_acl = row.seen_acl, e.seen_active = row.seen_active
+WITH e, row
+CALL (e, row) {
+  UNWIND row.docs AS doc_id
+  MERGE (d:KgDoc {ns: $ns, doc_id: doc_id})
+  MERGE (e)-[:SEEN_IN]->(d)
+}
+CALL (e, row) {
+  UNWIND row.aliases AS a
+  MERGE (n:KgName {ns: $ns, norm: a.norm})
+  MERGE (e)-[k:KNOWN_AS {name: a.name, acl: a.acl, active: a.active}]->(n)
+  SET k.uses = a.uses
+}
+"""
+
+_PUT_EDGES: LiteralString = """
+UNWIND $rows AS row
+MERGE (s:KgCanonical {ns: $ns, canonical_id: row.subject_id})
+MERGE (o:KgCanonical {ns: $ns, canonical_id: row.object_id})
+MERGE (s)-[x:KG_EDGE {relation_id: row.relation_id}]->(o)
+SET x += row.props
+"""
+
+_PUT_CLAIMS: LiteralString = """
+UNWIND $rows AS row
+MERGE (c:KgClaim {ns: $ns, claim_id: row.claim_id})
+SET c += row.props
+"""
+
+_PUT_ONTOLOGY: LiteralString = """
+MERGE (o:KgOntology {ns: $ns})
+SET o.attributes = $attributes, o.cardinalities = $cardinalities
+"""
+
+# Nodes left with nothing attached once the scope was replaced.
+_SWEEP: LiteralString = """
+CALL () {
+  UNWIND $norms AS norm
+  MATCH (n:KgName {ns: $ns, norm: norm}) WHERE NOT EXISTS { (n)--() }
+  DELETE n
+}
+CALL () {
+  UNWIND $docs AS doc_id
+  MATCH (d:KgDoc {ns: $ns, doc_id: doc_id}) WHERE NOT EXISTS { (d)--() }
+  DELETE d
+}
+CALL () {
+  UNWIND $cids AS cid
+  MATCH (k:KgCanonical {ns: $ns, canonical_id: cid}) WHERE NOT EXISTS { (k)--() }
+  DELETE k
+}
+"""
+
+_DROP_HUBS: LiteralString = "MATCH (h:KgHub {ns: $ns}) WHERE NOT h.entity_id IN $ids DELETE h"
+
+_PUT_HUBS: LiteralString = "UNWIND $ids AS id MERGE (:KgHub {ns: $ns, entity_id: id})"
+
+_DROP_NAMESPACE: LiteralString = """
+MATCH (n {ns: $ns})
+WHERE n:KgEntity OR n:KgDoc OR n:KgName OR n:KgCanonical OR n:KgClaim OR n:KgHub OR n:KgOntology
+DETACH DELETE n
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Cluster:
+    ref: EntityRef
+    aliases: tuple[str, ...]
+    strong_ids: tuple[tuple[str, str], ...]
+    members: tuple[str, ...]
+
+
+class Neo4jKnowledgeGraph:
+    """GraphReader over a projection in Neo4j 5, and the projection's writes (`KnowledgeProjection`).
+
+    `namespace` separates projections sharing one database (tests use one each). The driver passed in stays
+    the caller's: `close()` closes only a driver that `connect()` opened. Safe to share between threads.
+    """
+
+    def __init__(self, driver: Driver, database: str | None = None, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+        if not namespace:
+            raise ValueError("namespace must be a non-empty string")
+        self._driver: Driver | None = driver
+        self._database = database
+        self._ns = namespace
+        self._owns_driver = False
+
+    @classmethod
+    def connect(
+        cls,
+        uri: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Neo4jKnowledgeGraph:
+        """A projection on the server at `uri` with the schema applied (schemas/neo4j/constraints.cypher)."""
+        if (user is None) != (password is None):
+            raise ValueError("pass both user and password, or neither (a server with auth disabled)")
+        auth = basic_auth(user, password) if user is not None and password is not None else None
+        driver = GraphDatabase.driver(uri, auth=auth)
+        try:
+            driver.verify_connectivity()
+            # One schema file serves both graphs; the lexical graph's loader applies it (races absorbed).
+            Neo4jLexicalGraph(driver, database).ensure_schema()
+            graph = cls(driver, database, namespace=namespace)
+        except BaseException:
+            driver.close()
+            raise
+        graph._owns_driver = True
+        return graph
+
+    @property
+    def namespace(self) -> str:
+        return self._ns
+
+    def close(self) -> None:
+        driver, self._driver = self._driver, None
+        if driver is not None and self._owns_driver:
+            driver.close()
+
+    def __enter__(self) -> Neo4jKnowledgeGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- GraphReader ----------------------------------------------------------------------------------------
+
+    def entities_named(
+        self, names: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, list[EntitySummary]]:
+        wanted = list(dict.fromkeys(normalise_name(n) for n in names))
+        out: dict[str, list[EntitySummary]] = {n: [] for n in wanted}
+        if not wanted:
+            return out
+
+        def work(tx: ManagedTransaction) -> tuple[list[tuple[str, str]], dict[str, EntitySummary]]:
+            hits = [(r["norm"], r["cid"]) for r in tx.run(_NAMED, self._params(acl_class_ids, names=wanted))]
+            return hits, self._summaries(tx, list(dict.fromkeys(c for _, c in hits)), acl_class_ids)
+
+        hits, summaries = self._read(work)
+        for norm, cid in hits:
+            summary = summaries.get(cid)
+            if summary is not None and summary not in out[norm]:
+                out[norm].append(summary)
+        for found in out.values():
+            found.sort(key=lambda s: (-s.degree, s.entity.name, s.entity.entity_id))
+        return out
+
+    def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
+        def work(tx: ManagedTransaction) -> EntitySummary | None:
+            cid = self._canonical(tx, [entity_id])[entity_id]
+            return self._summaries(tx, [cid], acl_class_ids).get(cid)
+
+        return self._read(work)
+
+    def neighbours(
+        self,
+        entity_id: str,
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> list[Edge]:
+        if limit <= 0:
+            return []
+
+        def work(tx: ManagedTransaction) -> list[Edge]:
+            cid = self._canonical(tx, [entity_id])[entity_id]
+            params = self._params(
+                acl_class_ids, cid=cid, relations=list(relations) if relations is not None else None, limit=limit
+            )
+            rows = [r.data() for r in tx.run(_NEIGHBOURS, params)]
+            ends = list(dict.fromkeys(e for r in rows for e in (r["subject"], r["object"])))
+            clusters = self._clusters(tx, ends, acl_class_ids)
+            return [e for e in (_edge(r, clusters) for r in rows) if e is not None]
+
+        return self._read(work)
+
+    def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
+        if not entity_ids:
+            return []
+
+        def work(tx: ManagedTransaction) -> tuple[list[ClaimRecord], Mapping[str, Cardinality]]:
+            canonical = self._canonical(tx, list(entity_ids))
+            cids = list(dict.fromkeys(canonical.values()))
+            owner = {cid: cid for cid in cids}
+            for member in tx.run(_MEMBER_ROWS, self._params(acl_class_ids, cids=cids)):
+                owner[member["entity_id"]] = member["cid"]
+            rows = [r.data() for r in tx.run(_CLAIMS_OF, self._params(acl_class_ids, members=list(owner)))]
+            clusters = self._clusters(tx, cids, acl_class_ids)
+            records: list[ClaimRecord] = []
+            for row in rows:
+                cluster = clusters.get(owner[row["entity_id"]])
+                if cluster is not None:  # always: a visible claim makes its entity visible
+                    records.append(_claim(row, cluster.ref))
+            return records, self._cardinality(tx)
+
+        records, cardinality = self._read(work)
+        return timeline(records, cardinality)
+
+    # --- KnowledgeProjection --------------------------------------------------------------------------------
+
+    def entities_in_document(self, doc_id: str) -> list[str]:
+        def work(tx: ManagedTransaction) -> list[str]:
+            return sorted(r["entity_id"] for r in tx.run(_IN_DOCUMENT, ns=self._ns, doc_id=doc_id))
+
+        return self._read(work)
+
+    def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        return self._read(lambda tx: self._canonical(tx, list(entity_ids)))
+
+    def members_of(self, canonical_ids: Sequence[str]) -> list[str]:
+        def work(tx: ManagedTransaction) -> list[str]:
+            return sorted(r["entity_id"] for r in tx.run(_MEMBERS, ns=self._ns, cids=list(canonical_ids)))
+
+        return self._read(work)
+
+    def project(self, snapshot: KnowledgeSnapshot) -> None:
+        """Replace the projection's state of the snapshot's scope with the snapshot, in one transaction."""
+        ns = self._ns
+        cids = list(snapshot.canonical_ids)
+        entity_rows = [_entity_row(e) for e in snapshot.entities]
+        edge_rows = [_edge_row(e) for e in snapshot.edges]
+        claim_rows = [_claim_row(c) for c in snapshot.claims]
+        attributes = [a for a, _ in snapshot.cardinality]
+        cardinalities = [c.value for _, c in snapshot.cardinality]
+
+        def work(tx: ManagedTransaction) -> None:
+            old = [r.data() for r in tx.run(_SCOPE_ENTITIES, ns=ns, ids=list(snapshot.entity_ids), cids=cids)]
+            gone = sorted({r["entity_id"] for r in old} | set(snapshot.entity_ids))
+            tx.run(_DROP_CLAIMS, ns=ns, ids=gone).consume()
+            tx.run(_DROP_ENTITIES, ns=ns, ids=gone).consume()
+            fars = [r["far"] for r in tx.run(_DROP_CANONICAL, ns=ns, cids=cids)]
+            tx.run(_PUT_ENTITIES, ns=ns, rows=entity_rows).consume()
+            tx.run(_PUT_EDGES, ns=ns, rows=edge_rows).consume()
+            tx.run(_PUT_CLAIMS, ns=ns, rows=claim_rows).consume()
+            tx.run(_PUT_ONTOLOGY, ns=ns, attributes=attributes, cardinalities=cardinalities).consume()
+            norms = sorted({n for r in old for n in r["norms"]})
+            docs = sorted({d for r in old for d in r["docs"]})
+            tx.run(_SWEEP, ns=ns, norms=norms, docs=docs, cids=sorted(set(fars) | set(cids))).consume()
+
+        with self._session() as session:
+            session.execute_write(work)
+
+    def project_hubs(self, entity_ids: Sequence[str]) -> None:
+        ids = sorted(set(entity_ids))
+
+        def work(tx: ManagedTransaction) -> None:
+            tx.run(_DROP_HUBS, ns=self._ns, ids=ids).consume()
+            tx.run(_PUT_HUBS, ns=self._ns, ids=ids).consume()
+
+        with self._session() as session:
+            session.execute_write(work)
+
+    def drop_namespace(self) -> None:
+        """Delete everything this projection holds (its namespace only; other namespaces and the lexical
+        graph stay)."""
+        with self._session() as session:
+            session.execute_write(lambda tx: tx.run(_DROP_NAMESPACE, ns=self._ns).consume())
+
+    # --- helpers --------------------------------------------------------------------------------------------
+
+    def _params(self, acl_class_ids: Sequence[str] | None, **more: Any) -> dict[str, Any]:
+        return {"ns": self._ns, "admin": acl_class_ids is None, "acl": list(acl_class_ids or ()), **more}
+
+    def _session(self) -> Session:
+        if self._driver is None:
+            raise RuntimeError("Neo4jKnowledgeGraph is closed")
+        return self._driver.session(database=self._database, notifications_min_severity=NotificationMinimumSeverity.OFF)
+
+    def _read(self, work: Callable[[ManagedTransaction], _T]) -> _T:
+        # One read transaction per reader call: mapping, edges and names come from one snapshot.
+        with self._session() as session:
+            return session.execute_read(work)
+
+    def _canonical(self, tx: ManagedTransaction, entity_ids: Sequence[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(entity_ids))
+        out = {i: i for i in ids}
+        for r in tx.run(_CANONICAL, ns=self._ns, ids=ids):
+            out[r["id"]] = r["cid"]
+        return out
+
+    def _cardinality(self, tx: ManagedTransaction) -> dict[str, Cardinality]:
+        record = tx.run(_CARDINALITY, ns=self._ns).single()
+        if record is None:
+            return {}
+        return {a: Cardinality(c) for a, c in zip(record["attributes"], record["cardinalities"], strict=True)}
+
+    def _clusters(
+        self, tx: ManagedTransaction, cids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, _Cluster]:
+        """The visible canonical entities among `cids`, named as PostgresGraphStore names them."""
+        if not cids:
+            return {}
+        params = self._params(acl_class_ids, cids=list(dict.fromkeys(cids)))
+        members: dict[str, list[dict[str, Any]]] = {}
+        for record in tx.run(_MEMBER_ROWS, params):
+            members.setdefault(record["cid"], []).append(record.data())
+        aliases: dict[str, Counter[str]] = {}
+        for record in tx.run(_ALIAS_COUNTS, params):
+            aliases.setdefault(record["cid"], Counter())[record["name"]] = int(record["uses"])
+        out: dict[str, _Cluster] = {}
+        for cid, rows in members.items():
+            visible = [r for r in rows if r["visible"]]
+            if not visible:
+                continue
+            counts = aliases.get(cid, Counter())
+            ranked = sorted(counts, key=lambda n: (-counts[n], n))
+            out[cid] = _Cluster(
+                ref=EntityRef(cid, _display_name(cid, visible, ranked), _cluster_type(cid, rows)),
+                aliases=tuple(ranked),
+                strong_ids=tuple(sorted({pair for r in visible for pair in _strong_ids(r["strong_ids"])})),
+                members=tuple(r["entity_id"] for r in visible),
+            )
+        return out
+
+    def _summaries(
+        self, tx: ManagedTransaction, cids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        clusters = self._clusters(tx, cids, acl_class_ids)
+        if not clusters:
+            return {}
+        params = self._params(acl_class_ids, cids=list(clusters))
+        degrees = {r["cid"]: int(r["degree"]) for r in tx.run(_DEGREES, params)}
+        hubs = {r["entity_id"] for r in tx.run(_HUBS, params)}
+        return {
+            cid: EntitySummary(
+                entity=c.ref,
+                aliases=c.aliases,
+                strong_ids=c.strong_ids,
+                degree=degrees.get(cid, 0),
+                is_hub=cid in hubs,
+                members=c.members,
+            )
+            for cid, c in clusters.items()
+        }
+
+
+# --- rows and records -------------------------------------------------------------------------------------
+
+
+def _day(value: date | None) -> str:
+    return value.isoformat() if value is not None else ""
+
+
+def _date(value: object) -> date | None:
+    return date.fromisoformat(value) if isinstance(value, str) and value else None
+
+
+def _strong_ids(stored: str) -> list[tuple[str, str]]:
+    return [(str(k), str(v)) for k, v in json.loads(stored)]
+
+
+def _display_name(cid: str, visible: Sequence[Mapping[str, Any]], ranked_aliases: Sequence[str]) -> str:
+    # As PostgresGraphStore: the label's own name if visible, else the commonest visible mention name.
+    for r in visible:
+        if r["entity_id"] == cid:
+            return str(r["name"])
+    if ranked_aliases:
+        return ranked_aliases[0]
+    return str(visible[0]["name"])
+
+
+def _cluster_type(cid: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    for r in rows:
+        if r["entity_id"] == cid:
+            return str(r["type"])
+    return str(min(r["type"] for r in rows))
+
+
+def _edge(row: Mapping[str, Any], clusters: Mapping[str, _Cluster]) -> Edge | None:
+    subject, obj = row["subject"], row["object"]
+    if subject not in clusters or obj not in clusters:  # only while the far end awaits its projection
+        return None
+    return Edge(
+        relation_id=row["relation_id"],
+        subject=clusters[subject].ref,
+        relation=row["relation"],
+        object=clusters[obj].ref,
+        polarity=Polarity(row["polarity"]),
+        modality=Modality(row["modality"]),
+        valid_from=_date(row["valid_from"]),
+        valid_to=_date(row["valid_to"]),
+        evidence_chunk_ids=tuple(sorted(row["chunks"])),
+        confidence=float(row["conf"]),
+        latest_written=_date(row["written"]),
+    )
+
+
+def _claim(row: Mapping[str, Any], ref: EntityRef) -> ClaimRecord:
+    return ClaimRecord(
+        claim_id=row["claim_id"],
+        entity_id=ref.entity_id,
+        entity_name=ref.name,
+        entity_type=ref.type,
+        attribute=row["attribute"],
+        value=row["value"],
+        quote=row["quote"],
+        modality=Modality(row["modality"]),
+        polarity=Polarity(row["polarity"]),
+        valid_from=_date(row["valid_from"]),
+        valid_to=_date(row["valid_to"]),
+        written_at=_date(row["written"]),
+        chunk_id=row["chunk_id"],
+        doc_id=row["doc_id"],
+        acl_class_id=row["acl_class_id"],
+        tier=Tier(row["tier"]),
+        confidence=float(row["confidence"]),
+    )
+
+
+def _entity_row(e: ProjectedEntity) -> dict[str, Any]:
+    return {
+        "entity_id": e.entity_id,
+        "canonical_id": e.canonical_id,
+        "name": e.name,
+        "type": e.type,
+        "norm_name": e.norm_name,
+        "strong_ids": json.dumps([list(p) for p in e.strong_ids]),
+        "seen_acl": [r.acl_class_id for r in e.reaches],
+        "seen_active": [r.active for r in e.reaches],
+        "docs": list(e.doc_ids),
+        "aliases": [
+            {"name": a.name, "norm": a.norm_name, "acl": a.reach.acl_class_id, "active": a.reach.active, "uses": a.uses}
+            for a in e.aliases
+        ],
+    }
+
+
+def _edge_row(e: ProjectedEdge) -> dict[str, Any]:
+    ev = e.evidence
+    return {
+        "relation_id": e.relation_id,
+        "subject_id": e.subject_id,
+        "object_id": e.object_id,
+        "props": {
+            "relation": e.relation,
+            "polarity": e.polarity.value,
+            "modality": e.modality.value,
+            "valid_from": _day(e.valid_from),
+            "ev_chunk": [x.chunk_id for x in ev],
+            "ev_acl": [x.reach.acl_class_id for x in ev],
+            "ev_active": [x.reach.active for x in ev],
+            "ev_conf": [float(x.confidence) for x in ev],
+            "ev_written": [_day(x.written) for x in ev],
+            "ev_valid_to": [_day(x.valid_to) for x in ev],
+        },
+    }
+
+
+def _claim_row(c: ProjectedClaim) -> dict[str, Any]:
+    ev = c.evidence
+    return {
+        "claim_id": c.claim_id,
+        "props": {
+            "entity_id": c.entity_id,
+            "attribute": c.attribute,
+            "value": c.value,
+            "polarity": c.polarity.value,
+            "modality": c.modality.value,
+            "valid_from": _day(c.valid_from),
+            "valid_to": _day(c.valid_to),
+            "ev_quote": [x.quote for x in ev],
+            "ev_chunk": [x.chunk_id for x in ev],
+            "ev_doc": [x.doc_id for x in ev],
+            "ev_acl": [x.reach.acl_class_id for x in ev],
+            "ev_active": [x.reach.active for x in ev],
+            "ev_tier": [int(x.tier) for x in ev],
+            "ev_conf": [float(x.confidence) for x in ev],
+            "ev_written": [_day(x.written) for x in ev],
+        },
+    }

@@ -1,0 +1,228 @@
+"""The PostgreSQL side of the knowledge-graph projection: what a document's facts are now, read for Neo4j.
+
+Read-only, on its own autocommit connection (the graph-writer's); `kgrag_core.handlers.knowledge_projection`
+compares it with what Neo4j holds and projects the difference.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import LiteralString, TypeVar
+
+import psycopg
+
+from kgrag_adapters.postgres.extraction_store import _cardinality
+from kgrag_adapters.postgres.store import Row
+from kgrag_core.extraction.model import Modality, Polarity, Tier
+from kgrag_core.handlers.knowledge_projection import (
+    AliasUse,
+    ClaimEvidence,
+    KnowledgeSnapshot,
+    ProjectedClaim,
+    ProjectedEntity,
+    Reach,
+    RelationEvidenceRow,
+    group_edges,
+)
+
+_T = TypeVar("_T")
+
+# --- the PostgreSQL side ----------------------------------------------------------------------------------
+
+# Chunk `c` (joined) -> its reach: the ACL class, and whether its document is ACTIVE.
+_ACTIVE: LiteralString = "COALESCE(d.status = 'ACTIVE', false)"
+_DOC: LiteralString = " LEFT JOIN documents d ON d.doc_id = c.doc_id"
+
+_PG_IN_DOCUMENT: LiteralString = (
+    "SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id WHERE c.doc_id = %(doc)s"
+    " UNION SELECT r.subject_id FROM kg_relations r JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id"
+    " JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = %(doc)s"
+    " UNION SELECT r.object_id FROM kg_relations r JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id"
+    " JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = %(doc)s"
+    " UNION SELECT cl.entity_id FROM kg_claims cl JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id"
+    " JOIN chunks c ON c.chunk_id = cv.chunk_id WHERE c.doc_id = %(doc)s"
+)
+
+_PG_MEMBERS: LiteralString = (
+    "SELECT e.entity_id, COALESCE(ec.canonical_id, e.entity_id) FROM kg_entities e"
+    " LEFT JOIN er_canonical ec ON ec.entity_id = e.entity_id"
+    " WHERE COALESCE(ec.canonical_id, e.entity_id) = ANY(%(cids)s::text[]) ORDER BY e.entity_id"
+)
+
+_PG_ENTITIES: LiteralString = (
+    "SELECT entity_id, type, name, norm_name, strong_ids FROM kg_entities WHERE entity_id = ANY(%(ids)s::text[])"
+)
+
+_PG_SIGHTINGS: LiteralString = (
+    "WITH s AS (SELECT m.entity_id, m.chunk_id FROM kg_mentions m WHERE m.entity_id = ANY(%(ids)s::text[])"
+    " UNION SELECT r.subject_id, ev.chunk_id FROM kg_relations r"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id WHERE r.subject_id = ANY(%(ids)s::text[])"
+    " UNION SELECT r.object_id, ev.chunk_id FROM kg_relations r"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id WHERE r.object_id = ANY(%(ids)s::text[])"
+    " UNION SELECT cl.entity_id, cv.chunk_id FROM kg_claims cl JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id"
+    " WHERE cl.entity_id = ANY(%(ids)s::text[]))"
+    " SELECT DISTINCT s.entity_id, c.doc_id, c.acl_class_id, " + _ACTIVE + " FROM s"
+    " JOIN chunks c ON c.chunk_id = s.chunk_id" + _DOC + " ORDER BY 1, 2, 3, 4"
+)
+
+_PG_ALIASES: LiteralString = (
+    "SELECT m.entity_id, m.name, m.norm_name, c.acl_class_id, " + _ACTIVE + ", count(*)"
+    " FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id" + _DOC + " WHERE m.entity_id = ANY(%(ids)s::text[])"
+    " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5"
+)
+
+_PG_RELATIONS: LiteralString = (
+    "SELECT COALESCE(cs.canonical_id, r.subject_id), r.relation, COALESCE(co.canonical_id, r.object_id),"
+    " r.polarity, r.modality, r.valid_from, r.valid_to, ev.chunk_id, c.acl_class_id, " + _ACTIVE + ","
+    " ev.confidence, (c.doc_time AT TIME ZONE 'UTC')::date"
+    " FROM kg_relations r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
+    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _DOC
+    + " WHERE r.subject_id = ANY(%(ids)s::text[]) OR r.object_id = ANY(%(ids)s::text[])"
+)
+
+_PG_CLAIMS: LiteralString = (
+    "SELECT cl.claim_id, cl.entity_id, cl.attribute, cl.value, cl.polarity, cl.modality, cl.valid_from,"
+    " cl.valid_to, ev.chunk_id, c.doc_id, c.acl_class_id, " + _ACTIVE + ", (c.doc_time AT TIME ZONE 'UTC')::date,"
+    " ev.quote, ev.tier, ev.confidence"
+    " FROM kg_claims cl JOIN kg_claim_evidence ev ON ev.claim_id = cl.claim_id"
+    " JOIN chunks c ON c.chunk_id = ev.chunk_id" + _DOC + " WHERE cl.entity_id = ANY(%(ids)s::text[])"
+    " ORDER BY cl.claim_id, ev.chunk_id, ev.quote"
+)
+
+
+class PostgresKnowledgeSource:
+    """`KnowledgeSource` on PostgreSQL: what the projection is built from, every document regardless of ACL.
+
+    Its own autocommit connection; each snapshot is read in one REPEATABLE READ transaction.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+        if not conn.autocommit:
+            raise ValueError("PostgresKnowledgeSource needs an autocommit connection")
+        self._conn = conn
+        self._lock = threading.RLock()
+
+    @classmethod
+    def connect(cls, dsn: str) -> PostgresKnowledgeSource:
+        return cls(psycopg.connect(dsn, autocommit=True))
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> PostgresKnowledgeSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def entities_in_document(self, doc_id: str) -> list[str]:
+        with self._lock:
+            return sorted(r[0] for r in self._conn.execute(_PG_IN_DOCUMENT, {"doc": doc_id}))
+
+    def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(entity_ids))
+        out = {i: i for i in ids}
+        with self._lock:
+            for ent, cid in self._conn.execute(
+                "SELECT entity_id, canonical_id FROM er_canonical WHERE entity_id = ANY(%s)", (ids,)
+            ):
+                out[ent] = cid
+        return out
+
+    def members_of(self, canonical_ids: Sequence[str]) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute(_PG_MEMBERS, {"cids": list(canonical_ids)})]
+
+    def hubs(self) -> list[str]:
+        with self._lock:
+            return sorted(r[0] for r in self._conn.execute("SELECT entity_id FROM kg_hubs"))
+
+    def snapshot(self, canonical_ids: Sequence[str], entity_ids: Sequence[str]) -> KnowledgeSnapshot:
+        cids = sorted(set(canonical_ids))
+        with self._reading() as conn:
+            canonical = {r[0]: r[1] for r in conn.execute(_PG_MEMBERS, {"cids": cids})}
+            params = {"ids": sorted(canonical)}
+            entity_rows = conn.execute(_PG_ENTITIES, params).fetchall()
+            sightings = conn.execute(_PG_SIGHTINGS, params).fetchall()
+            alias_rows = conn.execute(_PG_ALIASES, params).fetchall()
+            relation_rows = conn.execute(_PG_RELATIONS, params).fetchall()
+            claim_rows = conn.execute(_PG_CLAIMS, params).fetchall()
+            body = conn.execute("SELECT body FROM ontology_versions WHERE active").fetchone()
+        reaches: dict[str, set[Reach]] = {}
+        docs: dict[str, set[str]] = {}
+        for ent, doc_id, acl, active in sightings:
+            reaches.setdefault(ent, set()).add(Reach(acl, bool(active)))
+            docs.setdefault(ent, set()).add(doc_id)
+        aliases: dict[str, list[AliasUse]] = {}
+        for ent, name, norm, acl, active, uses in alias_rows:
+            aliases.setdefault(ent, []).append(AliasUse(name, norm, Reach(acl, bool(active)), int(uses)))
+        entities = tuple(
+            ProjectedEntity(
+                entity_id=ent,
+                canonical_id=canonical[ent],
+                type=entity_type,
+                name=name,
+                norm_name=norm,
+                strong_ids=tuple((str(k), str(v)) for k, v in strong_ids),
+                reaches=tuple(sorted(reaches.get(ent, ()), key=lambda r: (r.acl_class_id, r.active))),
+                doc_ids=tuple(sorted(docs.get(ent, ()))),
+                aliases=tuple(aliases.get(ent, ())),
+            )
+            for ent, entity_type, name, norm, strong_ids in sorted(entity_rows)
+        )
+        edges = group_edges(
+            RelationEvidenceRow(
+                subject_id=r[0],
+                relation=r[1],
+                object_id=r[2],
+                polarity=Polarity(r[3]),
+                modality=Modality(r[4]),
+                valid_from=r[5],
+                valid_to=r[6],
+                chunk_id=r[7],
+                reach=Reach(r[8], bool(r[9])),
+                confidence=float(r[10]),
+                written=r[11],
+            )
+            for r in relation_rows
+        )
+        cardinality = _cardinality(dict(body[0]) if body is not None else None)
+        return KnowledgeSnapshot(
+            canonical_ids=tuple(cids),
+            entity_ids=tuple(sorted(set(entity_ids) | set(canonical))),
+            entities=entities,
+            edges=tuple(edges),
+            claims=_claims(claim_rows),
+            cardinality=tuple(sorted(cardinality.items())),
+        )
+
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection[Row]]:
+        with self._lock, self._conn.transaction():
+            self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield self._conn
+
+
+def _claims(rows: Sequence[Row]) -> tuple[ProjectedClaim, ...]:
+    grouped: dict[str, tuple[Row, list[ClaimEvidence]]] = {}
+    for r in rows:
+        evidence = ClaimEvidence(r[8], r[9], Reach(r[10], bool(r[11])), r[12], r[13], Tier(r[14]), float(r[15]))
+        grouped.setdefault(r[0], (r, []))[1].append(evidence)
+    return tuple(
+        ProjectedClaim(
+            claim_id=claim_id,
+            entity_id=r[1],
+            attribute=r[2],
+            value=r[3],
+            polarity=Polarity(r[4]),
+            modality=Modality(r[5]),
+            valid_from=r[6],
+            valid_to=r[7],
+            evidence=tuple(evidence),
+        )
+        for claim_id, (r, evidence) in grouped.items()
+    )
