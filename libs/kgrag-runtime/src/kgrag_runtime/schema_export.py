@@ -11,8 +11,22 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from kgrag_core.events import ACL_CHANGED, CHUNKS_CHANGED, DOCUMENTS_CHANGED, DOCUMENTS_DELETED, GRAPH_CHANGED
-from kgrag_core.events.model import AclChanged, ChunksChanged, DocumentChanged, DocumentDeleted, GraphChanged
+from kgrag_core.events import (
+    ACL_CHANGED,
+    CHUNKS_CHANGED,
+    DOCUMENTS_CHANGED,
+    DOCUMENTS_DELETED,
+    ENTITIES_CHANGED,
+    GRAPH_CHANGED,
+)
+from kgrag_core.events.model import (
+    AclChanged,
+    ChunksChanged,
+    DocumentChanged,
+    DocumentDeleted,
+    EntitiesChanged,
+    GraphChanged,
+)
 
 EVENTS: dict[str, type[BaseModel]] = {
     DOCUMENTS_CHANGED: DocumentChanged,
@@ -20,6 +34,7 @@ EVENTS: dict[str, type[BaseModel]] = {
     CHUNKS_CHANGED: ChunksChanged,
     ACL_CHANGED: AclChanged,
     GRAPH_CHANGED: GraphChanged,
+    ENTITIES_CHANGED: EntitiesChanged,
 }
 
 

@@ -1,7 +1,17 @@
-"""`python -m kgrag_graph_writer`: project PostgreSQL's documents and chunks into Neo4j (settings from KGRAG_*)."""
+"""`python -m kgrag_graph_writer`: project PostgreSQL into Neo4j (settings from KGRAG_*).
 
+Two projections on one driver: the lexical graph (documents, chunks) and the knowledge graph (canonical
+entities, edges and claims with their evidence's reach). Both re-read PostgreSQL on every event, so replays
+and late events converge.
+"""
+
+from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
 from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
+from kgrag_core.events import CHUNKS_CHANGED, ENTITIES_CHANGED, GRAPH_CHANGED
+from kgrag_core.handlers.composite import CompositeHandler
 from kgrag_core.handlers.graph_writer import GraphWriterHandler
+from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_core.handlers.protocol import Handler
 from kgrag_runtime.distributed import DistributedStores, require
 from kgrag_runtime.settings import KgragSettings
@@ -18,7 +28,13 @@ def main() -> None:
             require(settings.neo4j_uri, "KGRAG_NEO4J_URI"), user=settings.neo4j_user,
             password=settings.neo4j_password.get_secret_value() if settings.neo4j_password else None,
         )
-        return GraphWriterHandler(stores.store, graph, name=SERVICE)
+        knowledge = Neo4jKnowledgeGraph(graph.driver, graph.database)
+        source = PostgresKnowledgeSource.connect(require(
+            settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN"))
+        return CompositeHandler(SERVICE, [
+            GraphWriterHandler(stores.store, graph, name=SERVICE),
+            KnowledgeProjectionHandler(source, knowledge, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
+        ])
 
     run_worker(SERVICE, build, settings)
 

@@ -18,6 +18,7 @@ DOCUMENTS_DELETED = "documents.deleted"
 CHUNKS_CHANGED = "chunks.changed"
 ACL_CHANGED = "acl.changed"
 GRAPH_CHANGED = "graph.changed"
+ENTITIES_CHANGED = "entities.changed"
 
 
 class _Event(BaseModel):
@@ -78,6 +79,16 @@ class GraphChanged(_Event):
     event_type: Literal["graph.changed"] = "graph.changed"
     doc_id: str = Field(min_length=1, max_length=256)
     items: int = Field(0, ge=0, description="Validated items stored for the document's chunks.")
+
+
+class EntitiesChanged(_Event):
+    """Resolution changed which canonical entity these ids belong to (a merge, split or review decision),
+    or (hubs) relabelled the hubs. Projections re-read PostgreSQL for the named clusters."""
+
+    event_type: Literal["entities.changed"] = "entities.changed"
+    entity_ids: list[str] = Field(default_factory=list)
+    reason: str = Field("", max_length=64, description="merge | split | review | hubs")
+    hubs: bool = False
 
 
 def document_changed_from_source(doc: SourceDocument) -> DocumentChanged:

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kgrag_core.errors import ErrorCode
-from kgrag_core.events import GRAPH_CHANGED
-from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
+from kgrag_core.events import ENTITIES_CHANGED, GRAPH_CHANGED, EntitiesChanged
+from kgrag_core.handlers.protocol import DeadLetter, HandlerResult, OutputEvent
 from kgrag_core.resolution.service import ResolutionReport, ResolutionService
 
 
@@ -33,5 +33,11 @@ class EntityResolverHandler:
                 reason = "the event has no doc_id"
                 result.dead_letters.append(DeadLetter(key, payload, ErrorCode.MALFORMED_EVENT.value, reason))
         if valid:
-            self.last_report = self.service.run()
+            report = self.service.run()
+            self.last_report = report
+            for canonical, members in sorted(report.merged.items()):
+                event = EntitiesChanged(entity_ids=[canonical, *members], reason="merge")
+                result.outputs.append(OutputEvent(ENTITIES_CHANGED, canonical, event.model_dump(mode="json")))
+            hubs = EntitiesChanged(reason="hubs", hubs=True)
+            result.outputs.append(OutputEvent(ENTITIES_CHANGED, "hubs", hubs.model_dump(mode="json")))
         return result

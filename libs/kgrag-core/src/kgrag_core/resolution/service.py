@@ -29,9 +29,11 @@ class ResolutionReport:
     refused: int = 0
     hubs: int = 0
     embedded: int = 0
+    # canonical id -> the ids a merge of this pass moved under it (what a projection must re-read)
+    merged: dict[str, list[str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
-        return {k: int(getattr(self, k)) for k in ResolutionReport.__dataclass_fields__}
+        return {k: int(getattr(self, k)) for k in ResolutionReport.__dataclass_fields__ if k != "merged"}
 
 
 @dataclass(slots=True)
@@ -55,6 +57,7 @@ class ResolutionService:
         plan: ResolutionPlan = self.resolver.resolve(profiles, vectors, existing=existing, overrides=self.overrides)
         for merge in plan.merges:
             self.store.apply_merge(merge)
+            report.merged.setdefault(merge.canonical_id, []).extend(merge.members)
         if plan.review:
             self.store.queue_for_review(plan.review)
         report.compared_pairs = plan.stats.compared_pairs
