@@ -3,7 +3,7 @@ Neo4j, Redis and S3. One function per process kind; adapters are imported here a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
@@ -13,6 +13,7 @@ from kgrag_adapters.qdrant.vector_index import QdrantVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.events import ENTITIES_CHANGED, EntitiesChanged
 from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ports import ChatModel, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -92,9 +93,10 @@ def open_query_app(settings: KgragSettings, *, embedder: Embedder | None = None,
     """The query API's app: searches the distributed stores; ingestion goes onto Kafka."""
     with open_stores(settings, embedder=embedder) as stores:
         searcher = stores.searcher()
+        events = producer(settings, "query-api")
         yield KgragApp(
             searcher=searcher,
-            ingestion=KafkaIngest(producer(settings, "query-api")),
+            ingestion=KafkaIngest(events),
             ingest_log=stores.store,
             stats_source=stores.store,
             cache=stores.cache,
@@ -105,5 +107,15 @@ def open_query_app(settings: KgragSettings, *, embedder: Embedder | None = None,
             graph_searcher=build_graph_searcher(searcher, stores.store, stores.embedder),
             graph_by_default=settings.graph_retrieval,
             graph=GraphAdmin(stores.store, stores.store,
-                             build_resolution(settings, store=stores.store, embedder=stores.embedder)),
+                             build_resolution(settings, store=stores.store, embedder=stores.embedder),
+                             announce=_announcer(events)),
         )
+
+
+def _announcer(events: EventProducer) -> Callable[[EntitiesChanged], None]:
+    def announce(event: EntitiesChanged) -> None:
+        key = event.entity_ids[0] if event.entity_ids else "hubs"
+        events.produce(ENTITIES_CHANGED, key, event.model_dump(mode="json"))
+        events.flush()
+
+    return announce

@@ -7,12 +7,13 @@ pass) needs the admin scope and writes the merge log, so every decision can be u
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.events import EntitiesChanged
 from kgrag_core.extraction.identity import normalise_name
 from kgrag_core.graph.model import DecisionKind, Edge, EntitySummary, MergeRecord, PairDecision
 from kgrag_core.ports import AclStore
@@ -28,6 +29,8 @@ class GraphAdmin:
     store: PostgresGraphStore  #: the GraphReader and ResolutionStore ports on one connection
     acl: AclStore
     resolution: ResolutionService
+    # Tells projections (the Neo4j graph in distributed mode) which clusters a hand decision changed.
+    announce: Callable[[EntitiesChanged], None] | None = None
 
     # --- reads -------------------------------------------------------------------------------------------
 
@@ -100,10 +103,17 @@ class GraphAdmin:
         digest = hashlib.sha256("\x1f".join(["override", canonical, *members, reason]).encode()).hexdigest()[:16]
         record = MergeRecord(f"mrg_h{digest}", canonical, members, basis, "override")
         self.store.apply_merge(record)
+        self._announce(record, "merge")
         return merge_as_dict(record)
 
     def split(self, merge_id: str) -> dict[str, object]:
-        return merge_as_dict(self.store.revert_merge(merge_id))
+        record = self.store.revert_merge(merge_id)
+        self._announce(record, "split")
+        return merge_as_dict(record)
+
+    def _announce(self, record: MergeRecord, reason: str) -> None:
+        if self.announce is not None:
+            self.announce(EntitiesChanged(entity_ids=[record.canonical_id, *record.members], reason=reason))
 
     def merges(self, limit: int = 100) -> list[dict[str, object]]:
         return [merge_as_dict(m) for m in self.store.merge_log(limit)]
@@ -117,7 +127,13 @@ class GraphAdmin:
         return {"a": a, "b": b, "same": same, "merge": merged}
 
     def run_resolution(self) -> dict[str, int]:
-        return self.resolution.run().as_dict()
+        report = self.resolution.run()
+        for canonical, members in sorted(report.merged.items()):
+            if self.announce is not None:
+                self.announce(EntitiesChanged(entity_ids=[canonical, *members], reason="merge"))
+        if self.announce is not None:
+            self.announce(EntitiesChanged(reason="hubs", hubs=True))
+        return report.as_dict()
 
     # --- helpers -----------------------------------------------------------------------------------------
 
