@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import date
 
 from kgrag_core.answering.quotes import normalise_for_quote
 
@@ -45,7 +46,9 @@ def ndcg_at(ranked_docs: Sequence[str], gold: Mapping[str, int], k: int) -> floa
 
 
 def key_fact_recall(
-    ranked_texts: Sequence[str], key_facts: Sequence[str], budget_tokens: int,
+    ranked_texts: Sequence[str],
+    key_facts: Sequence[str],
+    budget_tokens: int,
     count_tokens: Callable[[str], int],
 ) -> float:
     """Share of key facts whose exact quote lies inside the first `budget_tokens` the answerer reads.
@@ -61,9 +64,52 @@ def key_fact_recall(
         if used + cost > budget_tokens:
             break
         used += cost
-        read.append(normalise_for_quote(text))
-    window = "\n".join(read)
+        read.append(text)
+    return key_facts_found(read, key_facts)
+
+
+def key_facts_found(read_texts: Sequence[str], key_facts: Sequence[str]) -> float:
+    """Share of key facts whose exact quote (normalised as quote checks are) lies in the texts read, in order."""
+    if not key_facts:
+        return 0.0
+    window = "\n".join(normalise_for_quote(t) for t in read_texts)
     return sum(1 for fact in key_facts if normalise_for_quote(fact) in window) / len(key_facts)
+
+
+def temporal_gold(
+    gold: Mapping[str, int], dates: Mapping[str, date | None]
+) -> tuple[frozenset[str], str, frozenset[str]] | None:
+    """Split a temporal question's gold into (current documents, the latest one, outdated documents).
+
+    Current: the grade-2 documents (they hold the value asked for). Latest: the newest of them. Outdated: the
+    grade-1 documents dated before the latest one (an older value, the distractor). None when the split says
+    nothing: no dated grade-2 document, or no older grade-1 document to rank against.
+    """
+    current = {d: dates.get(d) for d, grade in gold.items() if grade >= 2}
+    dated = {d: when for d, when in current.items() if when is not None}
+    if not dated:
+        return None
+    latest = max(dated, key=lambda d: (dated[d], d))
+    newest = dated[latest]
+    outdated = frozenset(
+        d for d, grade in gold.items() if grade == 1 and (when := dates.get(d)) is not None and when < newest
+    )
+    if not outdated:
+        return None
+    return frozenset(current), latest, outdated
+
+
+def ranks_before(ranked_docs: Sequence[str], first: Collection[str], later: Collection[str]) -> float:
+    """1 if the best-ranked of `first` comes before every document of `later` that is ranked at all, else 0.
+
+    0 when no document of `first` is ranked: a current value that never reaches the reader loses to any
+    outdated one, ranked or not.
+    """
+    position = {d: i for i, d in enumerate(ranked_docs)}
+    best = min((position[d] for d in first if d in position), default=None)
+    if best is None:
+        return 0.0
+    return 1.0 if all(position.get(d, len(ranked_docs)) > best for d in later) else 0.0
 
 
 def sign_test(a: Sequence[float], b: Sequence[float]) -> dict[str, float | int]:

@@ -4,6 +4,8 @@
 2. Search: hybrid search latency at each corpus size vs a plain baseline (rank-bm25 + brute-force numpy,
    fused the same way), both with the caller's ACL filter, plus the peak RSS.
 3. Extraction: tiers 0-2 in chunks/s vs spaCy's model alone on the same texts (`extraction.py`).
+4. Graph traversal: neighbours and bounded expansion from hub and ordinary seeds vs a naive recursive-SQL walk
+   (`graph.py`; 10k and 100k entities, `python -m kgrag_runtime.benchmarks.graph` runs it alone).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
 from kgrag_runtime.benchmarks.extraction import extraction_markdown, run_extraction_benchmarks
+from kgrag_runtime.benchmarks.graph import graph_markdown, run_graph_benchmarks
 from kgrag_runtime.benchmarks.synthetic import (
     WORDS,
     bag_of_words_vectors,
@@ -54,9 +57,16 @@ def run_benchmarks(out: Path, sizes: Sequence[int], queries: int, console: Conso
     ingest = _bench_ingest(settings, console)
     search = [_bench_search(settings, n, queries, console) for n in sizes]
     extraction = run_extraction_benchmarks(settings, console)
-    results: dict[str, object] = {"machine": machine, "ingest": ingest, "search": search, "extraction": extraction}
+    graph = run_graph_benchmarks(console)
+    results: dict[str, object] = {
+        "machine": machine,
+        "ingest": ingest,
+        "search": search,
+        "extraction": extraction,
+        "graph": graph,
+    }
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    markdown = _markdown(results) + "\n" + extraction_markdown(extraction)
+    markdown = _markdown(results) + "\n" + extraction_markdown(extraction) + "\n" + graph_markdown(graph)
     (out / "results.md").write_text(markdown)
     console.print(markdown)
     return results

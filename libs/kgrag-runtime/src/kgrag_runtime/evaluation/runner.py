@@ -1,14 +1,21 @@
 """Run a question set against the app and aggregate metrics per question type and configuration.
 
-Configurations are ablations of the same index: BM25 only, dense only, and hybrid (RRF). The graph
-layer will be one more configuration, and has to beat hybrid here to earn its cost.
+Configurations are ablations of the same index: BM25 only, dense only, hybrid (RRF), and hybrid+graph (the
+routed graph layer on hybrid search, when the app has one). Hybrid+graph has to beat hybrid here to earn its
+cost, so the two are compared question by question (sign tests, overall and per type).
+
+Key facts are counted in what an answerer with `budget_tokens` would read. For hybrid+graph that is the graph
+lines (up to the searcher's line share of the budget) followed by the chunks in what the lines left, packed
+exactly as the searcher packs its context (`pack_context`): lines are text the model reads, so they spend
+budget and may displace chunks. Every configuration counts tokens with the same estimate.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import date
 from pathlib import Path
 
 from rich.console import Console
@@ -18,64 +25,202 @@ from kgrag_core.chunking import estimate_tokens
 from kgrag_core.evaluation.metrics import (
     all_gold_at,
     key_fact_recall,
+    key_facts_found,
     mean,
     ndcg_at,
+    ranks_before,
     recall_at,
     reciprocal_rank,
     sign_test,
+    temporal_gold,
     unique_docs,
 )
 from kgrag_core.evaluation.questions import EvalQuestion, parse_questions
+from kgrag_core.graph_retrieval.evidence import GraphLine, pack_context
+from kgrag_core.graph_retrieval.searcher import GRAPH_MODE, EstimatedTokens, GraphSearchResponse
 from kgrag_core.retrieval.hybrid import SearchMode
+from kgrag_core.search import SearchHit
 from kgrag_runtime.app import KgragApp
 
 DEPTH = 20
+HYBRID = SearchMode.HYBRID.value
+# Scores compared question by question between hybrid+graph and hybrid (the budget's key-fact column is added).
+_COMPARED = ("ndcg@10", "recall@10", "mrr")
 
 
 def run_evaluation(
-    app: KgragApp, questions_path: Path, *, budget_tokens: int, progress_console: Console | None
+    app: KgragApp,
+    questions_path: Path,
+    *,
+    budget_tokens: int,
+    progress_console: Console | None,
+    graph: bool | None = None,
 ) -> dict[str, object]:
+    """Score every configuration; `graph=None` adds hybrid+graph whenever the app has a graph layer."""
     questions = parse_questions(questions_path.read_text(encoding="utf-8").splitlines())
-    configs = (SearchMode.BM25, SearchMode.DENSE, SearchMode.HYBRID)
-    per_question: dict[str, dict[str, dict[str, float]]] = {m.value: {} for m in configs}
-    latencies: dict[str, list[float]] = {m.value: [] for m in configs}
+    with_graph = app.graph_searcher is not None if graph is None else graph and app.graph_searcher is not None
+    modes = (SearchMode.BM25, SearchMode.DENSE, SearchMode.HYBRID)
+    configs = [m.value for m in modes] + ([GRAPH_MODE] if with_graph else [])
+    per_question: dict[str, dict[str, dict[str, float]]] = {c: {} for c in configs}
+    latencies: dict[str, list[float]] = {c: [] for c in configs}
+    graph_latencies: list[float] = []  # hybrid+graph, only the questions the graph layer worked on
+    routes: dict[str, dict[str, object]] = {}
+    dates = _gold_dates(app, questions)
+    steps_per_question = len(modes) + 1 + (2 if with_graph else 0)
     with Progress(console=progress_console, disable=progress_console is None) as bar:
-        task = bar.add_task("Evaluating", total=len(questions) * (len(configs) + 1))
+        task = bar.add_task("Evaluating", total=len(questions) * steps_per_question)
         for q in questions:
-            for mode in configs:
+            for mode in modes:
                 started = time.perf_counter()
-                response = app.search(q.question, q.caller, top_k=DEPTH, mode=mode)
+                response = app.search(q.question, q.caller, top_k=DEPTH, mode=mode, graph=False)
                 latencies[mode.value].append((time.perf_counter() - started) * 1000)
-                per_question[mode.value][q.id] = _retrieval_metrics(
-                    q, [h.doc_id for h in response.hits], [h.text for h in response.hits], budget_tokens
-                )
+                per_question[mode.value][q.id] = {
+                    **_retrieval_metrics(q, list(response.hits), (), budget_tokens, 0.0),
+                    **_temporal_metrics(q, [h.doc_id for h in response.hits], dates),
+                }
                 bar.advance(task)
-            answer = app.ask(q.question, q.caller)
-            per_question[SearchMode.HYBRID.value][q.id].update(_answer_metrics(q, answer))
+            answer = app.ask(q.question, q.caller, graph=False)
+            per_question[HYBRID][q.id].update(_answer_metrics(q, answer))
             bar.advance(task)
-    return {
+            if not with_graph:
+                continue
+            started = time.perf_counter()
+            found = app.search(q.question, q.caller, top_k=DEPTH, graph=True)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            latencies[GRAPH_MODE].append(elapsed_ms)
+            if not isinstance(found, GraphSearchResponse):
+                raise TypeError(f"graph search returned {type(found).__name__}")
+            if _graph_used(found):
+                graph_latencies.append(elapsed_ms)
+            per_question[GRAPH_MODE][q.id] = _graph_metrics(q, found, budget_tokens, _line_share(app), dates)
+            routes[q.id] = _route_record(q, found)
+            bar.advance(task)
+            answer = app.ask(q.question, q.caller, graph=True)
+            per_question[GRAPH_MODE][q.id].update(_answer_metrics(q, answer))
+            bar.advance(task)
+    latency = {cfg: _percentiles(v) for cfg, v in latencies.items()}
+    report: dict[str, object] = {
         "questions": len(questions),
         "budget_tokens": budget_tokens,
         "per_type": {cfg: _aggregate(questions, rows) for cfg, rows in per_question.items()},
-        "sign_tests": _sign_tests(questions, per_question),
-        "latency_ms": {cfg: _percentiles(v) for cfg, v in latencies.items()},
+        "sign_tests": _sign_tests(questions, per_question, budget_tokens),
+        "latency_ms": latency,
         "per_question": per_question,
     }
+    if with_graph:
+        latency[f"{GRAPH_MODE} (graph used)"] = _percentiles(graph_latencies)
+        report["graph"] = _graph_summary(questions, per_question, routes, budget_tokens)
+        report["routes"] = routes
+    return report
+
+
+def _line_share(app: KgragApp) -> float:
+    return app.graph_searcher.settings.line_share if app.graph_searcher is not None else 0.0
+
+
+def _gold_dates(app: KgragApp, questions: Sequence[EvalQuestion]) -> dict[str, date | None]:
+    """The date of each gold document (its `published_at`), for current-before-superseded."""
+    wanted = sorted({d for q in questions if q.type == "temporal" for d in q.gold})
+    docs = app.searcher.documents.get_documents(wanted) if wanted else {}
+    return {d: (doc.modified_at.date() if doc.modified_at else None) for d, doc in docs.items()}
 
 
 def _retrieval_metrics(
-    q: EvalQuestion, chunk_docs: Sequence[str], chunk_texts: Sequence[str], budget: int
+    q: EvalQuestion, hits: Sequence[SearchHit], lines: Sequence[str], budget: int, line_share: float
 ) -> dict[str, float]:
     if not q.answerable:
         return {}
-    docs = unique_docs(chunk_docs)
-    return {
+    docs = unique_docs([h.doc_id for h in hits])
+    out = {
         "recall@10": recall_at(docs, q.gold, 10),
         "recall@20": recall_at(docs, q.gold, 20),
         "mrr": reciprocal_rank(docs, q.gold),
         "ndcg@10": ndcg_at(docs, q.gold, 10),
         "all_gold@20": all_gold_at(docs, q.gold, 20),
-        f"key_facts@{budget}": key_fact_recall(chunk_texts, q.key_facts, budget, estimate_tokens),
+    }
+    if not lines:
+        out[f"key_facts@{budget}"] = key_fact_recall([h.text for h in hits], q.key_facts, budget, estimate_tokens)
+        return out
+    read_lines, read_chunks = _read_within_budget(lines, hits, budget, line_share)
+    out[f"key_facts@{budget}"] = key_facts_found([*read_lines, *read_chunks], q.key_facts)
+    # What the lines hold on their own: they carry values, not the documents' sentences, so this is
+    # usually 0 and the lines help key facts only by what their chunks bring into the ranking.
+    out["key_facts_in_lines"] = key_facts_found(read_lines, q.key_facts)
+    out["lines_read"] = float(len(read_lines))
+    return out
+
+
+def _read_within_budget(
+    lines: Sequence[str], hits: Sequence[SearchHit], budget: int, line_share: float
+) -> tuple[list[str], list[str]]:
+    """(lines read, chunk texts read) within the budget, packed as the graph searcher packs its context."""
+    packed = pack_context(
+        [GraphLine(text, "line", (), 0.0) for text in lines],
+        hits,
+        budget_tokens=budget,
+        counter=EstimatedTokens(),
+        line_share=line_share,
+    )
+    return [line.text for line in packed.lines], [h.text for h in packed.hits]
+
+
+def _temporal_metrics(q: EvalQuestion, chunk_docs: Sequence[str], dates: Mapping[str, date | None]) -> dict[str, float]:
+    """Current before superseded: does a current (and the latest) gold document outrank the outdated ones?"""
+    if q.type != "temporal":
+        return {}
+    split = temporal_gold(q.gold, dates)
+    if split is None:
+        return {}
+    current, latest, outdated = split
+    docs = unique_docs(chunk_docs)
+    return {
+        "current_first": ranks_before(docs, current, outdated),
+        "latest_first": ranks_before(docs, {latest}, outdated),
+    }
+
+
+def _graph_metrics(
+    q: EvalQuestion,
+    response: GraphSearchResponse,
+    budget: int,
+    line_share: float,
+    dates: Mapping[str, date | None],
+) -> dict[str, float]:
+    lines = [line.text for line in response.graph_lines]
+    out = {
+        **_retrieval_metrics(q, list(response.hits), lines, budget, line_share),
+        **_temporal_metrics(q, [h.doc_id for h in response.hits], dates),
+        "degraded": 1.0 if response.degraded else 0.0,
+        "graph_used": 1.0 if _graph_used(response) else 0.0,
+    }
+    if q.answerable and not lines:
+        out["key_facts_in_lines"] = 0.0
+        out["lines_read"] = 0.0
+    if q.type != "unanswerable":
+        out["router_correct"] = 1.0 if response.route.kind.value == q.type else 0.0
+    return out
+
+
+def _graph_used(response: GraphSearchResponse) -> bool:
+    info = response.limits.get("graph")
+    return isinstance(info, dict) and bool(info.get("used"))
+
+
+def _route_record(q: EvalQuestion, response: GraphSearchResponse) -> dict[str, object]:
+    info = response.limits.get("graph")
+    traversal = response.traversal
+    return {
+        "type": q.type,
+        "route": response.route.kind.value,
+        "confidence": round(response.route.confidence, 3),
+        "graph_used": _graph_used(response),
+        "why_not": info.get("reason") if isinstance(info, dict) and not info.get("used") else None,
+        "degraded_reason": response.degraded_reason,
+        "linked": [lm.mention.text for lm in response.links],
+        "steps": len(traversal.steps) if traversal is not None else 0,
+        "truncated": list(traversal.truncated) if traversal is not None else [],
+        "lines": [line.text for line in response.graph_lines],
+        "graph_ms": response.limits.get("graph_ms"),
     }
 
 
@@ -108,17 +253,53 @@ def _aggregate(
     return out
 
 
+def _paired(
+    ids: Sequence[str], a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]], metric: str
+) -> dict[str, float | int]:
+    both = [i for i in ids if metric in a.get(i, {}) and metric in b.get(i, {})]
+    return sign_test([a[i][metric] for i in both], [b[i][metric] for i in both])
+
+
 def _sign_tests(
-    questions: Sequence[EvalQuestion], per_question: dict[str, dict[str, dict[str, float]]]
+    questions: Sequence[EvalQuestion], per_question: dict[str, dict[str, dict[str, float]]], budget: int
 ) -> dict[str, dict[str, float | int]]:
     answerable = [q.id for q in questions if q.answerable]
-    hybrid = per_question[SearchMode.HYBRID.value]
+    hybrid = per_question[HYBRID]
     out: dict[str, dict[str, float | int]] = {}
     for other in (SearchMode.BM25.value, SearchMode.DENSE.value):
-        a = [hybrid[i]["ndcg@10"] for i in answerable]
-        b = [per_question[other][i]["ndcg@10"] for i in answerable]
-        out[f"hybrid vs {other} (nDCG@10)"] = sign_test(a, b)
+        out[f"hybrid vs {other} (nDCG@10)"] = _paired(answerable, hybrid, per_question[other], "ndcg@10")
+    if GRAPH_MODE in per_question:
+        graph = per_question[GRAPH_MODE]
+        for metric in ("ndcg@10", f"key_facts@{budget}"):
+            out[f"{GRAPH_MODE} vs hybrid ({metric})"] = _paired(answerable, graph, hybrid, metric)
+        out[f"{GRAPH_MODE} vs hybrid (current_first, temporal)"] = _paired(answerable, graph, hybrid, "current_first")
     return out
+
+
+def _graph_summary(
+    questions: Sequence[EvalQuestion],
+    per_question: dict[str, dict[str, dict[str, float]]],
+    routes: Mapping[str, Mapping[str, object]],
+    budget: int,
+) -> dict[str, object]:
+    """Router accuracy and confusion, degraded and graph-used counts, and wins/losses per type vs hybrid."""
+    typed = [q for q in questions if q.type != "unanswerable"]
+    confusion: dict[str, Counter[str]] = defaultdict(Counter)
+    for q in typed:
+        confusion[q.type][str(routes[q.id]["route"])] += 1
+    graph, hybrid = per_question[GRAPH_MODE], per_question[HYBRID]
+    by_type: dict[str, dict[str, dict[str, float | int]]] = {}
+    for qtype in sorted({q.type for q in questions if q.answerable}):
+        ids = [q.id for q in questions if q.answerable and q.type == qtype]
+        by_type[qtype] = {m: _paired(ids, graph, hybrid, m) for m in (*_COMPARED, f"key_facts@{budget}")}
+    return {
+        "router_accuracy": round(mean([1.0 if routes[q.id]["route"] == q.type else 0.0 for q in typed]), 3),
+        "router_confusion": {t: dict(sorted(c.items())) for t, c in sorted(confusion.items())},
+        "degraded": sum(1 for r in routes.values() if r["degraded_reason"] is not None),
+        "graph_used": sum(1 for r in routes.values() if r["graph_used"]),
+        "questions": len(routes),
+        "vs_hybrid_by_type": by_type,
+    }
 
 
 def _percentiles(values: Sequence[float]) -> dict[str, float]:
