@@ -58,20 +58,27 @@ class GraphAdmin:
         relations = [relation] if relation else None
         seen = {start.entity.entity_id}
         frontier = [start.entity.entity_id]
+        listed: set[str] = set()  # an edge between two reached entities comes back from both ends
         out: list[dict[str, object]] = []
         truncated: list[str] = []
         for hop in range(1, depth + 1):
             next_frontier: list[str] = []
             for node in frontier:
-                for edge in self.store.neighbours(node, visible, relations=relations, limit=limit):
+                # One more than fits, so that a full page is reported as truncated rather than cut silently.
+                for edge in self.store.neighbours(node, visible, relations=relations, limit=limit + 1):
+                    if edge.relation_id in listed:
+                        continue
                     if len(out) >= limit:
                         truncated.append("limit")
                         break
+                    listed.add(edge.relation_id)
                     out.append({**edge_as_dict(edge), "depth": hop})
                     for other in (edge.subject.entity_id, edge.object.entity_id):
                         if other not in seen:
                             seen.add(other)
                             next_frontier.append(other)
+            if hop == depth:
+                break  # the last hop expands nothing: a hub reached here cut nothing off
             frontier = []
             for node in next_frontier:
                 summary = self.store.entity(node, visible)
@@ -90,18 +97,23 @@ class GraphAdmin:
     # --- administration ----------------------------------------------------------------------------------
 
     def merge(
-        self, entity_ids: Sequence[str], *, canonical_id: str | None = None, reason: str = ""
+        self, entity_ids: Sequence[str], *, canonical_id: str | None = None, reason: str = "",
+        decided_by: str = "override",
     ) -> dict[str, object]:
         ids = sorted(set(entity_ids))
         if len(ids) < 2:
             raise KgragError(ErrorCode.INVALID_QUERY, "A merge needs at least two entity ids.",
                              hint="Name the entities to merge, e.g. ent_a ent_b.")
+        unknown = [i for i in ids if self.store.entity(i, None) is None]
+        if unknown:
+            raise KgragError(ErrorCode.ENTITY_NOT_FOUND, f"No entity {unknown[0]!r}.",
+                             hint="Find ids with `kgrag entities resolve NAME`; nothing was merged.")
         canonical = canonical_id or ids[0]
         members = tuple(i for i in ids if i != canonical)
         basis = tuple(PairDecision(canonical, m, DecisionKind.MERGE, 1.0, (), f"hand merge: {reason}".strip())
                       for m in members)
         digest = hashlib.sha256("\x1f".join(["override", canonical, *members, reason]).encode()).hexdigest()[:16]
-        record = MergeRecord(f"mrg_h{digest}", canonical, members, basis, "override")
+        record = MergeRecord(f"mrg_h{digest}", canonical, members, basis, decided_by)
         self.store.apply_merge(record)
         self._announce(record, "merge")
         return merge_as_dict(record)
@@ -123,7 +135,7 @@ class GraphAdmin:
 
     def decide(self, a: str, b: str, *, same: bool) -> dict[str, object]:
         self.store.decide_review(a, b, same)
-        merged = self.merge([a, b], reason="review: same") if same else None
+        merged = self.merge([a, b], reason="review: same", decided_by="review") if same else None
         return {"a": a, "b": b, "same": same, "merge": merged}
 
     def run_resolution(self) -> dict[str, int]:

@@ -22,6 +22,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
+from kgrag_query_api.entity_routes import entity_router
 from kgrag_query_api.schemas import AclChangeRequest, AskRequest, IngestDocumentRequest, SearchRequest
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.ingest_gateway import IngestGateway
@@ -49,6 +50,7 @@ _STATUS = {
     ErrorCode.CONFIGURATION_INVALID: 500,
     ErrorCode.ONTOLOGY_INVALID: 422,
     ErrorCode.RUN_NOT_FOUND: 404,
+    ErrorCode.ENTITY_NOT_FOUND: 404,
     ErrorCode.LLM_RATE_LIMITED: 503,
     ErrorCode.INTERNAL: 500,
 }
@@ -83,6 +85,7 @@ def create_app(kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | Non
     api.include_router(router)
     api.include_router(ingest_router(kg.ingestion, verifier, run))
     api.include_router(extraction_router(kg, who_dep, run))
+    api.include_router(entity_router(kg, who_dep, run))
     return api
 
 

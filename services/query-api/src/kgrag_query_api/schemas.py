@@ -75,3 +75,34 @@ class RerunRequest(BaseModel):
     )
     extractor_version: str = Field(min_length=1, max_length=64)
     dry_run: bool = True
+
+
+class EntityResolveRequest(BaseModel):
+    """A name to look up among the entities the caller may see; `type` narrows it (e.g. Person)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=256)
+    type: str | None = Field(None, min_length=1, max_length=64)
+
+
+class EntityMergeRequest(BaseModel):
+    """A hand merge: logged with its reason, reversible with a split."""
+
+    model_config = ConfigDict(extra="forbid")
+    entity_ids: list[str] = Field(min_length=2, max_length=100)
+    canonical_id: str | None = Field(None, min_length=1, max_length=64, description="Default: the smallest id.")
+    reason: str = Field(min_length=1, max_length=1000)
+
+
+class EntitySplitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    merge_id: str = Field(min_length=1, max_length=64)
+
+
+class EntityReviewRequest(BaseModel):
+    """A person's decision on a queued "possibly the same" pair; `same` merges them (reversibly)."""
+
+    model_config = ConfigDict(extra="forbid")
+    a: str = Field(min_length=1, max_length=64)
+    b: str = Field(min_length=1, max_length=64)
+    same: bool

@@ -1,0 +1,134 @@
+"""The entity API over HTTP: entity reads for readers, resolution administration for admins.
+
+Reads need the `search` scope and show only what the caller's evidence allows: an entity known only from
+documents the token's user and groups cannot read is 404, exactly like one that does not exist. Merges,
+splits, review decisions and resolution passes need the `admin` scope; each is logged and reversible.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from kgrag_core.acl import Caller
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_query_api.auth import Principal
+from kgrag_query_api.schemas import EntityMergeRequest, EntityResolveRequest, EntityReviewRequest, EntitySplitRequest
+from kgrag_runtime.app import KgragApp
+from kgrag_runtime.graph_admin import GraphAdmin
+
+_EVERYTHING = Caller(admin=True)
+
+
+def entity_router(
+    kg: KgragApp, who_dep: Callable[..., Principal], run: Callable[[Callable[[], Any]], Any]
+) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["entities"])
+
+    def call(fn: Callable[[GraphAdmin], Any]) -> Any:
+        return run(lambda: fn(graph_admin(kg)))
+
+    @router.get("/entities/{entity_id}")
+    def get_entity(entity_id: str, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """An entity with its aliases, strong identifiers, attributes (claims with validity and evidence),
+        relations with evidence counts, and conflicting claims. Merged entities answer under any member id."""
+        who.require("search")
+        out: dict[str, Any] = call(lambda g: g.entity(entity_id, who.caller))
+        return out
+
+    @router.get("/entities/{entity_id}/neighbors")
+    def get_neighbors(
+        entity_id: str,
+        who: Annotated[Principal, Depends(who_dep)],
+        relation: Annotated[str | None, Query(max_length=64, description="Only this relation, e.g. OWNS.")] = None,
+        depth: Annotated[int, Query(description="Hops, 1-3.")] = 1,
+        limit: Annotated[int, Query(description="Edges at most, 1-200.")] = 50,
+    ) -> dict[str, Any]:
+        """Edges around an entity, breadth first up to `depth` hops, strongest first. Traversal never passes
+        through a hub (it may start at one); `truncated` says what was left out and why."""
+        who.require("search")
+        out: dict[str, Any] = call(
+            lambda g: g.neighbours(entity_id, who.caller, relation=relation or None, depth=depth, limit=limit)
+        )
+        return out
+
+    @router.post("/entities/resolve")
+    def resolve(body: EntityResolveRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Which entities a name may mean, best connected first; `ambiguous` when more than one."""
+        who.require("search")
+        out: dict[str, Any] = call(lambda g: g.resolve(body.name, who.caller, entity_type=body.type))
+        return out
+
+    @router.post("/admin/entities/merge")
+    def merge(body: EntityMergeRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Merge entities by hand. The merge log keeps the members and the reason; split undoes it exactly."""
+        who.require("admin")
+
+        def apply(g: GraphAdmin) -> dict[str, Any]:
+            require_entities(g, [*body.entity_ids, *([body.canonical_id] if body.canonical_id else [])])
+            return g.merge(body.entity_ids, canonical_id=body.canonical_id, reason=body.reason)
+
+        out: dict[str, Any] = call(apply)
+        return out
+
+    @router.post("/admin/entities/split")
+    def split(body: EntitySplitRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Revert a merge: its members get back their own aliases, facts and neighbours."""
+        who.require("admin")
+        out: dict[str, Any] = call(lambda g: g.split(body.merge_id))
+        return out
+
+    @router.get("/admin/entities/merges")
+    def merges(
+        who: Annotated[Principal, Depends(who_dep)],
+        limit: Annotated[int, Query(ge=1, le=1000, description="How many, newest first.")] = 100,
+    ) -> dict[str, Any]:
+        """The merge log, newest first, reverted merges included, each with the basis of its decision."""
+        who.require("admin")
+        return {"merges": call(lambda g: g.merges(limit))}
+
+    @router.get("/admin/entities/review-queue")
+    def review_queue(
+        who: Annotated[Principal, Depends(who_dep)],
+        limit: Annotated[int, Query(ge=1, le=1000, description="How many, highest score first.")] = 100,
+    ) -> dict[str, Any]:
+        """Pairs resolution scored between its thresholds ("possibly the same"), waiting for a person."""
+        who.require("admin")
+        return {"pairs": call(lambda g: g.review_queue(limit))}
+
+    @router.post("/admin/entities/review")
+    def review(body: EntityReviewRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Decide a queued pair: `same` merges it (logged, reversible), otherwise it is kept apart."""
+        who.require("admin")
+        out: dict[str, Any] = call(lambda g: g.decide(body.a, body.b, same=body.same))
+        return out
+
+    @router.post("/admin/entities/resolution")
+    def resolution(who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Run a resolution pass now (it also runs after every extraction) and relabel hubs."""
+        who.require("admin")
+        out: dict[str, Any] = call(lambda g: g.run_resolution())
+        return out
+
+    return router
+
+
+def graph_admin(kg: KgragApp) -> GraphAdmin:
+    if kg.graph is None:
+        raise KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            "The knowledge graph is switched off on this server.",
+            hint="Set KGRAG_EXTRACTION_ENABLED=true and ingest again.",
+        )
+    return kg.graph
+
+
+def require_entities(graph: GraphAdmin, entity_ids: Sequence[str]) -> None:
+    """A hand merge names entities that exist (with any live evidence): a typo must not enter the merge log."""
+    for entity_id in dict.fromkeys(entity_ids):
+        if graph.store.entity(entity_id, None) is None:
+            raise KgragError(
+                ErrorCode.ENTITY_NOT_FOUND,
+                f"No entity {entity_id!r}.",
+                hint="Find ids with `kgrag entities resolve NAME` or GET /v1/entities/{id}.",
+            )
