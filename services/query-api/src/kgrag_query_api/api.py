@@ -73,14 +73,16 @@ def create_app(kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | Non
     def search(body: SearchRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """Hybrid search over the chunks the caller may read."""
         who.require("search")
-        return run(lambda: kg.search(body.query, who.caller, top_k=body.top_k, mode=body.mode)).as_dict()
+        return run(
+            lambda: kg.search(body.query, who.caller, top_k=body.top_k, mode=body.mode, graph=body.graph)
+        ).as_dict()
 
     @router.post("/ask")
     def ask(body: AskRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """An answer whose every sentence cites exact source spans, or an honest abstention."""
         if "ask" not in who.scopes:
             who.require("search")
-        return run(lambda: kg.ask(body.question, who.caller, evidence_chunks=body.evidence_chunks))
+        return run(lambda: kg.ask(body.question, who.caller, evidence_chunks=body.evidence_chunks, graph=body.graph))
 
     api.include_router(router)
     api.include_router(ingest_router(kg.ingestion, verifier, run))

@@ -18,12 +18,14 @@ class SearchRequest(BaseModel):
     query: str
     top_k: int = 10
     mode: SearchMode = SearchMode.HYBRID
+    graph: bool | None = Field(None, description="Route the question and add graph evidence (default: server setting).")
 
 
 class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str
     evidence_chunks: int = 8
+    graph: bool | None = Field(None, description="Route the question and add graph evidence (default: server setting).")
 
 
 class IngestDocumentRequest(BaseModel):
