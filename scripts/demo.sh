@@ -16,3 +16,7 @@ echo "== Anonymous (public documents only) =="
 "${KG[@]}" ask "What is the acquisition code name?"
 echo "== Search =="
 "${KG[@]}" search "Leipzig warehouse capacity pallet positions" --top-k 3 --admin
+echo "== Facts: structured records + what the text says, each with its evidence =="
+"${KG[@]}" ingest corpora/northwind/records.jsonl
+"${KG[@]}" claims LEJ-2 --attribute capacity_pallets --admin
+"${KG[@]}" search "Who is on call for Atlas now?" --graph --top-k 3 --principal sam.ortiz --group engineering
