@@ -159,6 +159,10 @@ class InMemoryGraph:
                     out.setdefault(name, []).append(visible)
         return out
 
+    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
+        self._enter("hubs_among", ",".join(entity_ids))
+        return {e for e in entity_ids if e in self.entities and self.entities[e].is_hub}
+
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
         self._enter("entity", entity_id)
         return self._summary(entity_id, acl_class_ids)

@@ -80,10 +80,11 @@ class GraphAdmin:
             if hop == depth:
                 break  # the last hop expands nothing: a hub reached here cut nothing off
             frontier = []
+            hubs = self.store.hubs_among(next_frontier) if next_frontier else set()
             for node in next_frontier:
-                summary = self.store.entity(node, visible)
-                if summary is not None and summary.is_hub:
-                    truncated.append(f"hub: {summary.entity.name}")
+                if node in hubs:
+                    summary = self.store.entity(node, visible)
+                    truncated.append(f"hub: {summary.entity.name if summary else node}")
                 else:
                     frontier.append(node)
         return {"entity": summary_as_dict(start), "edges": out, "truncated": sorted(set(truncated))}

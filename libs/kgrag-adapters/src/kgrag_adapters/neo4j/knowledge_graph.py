@@ -367,6 +367,17 @@ class Neo4jKnowledgeGraph:
             found.sort(key=lambda s: (-s.degree, s.entity.name, s.entity.entity_id))
         return out
 
+    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
+        """The ids (as given) whose canonical entity is labelled a hub."""
+
+        def work(tx: ManagedTransaction) -> set[str]:
+            canonical = self._canonical(tx, list(entity_ids))
+            cids = sorted(set(canonical.values()))
+            hubs = {r["entity_id"] for r in tx.run(_HUBS, {"ns": self._ns, "cids": cids})}
+            return {given for given, cid in canonical.items() if cid in hubs}
+
+        return self._read(work)
+
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
         def work(tx: ManagedTransaction) -> EntitySummary | None:
             cid = self._canonical(tx, [entity_id])[entity_id]

@@ -244,6 +244,16 @@ class PostgresGraphStore(PostgresExtractionStore):
             found.sort(key=lambda s: (-s.degree, s.entity.name, s.entity.entity_id))
         return out
 
+    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
+        """The ids (as given) whose canonical entity is labelled a hub."""
+        with self._lock:
+            canonical = _canonical(self._conn, list(entity_ids))
+            rows = self._conn.execute(
+                "SELECT entity_id FROM kg_hubs WHERE entity_id = ANY(%s)", (sorted(set(canonical.values())),)
+            ).fetchall()
+        hubs = {str(r[0]) for r in rows}
+        return {given for given, cid in canonical.items() if cid in hubs}
+
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
         with self._reading() as conn:
             cid = _canonical(conn, [entity_id])[entity_id]

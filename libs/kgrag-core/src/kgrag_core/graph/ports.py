@@ -24,6 +24,11 @@ class GraphReader(Protocol):
         """A canonical entity (a member's id resolves to its canonical one), or None if nothing is visible."""
         ...
 
+    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
+        """Which of these ids (members resolve to their canonical id) name a hub. Hubs are a structural
+        label (set by `label_hubs`), so this is one index lookup, not a degree count."""
+        ...
+
     def neighbours(
         self,
         entity_id: str,

@@ -426,6 +426,8 @@ class GraphReaderContract:
         merged = r.entity(P_RAMAN, ADMIN)
         assert merged is not None
         assert (merged.entity.entity_id, merged.is_hub, merged.degree) == (PRIYA, True, 3)
+        # The constant-time check traversal uses agrees, and a member id answers for its cluster.
+        assert r.hubs_among([PRIYA, P_RAMAN, ROUTING, ATLAS, "ent_missing"]) == {PRIYA, P_RAMAN}
 
     def test_two_hops_by_calling_neighbours_twice(self, world: GraphWorld) -> None:
         build_world(world)
