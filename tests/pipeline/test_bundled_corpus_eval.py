@@ -70,3 +70,12 @@ def test_quality_floors_per_question_type(northwind: KgragApp) -> None:
     assert hybrid["temporal"]["recall@20"] >= 0.9
     sign = report["sign_tests"]["hybrid vs bm25 (nDCG@10)"]  # type: ignore[index]
     assert sign["wins"] > sign["losses"]
+    # The graph layer must never cost quality: lookups go to plain hybrid, and nothing degrades.
+    graph = per_type["hybrid+graph"]  # type: ignore[index]
+    assert {k: v for k, v in graph["lookup"].items() if k in hybrid["lookup"]} == hybrid["lookup"]
+    assert graph["lookup"]["graph_used"] == 0.0
+    assert graph["ALL"]["key_facts@2000"] >= hybrid["ALL"]["key_facts@2000"]
+    layered = report["sign_tests"]["hybrid+graph vs hybrid (ndcg@10)"]  # type: ignore[index]
+    assert layered["losses"] <= layered["wins"]
+    assert report["graph"]["degraded"] == 0  # type: ignore[index]
+    assert report["graph"]["router_accuracy"] >= 0.8  # type: ignore[index]

@@ -146,6 +146,10 @@ def eval_report(console: Console, report: Mapping[str, Any]) -> None:
                       f"p = {test['p_value']:.3f}")
     for config, lat in report.get("latency_ms", {}).items():
         console.print(f"latency {config}: p50 {lat['p50']} ms, p95 {lat['p95']} ms")
+    graph = report.get("graph")
+    if isinstance(graph, Mapping) and "router_accuracy" in graph:
+        console.print(f"graph layer: router accuracy {graph['router_accuracy']}, used on {graph['graph_used']} of "
+                      f"{graph['questions']} questions, degraded {graph['degraded']}")
 
 
 def _fmt(value: object) -> str:
