@@ -12,11 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from itertools import pairwise
 from typing import TypeVar
-
-from dateutil import parser as date_parser
 
 from kgrag_core.extraction.model import ClaimItem, EntityMention, Modality, RelationItem
 from kgrag_core.extraction.ontology import Ontology
@@ -36,6 +34,7 @@ from kgrag_core.extraction.relation_cues import (
     Direction,
     RelationCue,
 )
+from kgrag_core.extraction.values import to_date
 from kgrag_core.ports import RecognizedMention
 
 DATE_LABEL = "DATE"
@@ -312,17 +311,9 @@ def _segment_validity(text: str, seg: _Segment, members: Sequence[RecognizedMent
 
 
 def parse_full_date(text: str) -> date | None:
-    """A date with at least a month and a year ("June 2024" -> 2024-06-01); None for "May", "2023", "Q4"."""
-    try:
-        # Two different defaults show which parts the text itself gave: a part that follows the default
-        # was invented by the parser, and an invented year or month is worse than no date.
-        one = date_parser.parse(text, default=datetime(2000, 1, 1), ignoretz=True)
-        two = date_parser.parse(text, default=datetime(2001, 2, 2), ignoretz=True)
-    except (ValueError, OverflowError):
-        return None
-    if one.year != two.year or one.month != two.month:
-        return None
-    return date(one.year, one.month, one.day if one.day == two.day else 1)
+    """A date with at least a month and a year ("June 2024" -> 2024-06-01); None for "May", "2023", "Q4".
+    The same reading as attribute values (`values.to_date`): a part the text does not give is never invented."""
+    return to_date(text, need_month=True)
 
 
 def _unique(items: list[_Item]) -> list[_Item]:

@@ -102,10 +102,11 @@ def check_value(value_type: ValueType, value: str) -> str | None:
     return _CHECKS[value_type](text)
 
 
-def to_date(value: str) -> date | None:
-    """A date the text gives (month or year precision allowed: the first day is used), else None."""
+def to_date(value: str, *, need_month: bool = False) -> date | None:
+    """A date the text gives (month or year precision allowed: the first day is used), else None.
+    With `need_month`, a bare year ("2023") is not a date either."""
     normalised = _check_date(" ".join(value.split()))
-    if normalised is None:
+    if normalised is None or (need_month and "-" not in normalised):
         return None
     parts = [int(p) for p in normalised.split("-")]
     return date(parts[0], parts[1] if len(parts) > 1 else 1, parts[2] if len(parts) > 2 else 1)

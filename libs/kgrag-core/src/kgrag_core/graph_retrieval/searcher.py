@@ -11,6 +11,7 @@ recheck, exactly like its hits. Any failure or overrun in the graph layer return
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,8 @@ from kgrag_core.ports import AclStore, TokenCounter
 from kgrag_core.retrieval.fusion import FusedCandidate, reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
+
+log = logging.getLogger(__name__)
 
 GRAPH_MODE = "hybrid+graph"
 DEFAULT_ROUTE_WEIGHTS: Mapping[str, float] = MappingProxyType({"dense": 1.0, "bm25": 1.0, "graph": 0.5})
@@ -175,7 +178,9 @@ class GraphAssistedSearcher:
                 return self._plain(base, chosen, reason=None, why_not="no entity linked", k=k)
             hits, limits = self._fuse(base, findings.chunks, set(allowed), k, _current_claim_chunks(findings.lines))
             elapsed = self.clock() - started
-        except Exception as err:  # noqa: BLE001 - any graph failure must leave the caller with hybrid results
+        except Exception as err:
+            # Not swallowed: the response says degraded with the reason, and operators get the traceback.
+            log.warning("graph layer failed, answering from hybrid search: %s", err, exc_info=True)
             return self._plain(base, chosen, reason=_describe(err), k=k)
         if elapsed > cfg.graph_timeout_s:
             reason = f"timeout: graph layer took {elapsed * 1000:.0f} ms (limit {cfg.graph_timeout_s * 1000:.0f} ms)"
