@@ -265,6 +265,7 @@ def test_capacity_claim_only_when_the_site_owns_the_number(ontology: Ontology, c
         ("Q4 2024", None),
         ("Monday", None),
         ("10:00 CEST", None),
+        ("2 September 2024, 10:00 CEST", date(2024, 9, 2)),  # a zone name is ignored, never a warning
         ("the end of August", None),
     ],
 )

@@ -173,8 +173,9 @@ def _check_date(text: str) -> str | None:
     # Year first (ISO) reads year-month-day; otherwise day before month, as written in Europe.
     dayfirst = not _YEAR_FIRST.match(text)
     try:
-        first = date_parser.parse(text, default=_DEFAULT_A, dayfirst=dayfirst)
-        second = date_parser.parse(text, default=_DEFAULT_B, dayfirst=dayfirst)
+        # ignoretz: a date needs no zone, and an unknown zone name ("CEST") is only a warning to dateutil.
+        first = date_parser.parse(text, default=_DEFAULT_A, dayfirst=dayfirst, ignoretz=True)
+        second = date_parser.parse(text, default=_DEFAULT_B, dayfirst=dayfirst, ignoretz=True)
     except (ValueError, OverflowError):
         return None
     if first.year != second.year:
