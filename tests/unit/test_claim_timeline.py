@@ -42,12 +42,13 @@ def claim(
     modality: Modality = Modality.FACT,
     polarity: Polarity = Polarity.POSITIVE,
     valid_from: date | None = None,
+    valid_to: date | None = None,
     chunk_id: str = "",
 ) -> ClaimRecord:
     cid = claim_id(entity, attribute, value, valid_from, polarity, modality)
     return ClaimRecord(
         claim_id=cid, entity_id=entity, entity_name="LEJ-2", entity_type="Site", attribute=attribute, value=value,
-        quote=f"holds {value}", modality=modality, polarity=polarity, valid_from=valid_from, valid_to=None,
+        quote=f"holds {value}", modality=modality, polarity=polarity, valid_from=valid_from, valid_to=valid_to,
         written_at=written_at, chunk_id=chunk_id or f"ch_{value}_{written_at}", doc_id="doc", acl_class_id="acl",
         tier=Tier.LLM, confidence=0.9,
     )  # fmt: skip
@@ -100,6 +101,31 @@ def test_a_later_claim_settles_a_conflict() -> None:
     assert got[("24,500", FEB)].status is ClaimStatus.CURRENT  # restated later: the disagreement is over
     assert got[("24,500", FEB)].conflicts_with == (b.claim_id,)  # ...but stays visible
     assert got[("24,500", MAR)].status is ClaimStatus.CURRENT
+
+
+def test_values_the_text_puts_in_sequence_on_one_day_do_not_conflict() -> None:
+    # "99.5% until 31 December 2024; from January 2025 it is 99.9%": one email, two periods.
+    old = claim("99.5%", FEB, attribute="sla", valid_to=date(2024, 12, 31))
+    new = claim("99.9%", FEB, attribute="sla", valid_from=date(2025, 1, 1))
+    got = {r.value: r for r in timeline([new, old], SINGLE)}
+    assert got["99.5%"].status is ClaimStatus.SUPERSEDED
+    assert got["99.5%"].superseded_by == new.claim_id
+    assert got["99.9%"].status is ClaimStatus.CURRENT
+    assert got["99.9%"].conflicts_with == ()
+
+
+def test_a_later_recap_of_a_closed_value_does_not_supersede_the_new_one() -> None:
+    new = claim("99.9%", JAN, attribute="sla", valid_from=date(2025, 1, 1))
+    recap = claim("99.5%", MAR, attribute="sla", valid_to=date(2024, 12, 31))
+    got = {r.value: r for r in timeline([new, recap], SINGLE)}
+    assert got["99.9%"].status is ClaimStatus.CURRENT
+    assert got["99.5%"].status is ClaimStatus.SUPERSEDED
+    assert got["99.5%"].superseded_by == new.claim_id
+
+
+def test_a_closed_value_without_a_successor_in_its_timeline_stays_current() -> None:
+    got = timeline([claim("18,000", FEB, valid_to=date(2024, 6, 14))], SINGLE)
+    assert statuses(got) == [("18,000", ClaimStatus.CURRENT)]
 
 
 def test_plans_opinions_and_negations_are_not_facts_and_do_not_compete() -> None:

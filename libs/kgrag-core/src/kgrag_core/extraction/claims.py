@@ -2,8 +2,11 @@
 
 Two clocks: `valid_from` says when a value became true, `written_at` when a source said so. Supersession
 follows the second: what a reader learns from the documents changes when a newer document says something
-else, whatever date that document names. Nothing is deleted here: a superseded claim stays listed with a
-link to the claim that replaced it, so "what did the documents say in February?" can still be answered.
+else, whatever date that document names. The one exception is a value the text itself closes: a claim
+valid until a day is history to a value valid from that day on, whichever was written first ("99.5% until
+31 December, 99.9% from January" in one email is a sequence, not a conflict, and a later recap of the old
+value does not undo the new one). Nothing is deleted here: a superseded claim stays listed with a link to
+the claim that replaced it, so "what did the documents say in February?" can still be answered.
 
 Status is computed over the claims passed in, so a caller who may see fewer documents gets the timeline
 of what it may see (a claim it cannot read never supersedes one it can).
@@ -40,14 +43,20 @@ def competes(claim: ClaimRecord) -> bool:
     return claim.polarity is Polarity.POSITIVE and claim.modality in COMPETING_MODALITIES
 
 
+def _ends_before(first: ClaimRecord, then: ClaimRecord) -> bool:
+    """Whether the text closes `first`'s validity no later than `then`'s begins."""
+    return first.valid_to is not None and then.valid_from is not None and first.valid_to <= then.valid_from
+
+
 def _single_valued(group: Sequence[ClaimRecord]) -> list[ClaimRecord]:
     """Statuses for the competing claims of one single-valued attribute, `group` in written order."""
     out: list[ClaimRecord] = []
     for claim in group:
         value = normalise_value(claim.value)
         day = _written(claim)
-        later_other = [c for c in group if _written(c) > day and normalise_value(c.value) != value]
-        same_day_other = sorted({c.claim_id for c in group if _written(c) == day and normalise_value(c.value) != value})
+        others = [c for c in group if normalise_value(c.value) != value and not _ends_before(c, claim)]
+        later_other = [c for c in others if _written(c) > day or _ends_before(claim, c)]
+        same_day_other = sorted({c.claim_id for c in others if _written(c) == day and not _ends_before(claim, c)})
         restated_later = any(_written(c) > day and normalise_value(c.value) == value for c in group)
         if later_other:
             # The first later value replaced this one; whatever came after replaced that in turn.
