@@ -17,6 +17,7 @@ Checks:
              questions have empty gold/key_facts, every gold document is readable by the
              question's principal, and per-type minimum counts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,7 @@ SOURCES = {"wiki", "tickets", "email", "meetings", "incidents", "hr", "finance"}
 QTYPES = ["lookup", "entity", "multi_hop", "temporal", "modality", "global", "unanswerable"]
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 DOC_FIELDS = {"id": str, "title": str, "text": str, "source": str, "uri": str, "published_at": str}
-Q_FIELDS = {"id": str, "question": str, "type": str, "gold": dict, "key_facts": list,
-            "answer": str, "principal": dict}
+Q_FIELDS = {"id": str, "question": str, "type": str, "gold": dict, "key_facts": list, "answer": str, "principal": dict}
 
 problems: list[str] = []
 
@@ -120,6 +120,32 @@ def check_docs(docs: list[dict]) -> tuple[dict, list[str]]:
     return by_id, malformed
 
 
+_THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f ](?=\d{3}(?!\d))")
+_DASHES = str.maketrans(
+    {
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2212": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+    }
+)
+
+
+def value_in(value: str, text: str) -> bool:
+    """As kgrag's eval matches answer values: whole tokens, case-folded, thousands separators ignored."""
+
+    def norm(t: str) -> str:
+        return _THOUSANDS.sub("", re.sub(r"\s+", " ", t.translate(_DASHES)).strip().casefold())
+
+    return re.search(rf"(?<!\w){re.escape(norm(value))}(?!\w)", norm(text)) is not None
+
+
 def check_questions(qs: list[dict], docs: dict, min_per_type: int) -> collections.Counter:
     seen: set[str] = set()
     counts: collections.Counter = collections.Counter()
@@ -177,6 +203,15 @@ def check_questions(qs: list[dict], docs: dict, min_per_type: int) -> collection
                 problem(f"{where}: key fact has {n_words} words (want 8-25): {fact[:70]!r}")
         if len(facts) > 3:
             problem(f"{where}: more than 3 key facts")
+        for name in ("answer_values", "outdated_values"):
+            values = q.get(name, [])
+            if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+                problem(f"{where}: {name} must be a list of non-empty strings")
+        if q.get("outdated_values") and not q.get("answer_values"):
+            problem(f"{where}: outdated_values without answer_values")
+        for value in q.get("answer_values", []) + q.get("outdated_values", []):
+            if isinstance(value, str) and not any(value_in(value, t) for t in texts):
+                problem(f"{where}: answer value {value!r} is in no gold document")
     for t in QTYPES:
         if counts[t] < min_per_type:
             problem(f"questions: only {counts[t]} of type {t!r} (minimum {min_per_type})")
@@ -187,8 +222,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=Path, default=HERE / "documents.jsonl")
     ap.add_argument("--questions", type=Path, default=HERE / "questions.jsonl")
-    ap.add_argument("--min-per-type", type=int, default=6,
-                    help="minimum questions per type (acl_denied ones do not count towards unanswerable)")
+    ap.add_argument(
+        "--min-per-type",
+        type=int,
+        default=6,
+        help="minimum questions per type (acl_denied ones do not count towards unanswerable)",
+    )
     args = ap.parse_args()
 
     docs = read_jsonl(args.docs, "documents")

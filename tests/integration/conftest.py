@@ -45,8 +45,10 @@ def endpoint(service: str) -> str:
         with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 0), timeout=2):
             pass
     except OSError as err:
-        pytest.fail(f"{service} is not reachable at {value} ({err}). Start it with "
-                    f"`scripts/dev-services/services.sh start {service}` and `source .cache/dev-services/env.sh`.")
+        pytest.fail(
+            f"{service} is not reachable at {value} ({err}). Start it with "
+            f"`scripts/dev-services/services.sh start {service}` and `source .cache/dev-services/env.sh`."
+        )
     return value
 
 
@@ -120,10 +122,12 @@ class Workers:
 
         runner = ConsumerRunner(
             handler,  # type: ignore[arg-type]
-            bootstrap=self.settings.kafka_bootstrap or "", group_id=group_id(self.settings, service),
+            bootstrap=self.settings.kafka_bootstrap or "",
+            group_id=group_id(self.settings, service),
             producer=producer(self.settings, service),
-            settings=RunnerSettings(batch_size=batch_size, poll_timeout_s=0.2, backoff_initial_s=0.1,
-                                    backoff_max_s=1.0, lag_refresh_s=0.5),
+            settings=RunnerSettings(
+                batch_size=batch_size, poll_timeout_s=0.2, backoff_initial_s=0.1, backoff_max_s=1.0, lag_refresh_s=0.5
+            ),
             extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
         )
         stop = threading.Event()

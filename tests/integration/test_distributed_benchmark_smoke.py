@@ -19,12 +19,25 @@ DOCS = 5
 
 @pytest.mark.timeout(150)
 def test_freshness_report_has_sane_fields(tmp_path: Path, pg_server_dsn: str) -> None:
-    endpoints = Endpoints.from_env(kafka=endpoint("kafka"), pg=pg_server_dsn, opensearch=endpoint("opensearch"),
-                                   redis=endpoint("redis"), s3=endpoint("s3"))
+    endpoints = Endpoints.from_env(
+        kafka=endpoint("kafka"),
+        pg=pg_server_dsn,
+        opensearch=endpoint("opensearch"),
+        redis=endpoint("redis"),
+        s3=endpoint("s3"),
+    )
     console = Console(file=io.StringIO())
 
-    report = run_distributed_benchmarks(tmp_path, console, docs=DOCS, rate_per_s=5.0, replicas=(), settle_s=60.0,
-                                        lag_diagnostic=False, endpoints=endpoints)
+    report = run_distributed_benchmarks(
+        tmp_path,
+        console,
+        docs=DOCS,
+        rate_per_s=5.0,
+        replicas=(),
+        settle_s=60.0,
+        lag_diagnostic=False,
+        endpoints=endpoints,
+    )
 
     fresh = report["freshness"]
     assert fresh["documents"] == DOCS

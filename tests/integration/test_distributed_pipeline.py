@@ -24,16 +24,22 @@ pytestmark = pytest.mark.integration
 ADMIN = Caller(admin=True)
 
 
-def start_pipeline(settings: KgragSettings, stores: DistributedStores, workers: Workers,
-                   graph: Neo4jLexicalGraph) -> KgragApp:
+def start_pipeline(
+    settings: KgragSettings, stores: DistributedStores, workers: Workers, graph: Neo4jLexicalGraph
+) -> KgragApp:
     indexer = stores.indexer(settings)
     workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
-    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker",
-                                                         topics=(DOCUMENTS_DELETED,)))
+    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker", topics=(DOCUMENTS_DELETED,)))
     workers.start("acl-propagator", AclPropagatorHandler(indexer))
     workers.start("graph-writer", GraphWriterHandler(stores.store, graph))
-    return KgragApp(searcher=stores.searcher(), ingestion=KafkaIngest(producer(settings, "test")),
-                    ingest_log=stores.store, stats_source=stores.store, cache=stores.cache, llm=None)
+    return KgragApp(
+        searcher=stores.searcher(),
+        ingestion=KafkaIngest(producer(settings, "test")),
+        ingest_log=stores.store,
+        stats_source=stores.store,
+        cache=stores.cache,
+        llm=None,
+    )
 
 
 @pytest.fixture
@@ -47,8 +53,9 @@ def graph(distributed_settings: KgragSettings):  # type: ignore[no-untyped-def]
     g.close()
 
 
-def test_ingest_search_acl_delete_through_kafka(distributed_settings: KgragSettings, stores: DistributedStores,
-                                                workers: Workers, graph: Neo4jLexicalGraph) -> None:
+def test_ingest_search_acl_delete_through_kafka(
+    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers, graph: Neo4jLexicalGraph
+) -> None:
     kg = start_pipeline(distributed_settings, stores, workers, graph)
     queued = kg.ingest(corpus())
     assert {o.status for o in queued} == {IngestStatus.QUEUED}
@@ -73,8 +80,10 @@ def test_ingest_search_acl_delete_through_kafka(distributed_settings: KgragSetti
 
     # Deletion: gone from PostgreSQL, Qdrant, OpenSearch, S3, Neo4j, and the answer cache.
     kg.delete("atlas")
-    wait_for(lambda: (d := stores.store.get_document("atlas")) is not None and d.status is DocumentStatus.DELETED,
-             what="atlas deleted")
+    wait_for(
+        lambda: (d := stores.store.get_document("atlas")) is not None and d.status is DocumentStatus.DELETED,
+        what="atlas deleted",
+    )
     assert stores.vectors.ids_for_doc("atlas") == []
     assert stores.keywords.ids_for_doc("atlas") == []
     assert stores.objects.list_keys("") and all("atlas" not in k for k in stores.objects.list_keys(""))
@@ -86,12 +95,14 @@ def test_ingest_search_acl_delete_through_kafka(distributed_settings: KgragSetti
 
 
 def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_on(
-        distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers) -> None:
+    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
+) -> None:
     from confluent_kafka import Consumer
 
     indexer = stores.indexer(distributed_settings)
-    runner = workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer",
-                                                                topics=(DOCUMENTS_CHANGED,)))
+    runner = workers.start(
+        "chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,))
+    )
     send = producer(distributed_settings, "test")
     # Same key, so the bad events sit in front of the good one in the same partition.
     send.produce_raw(DOCUMENTS_CHANGED, "atlas", b"{not json")
@@ -99,8 +110,13 @@ def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_o
     KafkaIngest(send).ingest([corpus()[0]])
     wait_for(lambda: stores.store.get_document("atlas") is not None, what="the good event after the bad ones")
 
-    consumer = Consumer({"bootstrap.servers": distributed_settings.kafka_bootstrap, "group.id": "dlq-reader",
-                         "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": distributed_settings.kafka_bootstrap,
+            "group.id": "dlq-reader",
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.subscribe([distributed_settings.kafka_topic_prefix + "chunk-indexer.dlq"])
     dead: list[dict[str, str]] = []
     wait_for(lambda: bool(_drain(consumer, dead)) or len(dead) >= 2, what="two dead letters")
@@ -119,7 +135,8 @@ def _drain(consumer, out: list[dict[str, str]]) -> bool:  # type: ignore[no-unty
 
 
 def test_the_extractor_service_builds_facts_from_kafka_and_deletion_removes_them(
-        distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers) -> None:
+    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
+) -> None:
     from kgrag_core.extraction.records import RerunScope
     from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
     from kgrag_core.handlers.extractor import ExtractorHandler
@@ -128,18 +145,27 @@ def test_the_extractor_service_builds_facts_from_kafka_and_deletion_removes_them
 
     indexer = stores.indexer(distributed_settings)
     workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
-    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker",
-                                                         topics=(DOCUMENTS_DELETED,)))
+    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker", topics=(DOCUMENTS_DELETED,)))
     model = ScriptedChatModel(lambda messages: '{"entities": [], "relations": [], "claims": []}')
     extractor = build_extractor(distributed_settings, store=stores.extraction, llm=model)
     workers.start("extractor", ExtractorHandler(stores.store, extractor))
     record = SourceDocument(
-        doc_id="record-site-kfk", source="records", uri="records://kfk", title="KFK-1",
+        doc_id="record-site-kfk",
+        source="records",
+        uri="records://kfk",
+        title="KFK-1",
         body=render_record("site", {"code": "KFK-1", "name": "KFK-1", "capacity_pallets": "5000"}).encode(),
-        acl=acl_from_source(None), media_type=RECORD_MEDIA_TYPE,
+        acl=acl_from_source(None),
+        media_type=RECORD_MEDIA_TYPE,
     )
-    kg = KgragApp(searcher=stores.searcher(), ingestion=KafkaIngest(producer(distributed_settings, "test")),
-                  ingest_log=stores.store, stats_source=stores.store, cache=stores.cache, llm=None)
+    kg = KgragApp(
+        searcher=stores.searcher(),
+        ingestion=KafkaIngest(producer(distributed_settings, "test")),
+        ingest_log=stores.store,
+        stats_source=stores.store,
+        cache=stores.cache,
+        llm=None,
+    )
     kg.ingest([*corpus(), record])
     wait_for(lambda: bool(stores.extraction.claims(entity="KFK-1")), what="tier-1 facts from the record")
     (claim,) = stores.extraction.claims(entity="KFK-1")
@@ -151,7 +177,8 @@ def test_the_extractor_service_builds_facts_from_kafka_and_deletion_removes_them
 
 
 def test_the_entity_resolver_service_merges_after_extraction(
-        distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers) -> None:
+    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
+) -> None:
     from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
     from kgrag_core.handlers.entity_resolver import EntityResolverHandler
     from kgrag_core.handlers.extractor import ExtractorHandler
@@ -160,22 +187,35 @@ def test_the_entity_resolver_service_merges_after_extraction(
 
     indexer = stores.indexer(distributed_settings)
     workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
-    workers.start("extractor", ExtractorHandler(stores.store, build_extractor(distributed_settings,
-                                                                               store=stores.extraction, llm=None)))
-    resolver = EntityResolverHandler(build_resolution(distributed_settings, store=stores.store,
-                                                      embedder=stores.embedder))
+    workers.start(
+        "extractor",
+        ExtractorHandler(stores.store, build_extractor(distributed_settings, store=stores.extraction, llm=None)),
+    )
+    resolver = EntityResolverHandler(
+        build_resolution(distributed_settings, store=stores.store, embedder=stores.embedder)
+    )
     workers.start("entity-resolver", resolver)
     # The same person twice: in an HR export (with an email, a strong id) and named in a wiki page (tier 2
     # finds the name). Extraction keeps them apart; resolution merges them into one canonical entity.
     record = SourceDocument(
-        doc_id="record-person-dana", source="records", uri="records://dana", title="Dana Smit",
-        body=render_record("person", {"name": "Dana Smit", "email": "dana.smit@northwind.example",
-                                      "team": "Routing"}).encode(),
-        acl=acl_from_source(None), media_type=RECORD_MEDIA_TYPE)
+        doc_id="record-person-dana",
+        source="records",
+        uri="records://dana",
+        title="Dana Smit",
+        body=render_record(
+            "person", {"name": "Dana Smit", "email": "dana.smit@northwind.example", "team": "Routing"}
+        ).encode(),
+        acl=acl_from_source(None),
+        media_type=RECORD_MEDIA_TYPE,
+    )
     page = SourceDocument(
-        doc_id="wiki-dana", source="wiki", uri="wiki://dana", title="Routing team notes",
+        doc_id="wiki-dana",
+        source="wiki",
+        uri="wiki://dana",
+        title="Routing team notes",
         body=b"# Routing team notes\n\nDana Smit leads the Routing team and reviews every Atlas release.\n",
-        acl=acl_from_source(None))
+        acl=acl_from_source(None),
+    )
     KafkaIngest(producer(distributed_settings, "test")).ingest([record, page])
 
     def merged() -> bool:

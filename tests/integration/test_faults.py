@@ -45,14 +45,17 @@ def assert_consistent(stores: DistributedStores, expected_docs: int) -> None:
     assert len(stores.objects.list_keys("docs/")) == expected_docs
 
 
-def test_opensearch_outage_backs_off_and_catches_up(distributed_settings: KgragSettings, embedder: Embedder,
-                                                     workers: Workers) -> None:
+def test_opensearch_outage_backs_off_and_catches_up(
+    distributed_settings: KgragSettings, embedder: Embedder, workers: Workers
+) -> None:
     url = urlparse(distributed_settings.opensearch_url or "")
     proxy = ToggleProxy(url.hostname or "127.0.0.1", url.port or 9200)
     settings = distributed_settings.model_copy(update={"opensearch_url": f"http://127.0.0.1:{proxy.port}"})
     with open_stores(settings, embedder=embedder) as stores:
-        runner = workers.start("chunk-indexer", ChunkIndexerHandler(stores.indexer(settings), name="chunk-indexer",
-                                                                    topics=(DOCUMENTS_CHANGED,)))
+        runner = workers.start(
+            "chunk-indexer",
+            ChunkIndexerHandler(stores.indexer(settings), name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)),
+        )
         proxy.block()
         KafkaIngest(producer(settings, "test")).ingest(synthetic_documents(6, seed=21))
         wait_for(lambda: runner.metrics.retries._value.get() >= 5, what="the indexer retrying")  # type: ignore[attr-defined]
@@ -87,8 +90,9 @@ def _pg_count(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
-def test_a_killed_worker_loses_nothing_and_duplicates_nothing(distributed_settings: KgragSettings,
-                                                               embedder: Embedder) -> None:
+def test_a_killed_worker_loses_nothing_and_duplicates_nothing(
+    distributed_settings: KgragSettings, embedder: Embedder
+) -> None:
     total = 40
     dsn = distributed_settings.pg_dsn.get_secret_value() if distributed_settings.pg_dsn else ""
     # Create the schema and stores first, then hand the Qdrant path over to the worker processes.
@@ -116,10 +120,13 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(distributed_settin
         assert_consistent(stores, total)
 
 
-def test_pipeline_resumes_after_a_broker_restart(distributed_settings: KgragSettings, stores: DistributedStores,
-                                                 workers: Workers) -> None:
-    workers.start("chunk-indexer", ChunkIndexerHandler(stores.indexer(distributed_settings), name="chunk-indexer",
-                                                       topics=(DOCUMENTS_CHANGED,)))
+def test_pipeline_resumes_after_a_broker_restart(
+    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
+) -> None:
+    workers.start(
+        "chunk-indexer",
+        ChunkIndexerHandler(stores.indexer(distributed_settings), name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)),
+    )
     send = producer(distributed_settings, "test")
     docs = list(synthetic_documents(24, seed=45))
 
@@ -132,8 +139,11 @@ def test_pipeline_resumes_after_a_broker_restart(distributed_settings: KgragSett
     wait_for(lambda: stores.store.stats().documents >= 4, what="indexing under way")
 
     script = REPO / "scripts" / "dev-services" / "services.sh"
-    restart = threading.Thread(target=lambda: subprocess.run(
-        ["bash", str(script), "restart", "kafka"], check=True, capture_output=True, timeout=240))
+    restart = threading.Thread(
+        target=lambda: subprocess.run(
+            ["bash", str(script), "restart", "kafka"], check=True, capture_output=True, timeout=240
+        )
+    )
     restart.start()
     time.sleep(1.0)
     # Produced while the broker is going down and coming back: the producer buffers and retries.

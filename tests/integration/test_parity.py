@@ -30,13 +30,21 @@ from tests.integration.conftest import Workers, wait_for
 pytestmark = pytest.mark.integration
 CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "northwind" / "documents.jsonl"
 QUERIES = [
-    "Who is the on-call owner of Atlas?", "Beacon API rate limit", "Leipzig warehouse capacity",
-    "incident postmortem certificate expiry", "Kestrel Pharma SLA", "rollback runbook for Harbor",
+    "Who is the on-call owner of Atlas?",
+    "Beacon API rate limit",
+    "Leipzig warehouse capacity",
+    "incident postmortem certificate expiry",
+    "Kestrel Pharma SLA",
+    "rollback runbook for Harbor",
 ]
-DOC_SQL = ("SELECT doc_id, source, uri, title, version, content_hash, acl_class_id, modified_at, status, media_type,"
-           " byte_length FROM documents ORDER BY doc_id")
-CHUNK_SQL = ("SELECT chunk_id, doc_id, seq, section_path, start_byte, end_byte, text, token_count, content_hash,"
-             " acl_class_id, doc_time FROM chunks ORDER BY chunk_id")
+DOC_SQL = (
+    "SELECT doc_id, source, uri, title, version, content_hash, acl_class_id, modified_at, status, media_type,"
+    " byte_length FROM documents ORDER BY doc_id"
+)
+CHUNK_SQL = (
+    "SELECT chunk_id, doc_id, seq, section_path, start_byte, end_byte, text, token_count, content_hash,"
+    " acl_class_id, doc_time FROM chunks ORDER BY chunk_id"
+)
 ACL_SQL = "SELECT acl_class_id, principals, malformed FROM acl_classes ORDER BY acl_class_id"
 
 
@@ -56,24 +64,44 @@ def rows(dsn: str, query: str) -> list[tuple[object, ...]]:
 
 
 def test_same_ids_same_postgres_state_same_results(
-    tmp_path: Path, embedded_dsn: str, distributed_settings: KgragSettings, stores: DistributedStores,
-    workers: Workers, embedder: Embedder,
+    tmp_path: Path,
+    embedded_dsn: str,
+    distributed_settings: KgragSettings,
+    stores: DistributedStores,
+    workers: Workers,
+    embedder: Embedder,
 ) -> None:
     docs = [d for d in islice(iter_path(CORPUS), 14) if isinstance(d, SourceDocument)]
     embedded_settings = KgragSettings(data_dir=tmp_path / "embedded", pg_dsn=embedded_dsn)
     with open_embedded(embedded_settings, embedder=embedder) as local:
         local.ingest(docs)
-        local_results = {(q, m): [h.chunk_id for h in local.search(q, Caller(admin=True), top_k=10, mode=m).hits]
-                         for q in QUERIES for m in SearchMode}
+        local_results = {
+            (q, m): [h.chunk_id for h in local.search(q, Caller(admin=True), top_k=10, mode=m).hits]
+            for q in QUERIES
+            for m in SearchMode
+        }
 
-        workers.start("chunk-indexer", ChunkIndexerHandler(stores.indexer(distributed_settings), name="chunk-indexer",
-                                                           topics=(DOCUMENTS_CHANGED,)))
+        workers.start(
+            "chunk-indexer",
+            ChunkIndexerHandler(
+                stores.indexer(distributed_settings), name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)
+            ),
+        )
         KafkaIngest(producer(distributed_settings, "test")).ingest(docs)
         wait_for(lambda: stores.store.stats().documents == len(docs), timeout_s=180, what="distributed indexing")
-        remote = KgragApp(searcher=stores.searcher(), ingestion=KafkaIngest(producer(distributed_settings, "q")),
-                          ingest_log=stores.store, stats_source=stores.store, cache=stores.cache, llm=None)
-        remote_results = {(q, m): [h.chunk_id for h in remote.search(q, Caller(admin=True), top_k=10, mode=m).hits]
-                          for q in QUERIES for m in SearchMode}
+        remote = KgragApp(
+            searcher=stores.searcher(),
+            ingestion=KafkaIngest(producer(distributed_settings, "q")),
+            ingest_log=stores.store,
+            stats_source=stores.store,
+            cache=stores.cache,
+            llm=None,
+        )
+        remote_results = {
+            (q, m): [h.chunk_id for h in remote.search(q, Caller(admin=True), top_k=10, mode=m).hits]
+            for q in QUERIES
+            for m in SearchMode
+        }
 
     distributed_dsn = distributed_settings.pg_dsn.get_secret_value() if distributed_settings.pg_dsn else ""
     # The authoritative state is identical, row for row, apart from when each row was written.

@@ -35,8 +35,12 @@ The senior engineer band tops out at 142,000 euros, a confidential figure.
 
 def doc(doc_id: str, text: str, *, title: str = "", acl: object = None) -> SourceDocument:
     return SourceDocument(
-        doc_id=doc_id, source="test", uri=f"test://{doc_id}", title=title or doc_id,
-        body=text.encode("utf-8"), acl=acl_from_source(acl),
+        doc_id=doc_id,
+        source="test",
+        uri=f"test://{doc_id}",
+        title=title or doc_id,
+        body=text.encode("utf-8"),
+        acl=acl_from_source(acl),
     )
 
 

@@ -31,8 +31,9 @@ def northwind(tmp_path_factory: pytest.TempPathFactory, pg_server_dsn: str, embe
     with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS kgrag_northwind WITH (FORCE)")
         conn.execute("CREATE DATABASE kgrag_northwind")
-    settings = KgragSettings(data_dir=tmp_path_factory.mktemp("northwind"),
-                             pg_dsn=make_conninfo(pg_server_dsn, dbname="kgrag_northwind"))
+    settings = KgragSettings(
+        data_dir=tmp_path_factory.mktemp("northwind"), pg_dsn=make_conninfo(pg_server_dsn, dbname="kgrag_northwind")
+    )
     with open_embedded(settings, embedder=embedder) as kg:
         outcomes = kg.ingest(iter_path(CORPUS / "documents.jsonl"))
         assert {o.status for o in outcomes} == {IngestStatus.INDEXED}

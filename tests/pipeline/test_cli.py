@@ -29,7 +29,11 @@ def kgrag(tmp_path: Path):  # type: ignore[no-untyped-def]
     def run(*args: str, expect: int = 0) -> dict:  # type: ignore[type-arg]
         proc = subprocess.run(
             [sys.executable, "-m", "kgrag_runtime.cli", *args, "--json"],
-            capture_output=True, text=True, env=env, timeout=180, check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            check=False,
         )
         assert proc.returncode == expect, proc.stderr[-2000:]
         return json.loads(proc.stdout)  # type: ignore[no-any-return]
@@ -43,7 +47,8 @@ def test_ingest_a_folder_then_search_ask_delete(kgrag, tmp_path: Path) -> None: 
     (notes / "ops" / "dock.eml").write_text(EMAIL, encoding="utf-8")
     (notes / "atlas.md").write_text(
         "---\ntitle: Atlas\nacl:\n  groups: [engineering]\n---\n# Atlas\n\nAtlas plans routes. See [[Harbor]].\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (notes / "readme.txt").write_text("Plain text notes about pallets.\n", encoding="utf-8")
     (notes / "photo.png").write_bytes(b"\x89PNG")
 

@@ -52,15 +52,21 @@ def _first_word_entity(messages: Sequence[ChatMessage]) -> str:
 
 def _record(doc_id: str, record_type: str, fields: dict[str, str | list[str]], day: str) -> SourceDocument:
     return SourceDocument(
-        doc_id=doc_id, source="records", uri=f"records://{doc_id}", title=doc_id,
-        body=render_record(record_type, fields).encode(), acl=AclClass.of(["public"]),
-        modified_at=datetime.fromisoformat(day).replace(tzinfo=UTC), media_type=RECORD_MEDIA_TYPE,
+        doc_id=doc_id,
+        source="records",
+        uri=f"records://{doc_id}",
+        title=doc_id,
+        body=render_record(record_type, fields).encode(),
+        acl=AclClass.of(["public"]),
+        modified_at=datetime.fromisoformat(day).replace(tzinfo=UTC),
+        media_type=RECORD_MEDIA_TYPE,
     )
 
 
 def test_ingest_runs_the_tiers_and_records_which_one_handled_each_chunk(kg: KgragApp) -> None:
-    kg.ingest(_docs(["wiki-team-ownership", "meeting-routing-weekly-2024-03-12",
-                     "meeting-routing-weekly-2024-03-12-repost"]))
+    kg.ingest(
+        _docs(["wiki-team-ownership", "meeting-routing-weekly-2024-03-12", "meeting-routing-weekly-2024-03-12-repost"])
+    )
     kg.ingest(iter_path(CORPUS / "records.jsonl"))
     admin = _admin(kg)
     chunks = admin.store.chunks_in_scope(RerunScope())
@@ -84,8 +90,9 @@ def test_ingest_runs_the_tiers_and_records_which_one_handled_each_chunk(kg: Kgra
 
 
 def test_deleting_a_document_removes_its_facts_and_cached_extractions(kg: KgragApp) -> None:
-    doc = _record("record-site-test", "site", {"code": "TST-1", "name": "TST-1", "capacity_pallets": "1200"},
-                  "2024-01-05")
+    doc = _record(
+        "record-site-test", "site", {"code": "TST-1", "name": "TST-1", "capacity_pallets": "1200"}, "2024-01-05"
+    )
     kg.ingest([doc])
     admin = _admin(kg)
     assert admin.claims(ADMIN, entity="TST-1")
@@ -99,10 +106,20 @@ def test_deleting_a_document_removes_its_facts_and_cached_extractions(kg: KgragA
 
 
 def test_a_later_record_supersedes_an_earlier_value_and_both_stay_queryable(kg: KgragApp) -> None:
-    kg.ingest([_record("record-site-a", "site", {"code": "TST-2", "name": "TST-2", "capacity_pallets": "18000"},
-                       "2023-04-18")])
-    kg.ingest([_record("record-site-b", "site", {"code": "TST-2", "name": "TST-2", "capacity_pallets": "24500"},
-                       "2024-07-22")])
+    kg.ingest(
+        [
+            _record(
+                "record-site-a", "site", {"code": "TST-2", "name": "TST-2", "capacity_pallets": "18000"}, "2023-04-18"
+            )
+        ]
+    )
+    kg.ingest(
+        [
+            _record(
+                "record-site-b", "site", {"code": "TST-2", "name": "TST-2", "capacity_pallets": "24500"}, "2024-07-22"
+            )
+        ]
+    )
     claims = _admin(kg).claims(ADMIN, entity="TST-2", attribute="capacity_pallets")
     by_value = {c["value"]: c for c in claims}
     assert by_value["24500"]["status"] == "current"
@@ -114,18 +131,32 @@ def test_a_later_record_supersedes_an_earlier_value_and_both_stay_queryable(kg: 
 
 
 def test_claims_follow_the_callers_acl(kg: KgragApp) -> None:
-    restricted = _record("record-site-secret", "site", {"code": "TST-3", "name": "TST-3",
-                                                        "capacity_pallets": "900"}, "2024-03-01")
-    kg.ingest([SourceDocument(**{**{f: getattr(restricted, f) for f in restricted.__dataclass_fields__},
-                                 "acl": AclClass.of(["group:finance"])})])
+    restricted = _record(
+        "record-site-secret", "site", {"code": "TST-3", "name": "TST-3", "capacity_pallets": "900"}, "2024-03-01"
+    )
+    kg.ingest(
+        [
+            SourceDocument(
+                **{
+                    **{f: getattr(restricted, f) for f in restricted.__dataclass_fields__},
+                    "acl": AclClass.of(["group:finance"]),
+                }
+            )
+        ]
+    )
     admin = _admin(kg)
     assert admin.claims(Caller(user="x", groups=("finance",)), entity="TST-3")
     assert admin.claims(Caller(user="y", groups=("engineering",)), entity="TST-3") == []
 
 
 def test_dry_run_previews_exactly_what_the_real_run_does(open_kg) -> None:  # type: ignore[no-untyped-def]
-    docs = _docs(["incident-inc-2023-011-atlas-cache-evictions", "incident-inc-2024-002-relay-cert-expiry",
-                  "wiki-team-ownership"])
+    docs = _docs(
+        [
+            "incident-inc-2023-011-atlas-cache-evictions",
+            "incident-inc-2024-002-relay-cert-expiry",
+            "wiki-team-ownership",
+        ]
+    )
     with open_kg() as kg:  # no model: tier 3 is owed for the incident chunks
         kg.ingest(docs)
     model = ScriptedChatModel(_first_word_entity)
@@ -153,8 +184,13 @@ def test_dry_run_previews_exactly_what_the_real_run_does(open_kg) -> None:  # ty
 
 
 def test_an_interrupted_run_resumes_without_paying_twice(open_kg) -> None:  # type: ignore[no-untyped-def]
-    docs = _docs(["incident-inc-2023-011-atlas-cache-evictions", "incident-inc-2024-002-relay-cert-expiry",
-                  "incident-inc-2024-007-atlas-missing-stops"])
+    docs = _docs(
+        [
+            "incident-inc-2023-011-atlas-cache-evictions",
+            "incident-inc-2024-002-relay-cert-expiry",
+            "incident-inc-2024-007-atlas-missing-stops",
+        ]
+    )
     with open_kg() as kg:
         kg.ingest(docs)
     replies: list[str | BaseException] = []
@@ -199,8 +235,10 @@ def test_a_reply_that_is_not_json_twice_is_quarantined_and_never_written(open_kg
 
 def test_quotes_not_in_the_chunk_never_enter_the_graph(open_kg) -> None:  # type: ignore[no-untyped-def]
     def liar(messages: Sequence[ChatMessage]) -> str:
-        items = [claim(m["id"], ("Relay", "System"), "status", "retired", "Relay was retired in 2019")
-                 for m in CHUNK.finditer(messages[-1].content)]
+        items = [
+            claim(m["id"], ("Relay", "System"), "status", "retired", "Relay was retired in 2019")
+            for m in CHUNK.finditer(messages[-1].content)
+        ]
         return extraction_reply(claims=items)
 
     with open_kg(llm=ScriptedChatModel(liar)) as kg:
@@ -221,8 +259,11 @@ def test_put_ontology_creates_a_version_and_refuses_to_reuse_a_label(kg: KgragAp
     with pytest.raises(KgragError) as err:
         admin.put_ontology(body)
     assert err.value.code is ErrorCode.ONTOLOGY_INVALID
-    bad = {"version": "3", "entity_types": {"Person": {}}, "relation_types": {"X": {"subject": ["Nope"],
-                                                                                    "object": ["Person"]}}}
+    bad = {
+        "version": "3",
+        "entity_types": {"Person": {}},
+        "relation_types": {"X": {"subject": ["Nope"], "object": ["Person"]}},
+    }
     with pytest.raises(KgragError) as err:
         admin.put_ontology(bad)
     assert err.value.code is ErrorCode.ONTOLOGY_INVALID

@@ -57,8 +57,9 @@ def test_scopes_are_enforced(client: TestClient) -> None:
 
 
 def test_ask_returns_cited_answer(client: TestClient) -> None:
-    body = client.post("/v1/ask", json={"question": "Who is the on-call owner of Atlas?"},
-                       headers=bearer("sam", [], ["ask"])).json()
+    body = client.post(
+        "/v1/ask", json={"question": "Who is the on-call owner of Atlas?"}, headers=bearer("sam", [], ["ask"])
+    ).json()
     assert body["answered"] is True
     assert body["citations"][0]["doc_id"] == "atlas"
 
@@ -66,20 +67,38 @@ def test_ask_returns_cited_answer(client: TestClient) -> None:
 def test_ingest_and_delete_change_events(client: TestClient) -> None:
     connector = bearer("confluence-connector", [], ["ingest"])
     admin = bearer("root", [], ["admin"])
-    created = client.post("/v1/ingest/documents", headers=connector, json={
-        "doc_id": "wiki/lisbon", "source": "confluence", "title": "Lisbon office",
-        "text": "# Lisbon office\n\nThe Lisbon office opened in 2025 with 40 desks.",
-        "acl": {"groups": ["engineering"]},
-    })
+    created = client.post(
+        "/v1/ingest/documents",
+        headers=connector,
+        json={
+            "doc_id": "wiki/lisbon",
+            "source": "confluence",
+            "title": "Lisbon office",
+            "text": "# Lisbon office\n\nThe Lisbon office opened in 2025 with 40 desks.",
+            "acl": {"groups": ["engineering"]},
+        },
+    )
     assert created.status_code == 202
     assert created.json()["status"] == "INDEXED"
     hits = client.post("/v1/search", json={"query": "Lisbon office desks"}, headers=admin).json()["hits"]
     assert hits[0]["doc_id"] == "wiki/lisbon"
-    bad = client.post("/v1/ingest/documents", headers=connector, json={
-        "doc_id": "bin", "title": "Binary", "body_b64": base64.b64encode(b"\xff\xfe").decode()})
+    bad = client.post(
+        "/v1/ingest/documents",
+        headers=connector,
+        json={"doc_id": "bin", "title": "Binary", "body_b64": base64.b64encode(b"\xff\xfe").decode()},
+    )
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "INVALID_UTF8"
-    unchanged = client.post("/v1/ingest/documents", headers=connector, json={
-        "doc_id": "atlas", "source": "test", "uri": "test://atlas", "title": "Atlas routing engine", "text": ATLAS})
+    unchanged = client.post(
+        "/v1/ingest/documents",
+        headers=connector,
+        json={
+            "doc_id": "atlas",
+            "source": "test",
+            "uri": "test://atlas",
+            "title": "Atlas routing engine",
+            "text": ATLAS,
+        },
+    )
     assert unchanged.json()["status"] == "UNCHANGED"
     deleted = client.delete("/v1/ingest/documents/wiki/lisbon", headers=connector)
     assert deleted.status_code == 200
@@ -91,7 +110,8 @@ def test_ingest_and_delete_change_events(client: TestClient) -> None:
 def test_openapi_and_health(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert {"/v1/search", "/v1/ask", "/v1/ingest/documents", "/v1/ingest/acl", "/healthz", "/readyz"} <= set(
-        spec["paths"])
+        spec["paths"]
+    )
     assert client.get("/healthz").json()["status"] == "ok"
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json() == {"ok": True}  # no counts without a token
@@ -110,12 +130,17 @@ def test_limits_and_unexpected_input_get_stable_codes(client: TestClient) -> Non
 
 def test_naive_dates_and_explicit_null_acl(client: TestClient) -> None:
     connector = bearer("c", [], ["ingest"])
-    doc = {"doc_id": "memo", "title": "Memo", "text": "# Memo\n\nPallets are due on Friday.",
-           "modified_at": "2025-06-01"}
+    doc = {
+        "doc_id": "memo",
+        "title": "Memo",
+        "text": "# Memo\n\nPallets are due on Friday.",
+        "modified_at": "2025-06-01",
+    }
     assert client.post("/v1/ingest/documents", headers=connector, json=doc).json()["status"] == "INDEXED"
     assert client.post("/v1/ingest/documents", headers=connector, json=doc).json()["status"] == "UNCHANGED"
     private = {**doc, "doc_id": "memo-null", "acl": None}
     client.post("/v1/ingest/documents", headers=connector, json=private)
-    hits = client.post("/v1/search", json={"query": "pallets due Friday"}, headers=bearer("sam", ["engineering"],
-                                                                                          ["search"])).json()["hits"]
+    hits = client.post(
+        "/v1/search", json={"query": "pallets due Friday"}, headers=bearer("sam", ["engineering"], ["search"])
+    ).json()["hits"]
     assert {h["doc_id"] for h in hits} >= {"memo"} and "memo-null" not in {h["doc_id"] for h in hits}

@@ -96,15 +96,21 @@ def test_bad_documents_get_codes_and_lose_nothing_else(kg: KgragApp) -> None:
     kg.ingest(corpus())
     atlas_chunks = kg.searcher.documents.chunks_of("atlas")
     bad_utf8 = replace(doc("atlas", "x"), body=b"ok \xff\xfe")
-    outcomes = kg.ingest([
-        bad_utf8,
-        doc("empty", "   \n"),
-        doc("huge", "word " * 10_000),
-        doc("fresh", "# Fresh\n\nA perfectly good new document about pallets."),
-    ])
+    outcomes = kg.ingest(
+        [
+            bad_utf8,
+            doc("empty", "   \n"),
+            doc("huge", "word " * 10_000),
+            doc("fresh", "# Fresh\n\nA perfectly good new document about pallets."),
+        ]
+    )
     codes = {o.doc_id: o.error_code for o in outcomes}
-    assert codes == {"atlas": ErrorCode.INVALID_UTF8, "empty": ErrorCode.EMPTY_DOCUMENT,
-                     "huge": ErrorCode.DOCUMENT_TOO_LARGE, "fresh": None}
+    assert codes == {
+        "atlas": ErrorCode.INVALID_UTF8,
+        "empty": ErrorCode.EMPTY_DOCUMENT,
+        "huge": ErrorCode.DOCUMENT_TOO_LARGE,
+        "fresh": None,
+    }
     assert kg.searcher.documents.chunks_of("atlas") == atlas_chunks  # the stored version survives
     assert kg.searcher.documents.get_document("fresh") is not None
     logged = {o.doc_id: o.error_code for o in kg.ingest_log.recent_outcomes(20) if o.error_code}
@@ -114,10 +120,18 @@ def test_bad_documents_get_codes_and_lose_nothing_else(kg: KgragApp) -> None:
 def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_on(kg: KgragApp) -> None:
     good = doc("pallets", "# Pallets\n\nEuro pallets measure 1200 by 800 millimetres.")
     kg.ingestion.bus.publish(DOCUMENTS_CHANGED, "pallets", {"doc_id": "pallets", "title": 7})
-    kg.ingestion.bus.publish(DOCUMENTS_CHANGED, "pallets", {
-        "doc_id": "pallets", "source": "t", "uri": "t://p", "title": "Pallets",
-        "body_b64": base64.b64encode(good.body).decode(), "acl_principals": ["public"],
-    })
+    kg.ingestion.bus.publish(
+        DOCUMENTS_CHANGED,
+        "pallets",
+        {
+            "doc_id": "pallets",
+            "source": "t",
+            "uri": "t://p",
+            "title": "Pallets",
+            "body_b64": base64.b64encode(good.body).decode(),
+            "acl_principals": ["public"],
+        },
+    )
     report = kg.ingestion.bus.drain(kg.ingestion.handlers[0])
     assert [d.error_code for d in report.dead_letters] == ["MALFORMED_EVENT"]
     assert "title" in report.dead_letters[0].reason

@@ -14,8 +14,14 @@ from kgrag_testing.scripted_llm import ScriptedChatModel
 from tests.pipeline.corpus import corpus
 
 QUERIES = [
-    "compensation band senior engineer", "142,000 euros", "Harbor outage certificate", "Atlas owner",
-    "warehouse management Rotterdam", "confidential figure", "routes per night", "salary",
+    "compensation band senior engineer",
+    "142,000 euros",
+    "Harbor outage certificate",
+    "Atlas owner",
+    "warehouse management Rotterdam",
+    "confidential figure",
+    "routes per night",
+    "salary",
 ]
 
 
@@ -52,7 +58,8 @@ def test_search_hits_carry_spans_ranks_and_scores(kg: KgragApp) -> None:
     assert body[top.start_byte : top.end_byte].decode() == top.text
     assert response.limits["top_k"] == 3
     assert [h.chunk_id for h in kg.search("Harbor certificate expired", Caller(admin=True), top_k=3).hits] == [
-        h.chunk_id for h in response.hits]
+        h.chunk_id for h in response.hits
+    ]
 
 
 def test_bad_queries_get_stable_codes(kg: KgragApp) -> None:
@@ -85,9 +92,15 @@ def test_abstains_when_the_documents_do_not_answer(kg: KgragApp) -> None:
 
 
 def test_llm_answer_with_verified_quotes(open_kg) -> None:  # type: ignore[no-untyped-def]
-    reply = {"insufficient_evidence": False, "sentences": [
-        {"text": "Priya Raman is the on-call owner.",
-         "evidence": [{"source": 1, "quote": "The on-call owner of Atlas is Priya Raman since March 2024."}]}]}
+    reply = {
+        "insufficient_evidence": False,
+        "sentences": [
+            {
+                "text": "Priya Raman is the on-call owner.",
+                "evidence": [{"source": 1, "quote": "The on-call owner of Atlas is Priya Raman since March 2024."}],
+            }
+        ],
+    }
     model = ScriptedChatModel([json.dumps(reply)])
     with open_kg(llm=model) as kg:
         kg.ingest(corpus())
@@ -102,8 +115,12 @@ def test_llm_answer_with_verified_quotes(open_kg) -> None:  # type: ignore[no-un
 
 
 def test_llm_answer_with_an_invented_quote_is_refused(open_kg) -> None:  # type: ignore[no-untyped-def]
-    reply = {"insufficient_evidence": False, "sentences": [
-        {"text": "Atlas is owned by Bob.", "evidence": [{"source": 1, "quote": "Atlas is owned by Bob"}]}]}
+    reply = {
+        "insufficient_evidence": False,
+        "sentences": [
+            {"text": "Atlas is owned by Bob.", "evidence": [{"source": 1, "quote": "Atlas is owned by Bob"}]}
+        ],
+    }
     with open_kg(llm=ScriptedChatModel([json.dumps(reply), "not json"])) as kg:
         kg.ingest(corpus())
         refused = kg.ask("Who owns Atlas?", Caller())

@@ -6,8 +6,15 @@ from kgrag_core.ids import acl_class_id_for, chunk_id_for, content_hash, stable_
 
 def test_no_acl_is_public_and_malformed_is_private() -> None:
     assert acl_from_source(None) == PUBLIC_ACL
-    for bad in ("everyone", {"groups": "finance"}, {"groups": [1]}, {"teams": ["x"]}, {"groups": [], "users": []},
-                {"groups": [" "]}, ["finance"]):
+    for bad in (
+        "everyone",
+        {"groups": "finance"},
+        {"groups": [1]},
+        {"teams": ["x"]},
+        {"groups": [], "users": []},
+        {"groups": [" "]},
+        ["finance"],
+    ):
         acl = acl_from_source(bad)
         assert acl == PRIVATE_ACL
         assert acl.malformed
@@ -26,7 +33,9 @@ def test_readable_classes_follow_principals() -> None:
     classes = [PUBLIC_ACL, PRIVATE_ACL, finance, ann_only]
     assert readable_classes(classes, Caller()) == [PUBLIC_ACL.acl_class_id]
     assert set(readable_classes(classes, Caller(user="bob", groups=("finance",)))) == {
-        PUBLIC_ACL.acl_class_id, finance.acl_class_id}
+        PUBLIC_ACL.acl_class_id,
+        finance.acl_class_id,
+    }
     assert set(readable_classes(classes, Caller(user="ann"))) == {PUBLIC_ACL.acl_class_id, ann_only.acl_class_id}
     assert len(readable_classes(classes, Caller(admin=True))) == 4
 
@@ -50,7 +59,10 @@ def test_ids_are_deterministic_and_distinct() -> None:
 def test_stable_partition_is_stable_and_in_range() -> None:
     # Fixed expectations: a change here would reshuffle every document's partition.
     assert [stable_partition(k, 8) for k in ("doc-a", "doc-b", "doc-c")] == [
-        stable_partition("doc-a", 8), stable_partition("doc-b", 8), stable_partition("doc-c", 8)]
+        stable_partition("doc-a", 8),
+        stable_partition("doc-b", 8),
+        stable_partition("doc-c", 8),
+    ]
     assert all(0 <= stable_partition(str(i), 5) < 5 for i in range(200))
     assert len({stable_partition(str(i), 4) for i in range(200)}) == 4
     with pytest.raises(ValueError, match="positive"):

@@ -13,7 +13,15 @@ import pytest
 
 from kgrag_adapters.memory.cache import InMemoryCache
 from kgrag_core.chunking import estimate_tokens
-from kgrag_core.evaluation.metrics import key_fact_recall, key_facts_found, ranks_before, temporal_gold
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.evaluation.metrics import (
+    current_value_first,
+    key_fact_recall,
+    key_facts_found,
+    ranks_before,
+    temporal_gold,
+    values_found,
+)
 from kgrag_core.evaluation.questions import parse_questions
 from kgrag_core.graph_retrieval.searcher import GRAPH_MODE, GraphAssistedSearcher
 from kgrag_core.search import SearchHit
@@ -95,6 +103,47 @@ def test_graph_lines_spend_the_budget_and_can_push_a_chunk_out() -> None:
     # A line that holds the fact itself counts, both in the window and on its own.
     holding = _retrieval_metrics(question, hits, ["note: the answer sits in the second chunk"], budget, 0.5)
     assert holding[f"key_facts@{budget}"] == 1.0 and holding["key_facts_in_lines"] == 1.0
+
+
+# --- answer values: what a reader must find, and meet before any older value ------------------------------
+
+
+def test_answer_values_match_whole_tokens_and_ignore_thousands_separators() -> None:
+    texts = ["LEJ-2 capacity_pallets = 24500 (current)", "Zoë Müller leads Warehouse Systems; fee EUR 2.15."]
+    assert values_found(texts, ["24,500", "zoë müller", "2.15"]) == 1.0
+    assert values_found(texts, ["2.1", "245", "Müller Zoë"]) == 0.0  # never a piece of another token
+    assert values_found(["24 500 pallets"], ["24,500"]) == 1.0
+    assert values_found(texts, []) == 0.0
+
+
+def test_current_value_first_reads_in_order() -> None:
+    assert current_value_first(["was 18,000", "now 24,500"], ["24,500"], ["18,000"]) == 0.0
+    assert current_value_first(["24500 (current)", "was 18,000"], ["24,500"], ["18,000"]) == 1.0
+    assert current_value_first(["now 24,500"], ["24,500"], ["18,000"]) == 1.0  # the old value never shows
+    assert current_value_first(["was 18,000"], ["24,500"], ["18,000"]) == 0.0  # the current one never shows
+
+
+def test_value_metrics_count_lines_and_chunks_within_the_budget() -> None:
+    raw = {"id": "q", "question": "?", "type": "temporal", "gold": {"doc_a": 2}, "key_facts": ["x"],
+           "answer_values": ["24,500"], "outdated_values": ["18,000"]}  # fmt: skip
+    question = parse_questions([json.dumps(raw)])[0]
+    assert question.answer_values == ("24,500",) and question.outdated_values == ("18,000",)
+    hits = [_hit("a", "Capacity was 18,000 pallet positions."), _hit("b", "Capacity is 24,500 pallet positions.")]
+    plain = _retrieval_metrics(question, hits, (), 2000, 0.0)
+    assert plain["values@2000"] == 1.0 and plain["current_value_first"] == 0.0
+    lined = _retrieval_metrics(question, hits, ["LEJ-2 capacity_pallets = 24500 (current)"], 2000, 0.1)
+    assert lined["values@2000"] == 1.0 and lined["current_value_first"] == 1.0 and lined["values_in_lines"] == 1.0
+    assert "current_value_first" not in _retrieval_metrics(
+        parse_questions([json.dumps({**raw, "outdated_values": []})])[0], hits, (), 2000, 0.0
+    )
+
+
+@pytest.mark.parametrize("bad", [{"answer_values": "24,500"}, {"answer_values": [""]}, {"outdated_values": [3]}])
+def test_malformed_answer_values_reject_the_file(bad: dict[str, object]) -> None:
+    raw = {"id": "q", "question": "?", "type": "temporal", "gold": {"doc_a": 2}, **bad}
+    with pytest.raises(KgragError) as err:
+        parse_questions([json.dumps(raw)])
+    assert err.value.code is ErrorCode.MISSING_FIELD and "line 1" in str(err.value)
 
 
 # --- the runner, hybrid vs hybrid+graph --------------------------------------------------------------------

@@ -59,6 +59,7 @@ class InMemoryGraph:
         polarity: Polarity = Polarity.POSITIVE,
         modality: Modality = Modality.FACT,
         written: date | None = None,
+        first_written: date | None = None,
         acl: str | None = None,
     ) -> Edge:
         for chunk_id in chunks:
@@ -75,6 +76,7 @@ class InMemoryGraph:
             tuple(chunks),
             confidence,
             written,
+            first_written or written,
         )
         self.edges.append(edge)
         return edge

@@ -7,6 +7,7 @@ from kgrag_core.graph_retrieval.expansion import (
     edge_labels,
     edge_score,
     expand,
+    question_date,
     relation_relevance,
 )
 from kgrag_core.graph_retrieval.router import QuestionKind
@@ -40,7 +41,7 @@ def _chain() -> InMemoryGraph:
 
 def test_depth_follows_the_route() -> None:
     question = "Which site manager runs the warehouse where Brightwater Foods' stock is stored?"
-    for kind, depth in [(QuestionKind.LOOKUP, 0), (QuestionKind.ENTITY, 1), (QuestionKind.MULTI_HOP, 2)]:
+    for kind, depth in [(QuestionKind.LOOKUP, 0), (QuestionKind.ENTITY, 1), (QuestionKind.MULTI_HOP, 3)]:
         graph = _chain()
         traversal = expand(_seed(graph, "org_b"), graph, VISIBLE, question=question, kind=kind, clock=FakeClock())
         assert max((s.depth for s in traversal.steps), default=0) == depth
@@ -148,3 +149,32 @@ def test_edge_scores_use_relation_fit_recency_and_demote_negated_or_planned_edge
         _seed(graph, "a"), graph, VISIBLE, question="Who owns Atlas?", kind=QuestionKind.ENTITY, clock=FakeClock()
     )
     assert {s.edge.relation_id for s in traversal.steps} >= {planned.relation_id, negated.relation_id}  # kept
+
+
+def test_a_question_about_a_given_month_prefers_evidence_from_then_over_the_latest() -> None:
+    assert question_date("the October 2023 order-picking outage") == date(2023, 10, 1)
+    assert question_date("caused the 4 June 2024 sign-in outage") == date(2024, 6, 4)
+    assert question_date("since early 2023") is None and question_date("31 February 2024 outage") is None
+    graph = InMemoryGraph()
+    customer = graph.add_entity("org_b", "Brightwater Foods", "Organization")
+    old = graph.add_entity("inc_old", "INC-2023-019", "Incident")
+    new = graph.add_entity("inc_new", "INC-2025-004", "Incident")
+    graph.add_edge(old, "AFFECTED", customer, ["c_old"], written=date(2023, 10, 20))
+    graph.add_edge(new, "AFFECTED", customer, ["c_new"], written=date(2025, 3, 10))
+    seed = _seed(graph, "org_b")
+    about = "Who leads the team that owns the system behind Brightwater Foods' October 2023 outage?"
+    dated = expand(seed, graph, VISIBLE, question=about, kind=QuestionKind.MULTI_HOP, clock=FakeClock())
+    assert dated.steps[0].edge.evidence_chunk_ids == ("c_old",)
+    latest = expand(seed, graph, VISIBLE, question=about, kind=QuestionKind.TEMPORAL, clock=FakeClock())
+    assert latest.steps[0].edge.evidence_chunk_ids == ("c_new",)  # a temporal question wants the latest
+
+
+def test_relation_fit_multiplies_an_edges_standing() -> None:
+    graph = InMemoryGraph()
+    team = graph.add_entity("t", "Routing", "Team")
+    atlas = graph.add_entity("a", "Atlas", "System")
+    person = graph.add_entity("p", "Tom Becker", "Person")
+    owns = graph.add_edge(team, "OWNS", atlas, ["c1"], confidence=0.6)
+    reported = graph.add_edge(person, "REPORTED", atlas, ["c2", "c3", "c4", "c5"], confidence=1.0)
+    asked = relation_relevance("Which team owns Atlas?")
+    assert edge_score(owns, asked, None) > edge_score(reported, asked, None)

@@ -57,7 +57,7 @@ def test_lookups_go_to_plain_hybrid_without_touching_the_graph() -> None:
     assert response.as_dict()["route"] == {"kind": "lookup", "confidence": response.route.confidence, "signals": []}
 
 
-def test_multi_hop_links_expands_two_hops_and_adds_the_far_chunk() -> None:
+def test_multi_hop_links_expands_beyond_one_hop_and_adds_the_far_chunk() -> None:
     store, graph = _world()
     searcher = _searcher(store, graph, ["d_direct", "c_served", "d2"], ["d_direct", "d3"])
     response = searcher.search(MULTI_HOP, READER, top_k=10)
@@ -65,7 +65,7 @@ def test_multi_hop_links_expands_two_hops_and_adds_the_far_chunk() -> None:
     assert not response.degraded
     assert [lm.mention.text for lm in response.links] == ["Brightwater Foods"]
     assert response.traversal is not None
-    assert max(s.depth for s in response.traversal.steps) == 2
+    assert ("c_leads", 2) in {(s.edge.evidence_chunk_ids[0], s.depth) for s in response.traversal.steps}
     ids = [h.chunk_id for h in response.hits]
     assert ids[0] == "d_direct"  # the direct match stays on top
     assert "c_leads" in ids
@@ -206,3 +206,44 @@ def test_no_linked_entity_falls_back_to_hybrid_without_degrading() -> None:
     assert response.route.kind is QuestionKind.GLOBAL
     assert not response.degraded and response.mode == "hybrid"
     assert response.limits["graph"] == {"used": False, "reason": "no entity linked"}
+
+
+def test_a_multi_hop_question_naming_no_entity_is_anchored_on_the_best_passages() -> None:
+    store, graph = _world()
+    store.add("d_incident", "The LEJ-2 picking outage stopped all outbound shipments.")
+    question = "Who runs the site where the picking outage happened, and which team is he in?"
+    searcher = _searcher(store, graph, ["d_incident", "d2"], ["d_incident"])
+    response = searcher.search(question, READER, top_k=10)
+    assert response.route.kind is QuestionKind.MULTI_HOP and response.mode == "hybrid+graph"
+    assert response.links == ()  # the question itself names nothing the graph knows
+    assert response.traversal is not None
+    assert [e.name for e in response.traversal.seeds] == ["LEJ-2"]
+    assert "c_leads" in [h.chunk_id for h in response.hits]
+
+
+def test_a_question_naming_no_entity_falls_back_to_passages_and_to_hybrid_when_they_name_none() -> None:
+    store, graph = _world()
+    store.add("d_status", "LEJ-2 is shipping again.")
+    question = "What is the current status of the picking outage?"
+    anchored = _searcher(store, graph, ["d_status"], ["d_status"]).search(question, READER, top_k=5)
+    assert anchored.route.kind is QuestionKind.TEMPORAL and anchored.mode == "hybrid+graph"
+    assert anchored.traversal is not None and [e.name for e in anchored.traversal.seeds] == ["LEJ-2"]
+    plain = _searcher(store, graph, ["d2"], ["d3"]).search(question, READER, top_k=5)
+    assert plain.mode == "hybrid" and plain.limits["graph"] == {"used": False, "reason": "no entity linked"}
+
+
+def test_on_multi_hop_the_asked_hops_re_rank_hybrid_hits_but_not_on_other_questions() -> None:
+    # Hybrid returned the LEADS evidence deep down; the chain the question asks about lifts it.
+    store, graph = _world()
+    filler = [f"f{i}" for i in range(12)]
+    for chunk_id in filler:
+        store.add(chunk_id, f"text of {chunk_id}")
+    dense = ["d_direct", *filler, "c_leads"]
+    multi = _searcher(store, graph, dense, ["d_direct"]).search(MULTI_HOP, READER, top_k=20)
+    lifted = [h.chunk_id for h in multi.hits]
+    assert "graph" in multi.hits[lifted.index("c_leads")].ranks
+    plain = _searcher(store, graph, dense, ["d_direct"]).search("Tell me about Brightwater Foods.", READER, top_k=20)
+    assert plain.route.kind is QuestionKind.ENTITY
+    kept = [h.chunk_id for h in plain.hits]
+    assert "graph" not in plain.hits[kept.index("c_leads")].ranks
+    assert lifted.index("c_leads") < kept.index("c_leads")

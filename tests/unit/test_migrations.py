@@ -17,10 +17,29 @@ ALL = ["0001_init", "0002_event_times", "0003_extraction", "0004_resolution"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
-    "acl_classes", "documents", "chunks", "embedding_cache", "ingest_log", "deletion_log",
-    "ontology_versions", "extraction_cache", "chunk_extractions", "chunk_minhash", "chunk_lsh_bands", "kg_entities",
-    "kg_mentions", "kg_relations", "kg_relation_evidence", "kg_claims", "kg_claim_evidence", "extraction_quarantine",
-    "extraction_runs", "er_merge_log", "er_canonical", "er_review_queue", "kg_hubs",
+    "acl_classes",
+    "documents",
+    "chunks",
+    "embedding_cache",
+    "ingest_log",
+    "deletion_log",
+    "ontology_versions",
+    "extraction_cache",
+    "chunk_extractions",
+    "chunk_minhash",
+    "chunk_lsh_bands",
+    "kg_entities",
+    "kg_mentions",
+    "kg_relations",
+    "kg_relation_evidence",
+    "kg_claims",
+    "kg_claim_evidence",
+    "extraction_quarantine",
+    "extraction_runs",
+    "er_merge_log",
+    "er_canonical",
+    "er_review_queue",
+    "kg_hubs",
 }
 
 
@@ -121,6 +140,5 @@ def test_schema_keeps_times_in_utc_and_rejects_bad_rows(pg_dsn: str) -> None:
             )
         with pytest.raises(psycopg.errors.CheckViolation):
             conn.execute(
-                "INSERT INTO embedding_cache (model_id, content_hash, dimension, vector)"
-                " VALUES ('m', 'h', 3, '{1,2}')"
+                "INSERT INTO embedding_cache (model_id, content_hash, dimension, vector) VALUES ('m', 'h', 3, '{1,2}')"
             )

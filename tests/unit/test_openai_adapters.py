@@ -104,9 +104,7 @@ def test_embedder_transport_error_is_retried_then_fails() -> None:
     def handler(request: httpx.Request, body: Any) -> httpx.Response:
         raise httpx.ConnectTimeout("timed out", request=request)
 
-    emb = OpenAICompatibleEmbedder(
-        BASE, "m", None, 3, transport=mock_openai_transport(handler), sleep=Sleeps()
-    )
+    emb = OpenAICompatibleEmbedder(BASE, "m", None, 3, transport=mock_openai_transport(handler), sleep=Sleeps())
     with pytest.raises(KgragError) as info:
         emb.embed_query("a")
     assert info.value.code is ErrorCode.EMBEDDING_FAILED
@@ -203,9 +201,7 @@ def test_chat_persistent_500_is_llm_unavailable() -> None:
         return httpx.Response(500)
 
     sleeps = Sleeps()
-    chat = OpenAICompatibleChat(
-        BASE, "m", None, max_retries=2, transport=mock_openai_transport(handler), sleep=sleeps
-    )
+    chat = OpenAICompatibleChat(BASE, "m", None, max_retries=2, transport=mock_openai_transport(handler), sleep=sleeps)
     with pytest.raises(KgragError) as info:
         chat.complete([ChatMessage("user", "hello")])
     assert info.value.code is ErrorCode.LLM_UNAVAILABLE
@@ -245,9 +241,7 @@ def test_chat_overlong_retry_after_fails_fast() -> None:
 
 
 def test_chat_refusal_without_content_is_an_error() -> None:
-    chat = OpenAICompatibleChat(
-        BASE, "m", None, transport=mock_openai_transport(lambda r, b: _chat_body(None))
-    )
+    chat = OpenAICompatibleChat(BASE, "m", None, transport=mock_openai_transport(lambda r, b: _chat_body(None)))
     with pytest.raises(KgragError) as info:
         chat.complete([ChatMessage("user", "hello")])
     assert info.value.code is ErrorCode.LLM_UNAVAILABLE

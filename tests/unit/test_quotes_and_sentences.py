@@ -15,7 +15,14 @@ def test_sentence_spans_are_exact_bytes() -> None:
     text = "Zoë runs Harbor. It costs 5 €!\n- Item one\n- Item two\n## Heading\nDone? Yes."
     spans = split_sentences(text)
     raw = text.encode("utf-8")
-    assert [s.text for s in spans] == ["Zoë runs Harbor.", "It costs 5 €!", "Item one", "Item two", "Heading",
-                                      "Done?", "Yes."]
+    assert [s.text for s in spans] == [
+        "Zoë runs Harbor.",
+        "It costs 5 €!",
+        "Item one",
+        "Item two",
+        "Heading",
+        "Done?",
+        "Yes.",
+    ]
     for s in spans:
         assert raw[s.start_byte : s.end_byte].decode("utf-8") == s.text

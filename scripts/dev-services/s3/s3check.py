@@ -24,8 +24,7 @@ def client(secret: str | None = None):
         aws_secret_access_key=secret or os.environ["KGRAG_TEST_S3_SECRET_KEY"],
         region_name=os.environ.get("KGRAG_TEST_S3_REGION", "us-east-1"),
         # Path-style: "bucket.127.0.0.1" is no host name; retries off so a health probe fails fast.
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
-                      connect_timeout=2, read_timeout=10),
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, connect_timeout=2, read_timeout=10),
     )
 
 

@@ -1,7 +1,7 @@
 """`python -m kgrag_runtime.admin`: operate the distributed runtime.
 
-  init                          apply migrations, create topics, index templates, collections, constraints
-  rebuild --projection NAME     rewrite a projection (qdrant, opensearch, neo4j, all) from PostgreSQL alone
+init                          apply migrations, create topics, index templates, collections, constraints
+rebuild --projection NAME     rewrite a projection (qdrant, opensearch, neo4j, all) from PostgreSQL alone
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ BATCH = 200
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m kgrag_runtime.admin", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m kgrag_runtime.admin", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("init", help="create everything the services expect (idempotent)")
     rebuild = sub.add_parser("rebuild", help="rewrite a projection from PostgreSQL")
@@ -33,9 +34,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def init(settings: KgragSettings) -> dict[str, object]:
-    created = ensure_topics(require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"),
-                            partitions=settings.kafka_topic_partitions,
-                            replication=settings.kafka_replication_factor, prefix=settings.kafka_topic_prefix)
+    created = ensure_topics(
+        require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"),
+        partitions=settings.kafka_topic_partitions,
+        replication=settings.kafka_replication_factor,
+        prefix=settings.kafka_topic_prefix,
+    )
     # Connecting applies migrations, the index template, the collection schema.
     with open_stores(settings) as stores:
         stats = stores.store.stats()
@@ -55,7 +59,8 @@ def rebuild_projection(settings: KgragSettings, projection: str) -> dict[str, ob
             for start in range(0, len(doc_ids), BATCH):
                 written += indexer.reproject(
                     doc_ids[start : start + BATCH],
-                    vectors=projection in ("qdrant", "all"), keywords=projection in ("opensearch", "all"),
+                    vectors=projection in ("qdrant", "all"),
+                    keywords=projection in ("opensearch", "all"),
                 )
         if projection in ("neo4j", "all"):
             graph = _neo4j(settings)
@@ -70,7 +75,8 @@ def _neo4j(settings: KgragSettings):  # type: ignore[no-untyped-def]
     from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 
     return Neo4jLexicalGraph.connect(
-        require(settings.neo4j_uri, "KGRAG_NEO4J_URI"), user=settings.neo4j_user,
+        require(settings.neo4j_uri, "KGRAG_NEO4J_URI"),
+        user=settings.neo4j_user,
         password=settings.neo4j_password.get_secret_value() if settings.neo4j_password else None,
     )
 

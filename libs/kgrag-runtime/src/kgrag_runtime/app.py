@@ -56,7 +56,12 @@ class KgragApp:
     # --- queries -------------------------------------------------------------------------------------
 
     def search(
-        self, query: str, caller: Caller, *, top_k: int | None = None, mode: SearchMode = SearchMode.HYBRID,
+        self,
+        query: str,
+        caller: Caller,
+        *,
+        top_k: int | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
         graph: bool | None = None,
     ) -> SearchResponse | GraphSearchResponse:
         """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
@@ -93,9 +98,7 @@ class KgragApp:
         return self.graph_by_default if graph is None else graph
 
     def _answer_key(self, question: str, caller: Caller, n: int, graph: bool) -> str:
-        digest = hashlib.sha256(
-            f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}".encode()
-        ).hexdigest()
+        digest = hashlib.sha256(f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}".encode()).hexdigest()
         return f"ask:{caller.scope_key()}:{self.cache.generation()}:{digest[:32]}"
 
     # --- status --------------------------------------------------------------------------------------
@@ -115,7 +118,8 @@ class KgragApp:
             "llm": self.llm.model_id if self.llm else None,
             "dead_letters": (
                 {k: len(v) for k, v in sorted(self.ingestion.bus.dead_letters.items())}
-                if isinstance(self.ingestion, EmbeddedIngest) else None
+                if isinstance(self.ingestion, EmbeddedIngest)
+                else None
             ),
             "extraction": self.extraction.status() if self.extraction is not None else None,
         }

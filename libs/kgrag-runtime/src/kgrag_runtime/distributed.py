@@ -36,8 +36,15 @@ class DistributedStores:
     embedder: Embedder
 
     def indexer(self, settings: KgragSettings) -> DocumentIndexer:
-        return build_indexer(settings, store=self.store, vectors=self.vectors, keywords=self.keywords,
-                             objects=self.objects, cache=self.cache, embedder=self.embedder)
+        return build_indexer(
+            settings,
+            store=self.store,
+            vectors=self.vectors,
+            keywords=self.keywords,
+            objects=self.objects,
+            cache=self.cache,
+            embedder=self.embedder,
+        )
 
     @property
     def extraction(self) -> PostgresGraphStore:
@@ -49,8 +56,11 @@ class DistributedStores:
 
 def require(value: str | None, name: str) -> str:
     if not value:
-        raise KgragError(ErrorCode.CONFIGURATION_INVALID, f"The distributed runtime needs {name}.",
-                         hint=f"Set {name} (see docs/configuration.md).")
+        raise KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            f"The distributed runtime needs {name}.",
+            hint=f"Set {name} (see docs/configuration.md).",
+        )
     return value
 
 
@@ -63,13 +73,16 @@ def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) ->
         if settings.qdrant_url is None and settings.qdrant_path is None:
             require(None, "KGRAG_QDRANT_URL")
         vectors = QdrantVectorIndex.connect(
-            settings.qdrant_url, path=settings.qdrant_path,
+            settings.qdrant_url,
+            path=settings.qdrant_path,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
-            collection=settings.qdrant_collection, dimension=model.dimension,
+            collection=settings.qdrant_collection,
+            dimension=model.dimension,
         )
         stack.callback(vectors.close)
         keywords = OpenSearchKeywordIndex.connect(
-            require(settings.opensearch_url, "KGRAG_OPENSEARCH_URL"), user=settings.opensearch_user,
+            require(settings.opensearch_url, "KGRAG_OPENSEARCH_URL"),
+            user=settings.opensearch_user,
             password=settings.opensearch_password.get_secret_value() if settings.opensearch_password else None,
             index=settings.opensearch_index,
         )
@@ -77,19 +90,24 @@ def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) ->
         objects = S3ObjectStore.connect(settings.s3_endpoint, settings.s3_bucket)
         cache = RedisCache.connect(
             require(settings.redis_url.get_secret_value() if settings.redis_url else None, "KGRAG_REDIS_URL"),
-            namespace=settings.redis_namespace)
+            namespace=settings.redis_namespace,
+        )
         stack.callback(cache.close)
         yield DistributedStores(store, vectors, keywords, objects, cache, model)
 
 
 def producer(settings: KgragSettings, client_id: str) -> EventProducer:
-    return EventProducer(require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"), client_id=client_id,
-                         topic_prefix=settings.kafka_topic_prefix)
+    return EventProducer(
+        require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"),
+        client_id=client_id,
+        topic_prefix=settings.kafka_topic_prefix,
+    )
 
 
 @contextmanager
-def open_query_app(settings: KgragSettings, *, embedder: Embedder | None = None,
-                   llm: ChatModel | None = None) -> Iterator[KgragApp]:
+def open_query_app(
+    settings: KgragSettings, *, embedder: Embedder | None = None, llm: ChatModel | None = None
+) -> Iterator[KgragApp]:
     """The query API's app: searches the distributed stores; ingestion goes onto Kafka."""
     with open_stores(settings, embedder=embedder) as stores:
         searcher = stores.searcher()
@@ -106,9 +124,12 @@ def open_query_app(settings: KgragSettings, *, embedder: Embedder | None = None,
             # other readers and the traversal benchmark.
             graph_searcher=build_graph_searcher(searcher, stores.store, stores.embedder),
             graph_by_default=settings.graph_retrieval,
-            graph=GraphAdmin(stores.store, stores.store,
-                             build_resolution(settings, store=stores.store, embedder=stores.embedder),
-                             announce=_announcer(events)),
+            graph=GraphAdmin(
+                stores.store,
+                stores.store,
+                build_resolution(settings, store=stores.store, embedder=stores.embedder),
+                announce=_announcer(events),
+            ),
         )
 
 

@@ -31,11 +31,17 @@ def read_yaml(path: Path) -> object:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as err:
-        raise KgragError(ErrorCode.CONFIGURATION_INVALID, f"Cannot read {path}: {err.strerror}.",
-                         hint="Check the path in KGRAG_ONTOLOGY_FILE / KGRAG_MAPPING_FILE.") from err
+        raise KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            f"Cannot read {path}: {err.strerror}.",
+            hint="Check the path in KGRAG_ONTOLOGY_FILE / KGRAG_MAPPING_FILE.",
+        ) from err
     except yaml.YAMLError as err:
-        raise KgragError(ErrorCode.ONTOLOGY_INVALID, f"{path} is not valid YAML: {err}",
-                         hint="Fix the file's syntax and load it again.") from err
+        raise KgragError(
+            ErrorCode.ONTOLOGY_INVALID,
+            f"{path} is not valid YAML: {err}",
+            hint="Fix the file's syntax and load it again.",
+        ) from err
 
 
 def install_ontology(store: ExtractionStore, ontology: Ontology) -> bool:
@@ -49,13 +55,18 @@ def install_ontology(store: ExtractionStore, ontology: Ontology) -> bool:
         current = parse_ontology(active)
         if current.version == ontology.version:
             if current.fingerprint != ontology.fingerprint:
-                raise KgragError(ErrorCode.ONTOLOGY_INVALID,
-                                 f"Ontology version {ontology.version!r} already exists with other content.",
-                                 hint="Give the changed ontology a new version label.")
+                raise KgragError(
+                    ErrorCode.ONTOLOGY_INVALID,
+                    f"Ontology version {ontology.version!r} already exists with other content.",
+                    hint="Give the changed ontology a new version label.",
+                )
             return False
     if ontology.version in store.ontology_versions() and active is not None:
-        raise KgragError(ErrorCode.ONTOLOGY_INVALID, f"Ontology version {ontology.version!r} was used before.",
-                         hint="Give the changed ontology a new version label.")
+        raise KgragError(
+            ErrorCode.ONTOLOGY_INVALID,
+            f"Ontology version {ontology.version!r} was used before.",
+            hint="Give the changed ontology a new version label.",
+        )
     store.save_ontology(ontology.version, ontology_to_dict(ontology), activate=True)
     return True
 

@@ -44,8 +44,11 @@ class ExtractionAdmin:
 
     def rerun(self, scope: RerunScope, extractor_version: str, *, dry_run: bool) -> dict[str, object]:
         if not extractor_version.strip():
-            raise KgragError(ErrorCode.INVALID_QUERY, "extractor_version must not be empty.",
-                             hint="Name the extractor version to re-extract with, e.g. 2.")
+            raise KgragError(
+                ErrorCode.INVALID_QUERY,
+                "extractor_version must not be empty.",
+                hint="Name the extractor version to re-extract with, e.g. 2.",
+            )
         if dry_run:
             return run_as_dict(self.rerun_service.preview(scope, extractor_version))
         return run_as_dict(self.rerun_service.start(scope, extractor_version))
@@ -59,8 +62,11 @@ class ExtractionAdmin:
     def run(self, run_id: str) -> dict[str, object]:
         run = self.store.get_run(run_id)
         if run is None:
-            raise KgragError(ErrorCode.RUN_NOT_FOUND, f"No re-extraction run {run_id!r}.",
-                             hint="Start one with `kgrag extract rerun` (without --dry-run).")
+            raise KgragError(
+                ErrorCode.RUN_NOT_FOUND,
+                f"No re-extraction run {run_id!r}.",
+                hint="Start one with `kgrag extract rerun` (without --dry-run).",
+            )
         return run_as_dict(run)
 
     # --- facts -------------------------------------------------------------------------------------------
@@ -113,14 +119,20 @@ def scope_from(body: Mapping[str, object]) -> RerunScope:
     def names(key: str) -> tuple[str, ...]:
         value = body.get(key) or []
         if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
-            raise KgragError(ErrorCode.INVALID_QUERY, f"scope.{key} must be a list of strings.",
-                             hint='For example {"sources": ["incidents"]}.')
+            raise KgragError(
+                ErrorCode.INVALID_QUERY,
+                f"scope.{key} must be a list of strings.",
+                hint='For example {"sources": ["incidents"]}.',
+            )
         return tuple(str(v) for v in value)
 
     unknown = set(body) - {"doc_ids", "sources", "chunk_ids", "contains_any"}
     if unknown:
-        raise KgragError(ErrorCode.INVALID_QUERY, f"Unknown scope field(s): {', '.join(sorted(unknown))}.",
-                         hint="A scope may name doc_ids, sources, chunk_ids and contains_any.")
+        raise KgragError(
+            ErrorCode.INVALID_QUERY,
+            f"Unknown scope field(s): {', '.join(sorted(unknown))}.",
+            hint="A scope may name doc_ids, sources, chunk_ids and contains_any.",
+        )
     return RerunScope(names("doc_ids"), names("sources"), names("chunk_ids"), names("contains_any"))
 
 

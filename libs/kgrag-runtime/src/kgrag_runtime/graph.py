@@ -15,12 +15,18 @@ from kgrag_runtime.settings import KgragSettings
 DEFAULT_OVERRIDES = SCHEMAS / "resolution" / "overrides.yaml"
 
 
-def build_resolution(settings: KgragSettings, *, store: PostgresGraphStore, embedder: Embedder | None
-                     ) -> ResolutionService:
+def build_resolution(
+    settings: KgragSettings, *, store: PostgresGraphStore, embedder: Embedder | None
+) -> ResolutionService:
     path = settings.resolution_overrides_file or DEFAULT_OVERRIDES
     overrides = parse_overrides(read_yaml(path)) if path.exists() else Overrides()
-    return ResolutionService(store=store, resolver=Resolver(), embedder=embedder,
-                             overrides=overrides, hub_min_degree=settings.resolution_hub_min_degree)
+    return ResolutionService(
+        store=store,
+        resolver=Resolver(),
+        embedder=embedder,
+        overrides=overrides,
+        hub_min_degree=settings.resolution_hub_min_degree,
+    )
 
 
 def build_graph_searcher(hybrid: HybridSearcher, graph: GraphReader, embedder: Embedder) -> GraphAssistedSearcher:

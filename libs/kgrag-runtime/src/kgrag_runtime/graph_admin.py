@@ -51,8 +51,11 @@ class GraphAdmin:
     ) -> dict[str, object]:
         """Breadth-first up to `depth` hops over visible edges; never through a hub (it may be the start)."""
         if not 1 <= depth <= MAX_DEPTH or not 1 <= limit <= MAX_LIMIT:
-            raise KgragError(ErrorCode.LIMIT_EXCEEDED, f"depth must be 1-{MAX_DEPTH} and limit 1-{MAX_LIMIT}.",
-                             hint="Ask for fewer hops or a smaller page.")
+            raise KgragError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"depth must be 1-{MAX_DEPTH} and limit 1-{MAX_LIMIT}.",
+                hint="Ask for fewer hops or a smaller page.",
+            )
         visible = self._visible(caller)
         start = self._summary(entity_id, visible)
         relations = [relation] if relation else None
@@ -98,21 +101,32 @@ class GraphAdmin:
     # --- administration ----------------------------------------------------------------------------------
 
     def merge(
-        self, entity_ids: Sequence[str], *, canonical_id: str | None = None, reason: str = "",
+        self,
+        entity_ids: Sequence[str],
+        *,
+        canonical_id: str | None = None,
+        reason: str = "",
         decided_by: str = "override",
     ) -> dict[str, object]:
         ids = sorted(set(entity_ids))
         if len(ids) < 2:
-            raise KgragError(ErrorCode.INVALID_QUERY, "A merge needs at least two entity ids.",
-                             hint="Name the entities to merge, e.g. ent_a ent_b.")
+            raise KgragError(
+                ErrorCode.INVALID_QUERY,
+                "A merge needs at least two entity ids.",
+                hint="Name the entities to merge, e.g. ent_a ent_b.",
+            )
         unknown = [i for i in ids if self.store.entity(i, None) is None]
         if unknown:
-            raise KgragError(ErrorCode.ENTITY_NOT_FOUND, f"No entity {unknown[0]!r}.",
-                             hint="Find ids with `kgrag entities resolve NAME`; nothing was merged.")
+            raise KgragError(
+                ErrorCode.ENTITY_NOT_FOUND,
+                f"No entity {unknown[0]!r}.",
+                hint="Find ids with `kgrag entities resolve NAME`; nothing was merged.",
+            )
         canonical = canonical_id or ids[0]
         members = tuple(i for i in ids if i != canonical)
-        basis = tuple(PairDecision(canonical, m, DecisionKind.MERGE, 1.0, (), f"hand merge: {reason}".strip())
-                      for m in members)
+        basis = tuple(
+            PairDecision(canonical, m, DecisionKind.MERGE, 1.0, (), f"hand merge: {reason}".strip()) for m in members
+        )
         digest = hashlib.sha256("\x1f".join(["override", canonical, *members, reason]).encode()).hexdigest()[:16]
         record = MergeRecord(f"mrg_h{digest}", canonical, members, basis, decided_by)
         self.store.apply_merge(record)
@@ -156,37 +170,61 @@ class GraphAdmin:
     def _summary(self, entity_id: str, visible: list[str] | None) -> EntitySummary:
         summary: EntitySummary | None = self.store.entity(entity_id, visible)
         if summary is None:
-            raise KgragError(ErrorCode.ENTITY_NOT_FOUND, f"No entity {entity_id!r} you may see.",
-                             hint="Find ids with `kgrag entities resolve NAME`.")
+            raise KgragError(
+                ErrorCode.ENTITY_NOT_FOUND,
+                f"No entity {entity_id!r} you may see.",
+                hint="Find ids with `kgrag entities resolve NAME`.",
+            )
         return summary
 
 
 def summary_as_dict(summary: EntitySummary) -> dict[str, object]:
     return {
-        "entity_id": summary.entity.entity_id, "name": summary.entity.name, "type": summary.entity.type,
-        "aliases": list(summary.aliases), "strong_ids": [list(s) for s in summary.strong_ids],
-        "degree": summary.degree, "is_hub": summary.is_hub, "members": list(summary.members),
+        "entity_id": summary.entity.entity_id,
+        "name": summary.entity.name,
+        "type": summary.entity.type,
+        "aliases": list(summary.aliases),
+        "strong_ids": [list(s) for s in summary.strong_ids],
+        "degree": summary.degree,
+        "is_hub": summary.is_hub,
+        "members": list(summary.members),
     }
 
 
 def edge_as_dict(edge: Edge) -> dict[str, object]:
     return {
-        "relation_id": edge.relation_id, "subject": asdict(edge.subject), "relation": edge.relation,
-        "object": asdict(edge.object), "polarity": edge.polarity.value, "modality": edge.modality.value,
+        "relation_id": edge.relation_id,
+        "subject": asdict(edge.subject),
+        "relation": edge.relation,
+        "object": asdict(edge.object),
+        "polarity": edge.polarity.value,
+        "modality": edge.modality.value,
         "valid_from": edge.valid_from.isoformat() if edge.valid_from else None,
         "valid_to": edge.valid_to.isoformat() if edge.valid_to else None,
-        "evidence_count": edge.evidence_count, "evidence_chunk_ids": list(edge.evidence_chunk_ids),
+        "evidence_count": edge.evidence_count,
+        "evidence_chunk_ids": list(edge.evidence_chunk_ids),
         "confidence": edge.confidence,
         "latest_written": edge.latest_written.isoformat() if edge.latest_written else None,
     }
 
 
 def pair_as_dict(pair: PairDecision) -> dict[str, object]:
-    return {"a": pair.a, "b": pair.b, "kind": pair.kind.value, "score": round(pair.score, 4),
-            "features": dict(pair.features), "rule": pair.rule}
+    return {
+        "a": pair.a,
+        "b": pair.b,
+        "kind": pair.kind.value,
+        "score": round(pair.score, 4),
+        "features": dict(pair.features),
+        "rule": pair.rule,
+    }
 
 
 def merge_as_dict(record: MergeRecord) -> dict[str, object]:
-    return {"merge_id": record.merge_id, "canonical_id": record.canonical_id, "members": list(record.members),
-            "decided_by": record.decided_by, "reverted": record.reverted,
-            "basis": [pair_as_dict(p) for p in record.basis]}
+    return {
+        "merge_id": record.merge_id,
+        "canonical_id": record.canonical_id,
+        "members": list(record.members),
+        "decided_by": record.decided_by,
+        "reverted": record.reverted,
+        "basis": [pair_as_dict(p) for p in record.basis],
+    }

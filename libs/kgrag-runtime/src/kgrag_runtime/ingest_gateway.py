@@ -37,8 +37,9 @@ class EventSink(Protocol):
 
 
 class IngestGateway(Protocol):
-    def ingest(self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
-               ) -> list[IngestOutcome]: ...
+    def ingest(
+        self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
+    ) -> list[IngestOutcome]: ...
 
     def delete(self, doc_id: str) -> IngestOutcome: ...
 
@@ -50,8 +51,9 @@ def _deleted(doc_id: str) -> dict[str, object]:
 
 
 def _failure_outcome(item: ConnectorFailure) -> IngestOutcome:
-    return IngestOutcome(item.doc_id or item.uri, IngestStatus.REJECTED, uri=item.uri, error_code=item.code,
-                         message=item.message)
+    return IngestOutcome(
+        item.doc_id or item.uri, IngestStatus.REJECTED, uri=item.uri, error_code=item.code, message=item.message
+    )
 
 
 @dataclass(slots=True)
@@ -70,8 +72,9 @@ class EmbeddedIngest:
             for topic in handler.topics:
                 self.bus.subscribe(topic)
 
-    def ingest(self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
-               ) -> list[IngestOutcome]:
+    def ingest(
+        self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
+    ) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
         failures: list[IngestOutcome] = []
         pending: list[SourceDocument] = []
@@ -125,15 +128,17 @@ class KafkaIngest:
 
     sink: EventSink
 
-    def ingest(self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
-               ) -> list[IngestOutcome]:
+    def ingest(
+        self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
+    ) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
         for item in items:
             if isinstance(item, ConnectorFailure):
                 outcomes.append(_failure_outcome(item))
             else:
-                self.sink.produce(DOCUMENTS_CHANGED, item.doc_id,
-                                  document_changed_from_source(item).model_dump(mode="json"))
+                self.sink.produce(
+                    DOCUMENTS_CHANGED, item.doc_id, document_changed_from_source(item).model_dump(mode="json")
+                )
                 outcomes.append(IngestOutcome(item.doc_id, IngestStatus.QUEUED, source=item.source, uri=item.uri))
             if progress:
                 progress(1)

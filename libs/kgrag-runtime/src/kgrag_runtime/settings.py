@@ -42,6 +42,11 @@ class KgragSettings(BaseSettings):
         None, description="Serve chat replies recorded under this folder instead of calling a model (tests, demos)."
     )
     llm_record_dir: Path | None = Field(None, description="Record every chat request and reply under this folder.")
+    extraction_reply_book: Path | None = Field(
+        None,
+        description="Tier 3 reads its replies from this reply book (JSONL, one document's items per line) instead "
+        "of a model: an offline stand-in for evaluation and demos; answering is unaffected.",
+    )
 
     answer_cache_ttl_s: int = Field(300, ge=0)
 

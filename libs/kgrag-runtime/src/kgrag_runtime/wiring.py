@@ -73,13 +73,28 @@ def build_llm(settings: KgragSettings, *, retry_rate_limits: bool = True) -> Cha
     from kgrag_adapters.llm.openai_chat import OpenAICompatibleChat
 
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    chat: ChatModel = OpenAICompatibleChat(settings.llm_base_url, settings.llm_model, key,
-                                           timeout_s=settings.llm_timeout_s, retry_rate_limits=retry_rate_limits)
+    chat: ChatModel = OpenAICompatibleChat(
+        settings.llm_base_url,
+        settings.llm_model,
+        key,
+        timeout_s=settings.llm_timeout_s,
+        retry_rate_limits=retry_rate_limits,
+    )
     if settings.llm_record_dir is not None:
         from kgrag_adapters.llm.replay import RecordingChatModel
 
         chat = RecordingChatModel(chat, settings.llm_record_dir)
     return chat
+
+
+def build_extraction_llm(settings: KgragSettings) -> ChatModel | None:
+    """Tier 3's chat model: the reply book when KGRAG_EXTRACTION_REPLY_BOOK is set, else `build_llm`'s,
+    without its rate-limit retries (tier 3 waits out rate limits itself, so two loops never multiply)."""
+    if settings.extraction_reply_book is not None:
+        from kgrag_adapters.llm.reply_book import ReplyBookChatModel
+
+        return ReplyBookChatModel(settings.extraction_reply_book)
+    return build_llm(settings, retry_rate_limits=False)
 
 
 def build_indexer(
@@ -94,8 +109,13 @@ def build_indexer(
 ) -> DocumentIndexer:
     """The chunk-indexer use case on the given stores; every runtime builds it here."""
     return DocumentIndexer(
-        documents=store, vectors=vectors, keywords=keywords, objects=objects, embedder=embedder,
-        embedding_cache=store, cache=cache,
+        documents=store,
+        vectors=vectors,
+        keywords=keywords,
+        objects=objects,
+        embedder=embedder,
+        embedding_cache=store,
+        cache=cache,
         extraction_store=store if isinstance(store, PostgresExtractionStore) else None,
         # Chunk sizes are measured with the embedding model's own tokenizer when it has one, so a
         # chunk fits the model's window.
@@ -129,19 +149,21 @@ def open_embedded(
         stack.callback(keywords.close)
         objects = LocalObjectStore(data_dir / "objects")
         cache = InMemoryCache()
-        indexer = build_indexer(settings, store=store, vectors=vectors, keywords=keywords, objects=objects,
-                                cache=cache, embedder=model)
+        indexer = build_indexer(
+            settings, store=store, vectors=vectors, keywords=keywords, objects=objects, cache=cache, embedder=model
+        )
         chat = llm if llm is not None else build_llm(settings)
         handlers: list[Handler] = [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
         extraction = None
         graph_admin = None
         if settings.extraction_enabled:
-            # Tier 3 waits out rate limits itself; a model passed in (tests) is used as it is.
-            extraction_chat = llm if llm is not None else build_llm(settings, retry_rate_limits=False)
+            # A model passed in (tests) is used as it is.
+            extraction_chat = llm if llm is not None else build_extraction_llm(settings)
             extractor = build_extractor(settings, store=store, llm=extraction_chat)
             handlers.append(ExtractorHandler(store, extractor))
-            extraction = ExtractionAdmin(store, store, extractor, build_rerun(settings, documents=store,
-                                                                            extractor=extractor))
+            extraction = ExtractionAdmin(
+                store, store, extractor, build_rerun(settings, documents=store, extractor=extractor)
+            )
             resolution = build_resolution(settings, store=store, embedder=model)
             graph_admin = GraphAdmin(store, store, resolution)
             if settings.resolution_enabled:

@@ -37,7 +37,9 @@ def run_worker(
     with open_stores(cfg) as stores:
         handler = build_handler(stores)
         runner = ConsumerRunner(
-            handler, bootstrap=cfg.kafka_bootstrap or "", group_id=group_id(cfg, service),
+            handler,
+            bootstrap=cfg.kafka_bootstrap or "",
+            group_id=group_id(cfg, service),
             producer=producer(cfg, service),
             # One knob for batch size on both runtimes: events per handler call.
             settings=RunnerSettings(batch_size=cfg.ingest_batch_documents),
@@ -60,8 +62,14 @@ def run_worker(
 
         ops = OpsServer(cfg.ops_host, cfg.ops_port, live=live, ready=ready, registry=runner.metrics.registry)
         ops.start()
-        log.info("%s consuming %s as %s; ops on %s:%d", service, handler.topics, group_id(cfg, service),
-                 cfg.ops_host, ops.port)
+        log.info(
+            "%s consuming %s as %s; ops on %s:%d",
+            service,
+            handler.topics,
+            group_id(cfg, service),
+            cfg.ops_host,
+            ops.port,
+        )
         try:
             runner.run(stop)
         finally:

@@ -10,8 +10,9 @@ SERVICE = "chunk-indexer"
 
 def main() -> None:
     settings = KgragSettings()
-    run_worker(SERVICE, lambda s: ChunkIndexerHandler(s.indexer(settings), name=SERVICE,
-                                                      topics=(DOCUMENTS_CHANGED,)), settings)
+    run_worker(
+        SERVICE, lambda s: ChunkIndexerHandler(s.indexer(settings), name=SERVICE, topics=(DOCUMENTS_CHANGED,)), settings
+    )
 
 
 if __name__ == "__main__":

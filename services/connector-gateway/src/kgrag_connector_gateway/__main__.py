@@ -25,8 +25,9 @@ def main() -> None:
         metadata = admin.list_topics(timeout=3)
         return {"ok": bool(metadata.brokers), "brokers": len(metadata.brokers)}
 
-    app = create_gateway_app(KafkaIngest(producer(settings, "connector-gateway")),
-                             verifier_for(Console(stderr=True)), ready=ready)
+    app = create_gateway_app(
+        KafkaIngest(producer(settings, "connector-gateway")), verifier_for(Console(stderr=True)), ready=ready
+    )
     uvicorn.run(app, host=os.environ.get("KGRAG_HOST", "127.0.0.1"), port=int(os.environ.get("KGRAG_PORT", "8080")))
 
 

@@ -10,8 +10,9 @@ SERVICE = "deletion-worker"
 
 def main() -> None:
     settings = KgragSettings()
-    run_worker(SERVICE, lambda s: ChunkIndexerHandler(s.indexer(settings), name=SERVICE,
-                                                      topics=(DOCUMENTS_DELETED,)), settings)
+    run_worker(
+        SERVICE, lambda s: ChunkIndexerHandler(s.indexer(settings), name=SERVICE, topics=(DOCUMENTS_DELETED,)), settings
+    )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ def main() -> None:
     settings = KgragSettings()
 
     def build(stores: DistributedStores) -> Handler:
-        return EntityResolverHandler(build_resolution(settings, store=stores.store, embedder=stores.embedder),
-                                     name=SERVICE)
+        return EntityResolverHandler(
+            build_resolution(settings, store=stores.store, embedder=stores.embedder), name=SERVICE
+        )
 
     run_worker(SERVICE, build, settings)
 

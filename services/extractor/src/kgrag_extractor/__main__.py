@@ -5,7 +5,7 @@ from kgrag_core.handlers.protocol import Handler
 from kgrag_runtime.distributed import DistributedStores
 from kgrag_runtime.extraction import build_extractor
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_llm
+from kgrag_runtime.wiring import build_extraction_llm
 from kgrag_runtime.worker import run_worker
 
 SERVICE = "extractor"
@@ -15,7 +15,7 @@ def main() -> None:
     settings = KgragSettings()
 
     def build(stores: DistributedStores) -> Handler:
-        extractor = build_extractor(settings, store=stores.extraction, llm=build_llm(settings, retry_rate_limits=False))
+        extractor = build_extractor(settings, store=stores.extraction, llm=build_extraction_llm(settings))
         return ExtractorHandler(stores.store, extractor, name=SERVICE)
 
     run_worker(SERVICE, build, settings)

@@ -25,16 +25,21 @@ def main() -> None:
 
     def build(stores: DistributedStores) -> Handler:
         graph = Neo4jLexicalGraph.connect(
-            require(settings.neo4j_uri, "KGRAG_NEO4J_URI"), user=settings.neo4j_user,
+            require(settings.neo4j_uri, "KGRAG_NEO4J_URI"),
+            user=settings.neo4j_user,
             password=settings.neo4j_password.get_secret_value() if settings.neo4j_password else None,
         )
         knowledge = Neo4jKnowledgeGraph(graph.driver, graph.database)
-        source = PostgresKnowledgeSource.connect(require(
-            settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN"))
-        return CompositeHandler(SERVICE, [
-            GraphWriterHandler(stores.store, graph, name=SERVICE),
-            KnowledgeProjectionHandler(source, knowledge, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
-        ])
+        source = PostgresKnowledgeSource.connect(
+            require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
+        )
+        return CompositeHandler(
+            SERVICE,
+            [
+                GraphWriterHandler(stores.store, graph, name=SERVICE),
+                KnowledgeProjectionHandler(source, knowledge, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
+            ],
+        )
 
     run_worker(SERVICE, build, settings)
 

@@ -16,8 +16,9 @@ from kgrag_runtime.app import KgragApp
 from kgrag_runtime.extraction_admin import ExtractionAdmin, scope_from
 
 
-def extraction_router(kg: KgragApp, who_dep: Callable[..., Principal],
-                      run: Callable[[Callable[[], Any]], Any]) -> APIRouter:
+def extraction_router(
+    kg: KgragApp, who_dep: Callable[..., Principal], run: Callable[[Callable[[], Any]], Any]
+) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["extraction"])
 
     def call(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -26,8 +27,11 @@ def extraction_router(kg: KgragApp, who_dep: Callable[..., Principal],
 
     def admin() -> ExtractionAdmin:
         if kg.extraction is None:
-            raise KgragError(ErrorCode.CONFIGURATION_INVALID, "Extraction is switched off on this server.",
-                             hint="Set KGRAG_EXTRACTION_ENABLED=true.")
+            raise KgragError(
+                ErrorCode.CONFIGURATION_INVALID,
+                "Extraction is switched off on this server.",
+                hint="Set KGRAG_EXTRACTION_ENABLED=true.",
+            )
         return kg.extraction
 
     @router.get("/admin/ontology")
@@ -37,8 +41,9 @@ def extraction_router(kg: KgragApp, who_dep: Callable[..., Principal],
         return call(lambda: admin().ontology())
 
     @router.put("/admin/ontology")
-    def put_ontology(body: Annotated[dict[str, Any], Body()], who: Annotated[Principal, Depends(who_dep)]
-                     ) -> dict[str, Any]:
+    def put_ontology(
+        body: Annotated[dict[str, Any], Body()], who: Annotated[Principal, Depends(who_dep)]
+    ) -> dict[str, Any]:
         """Validate an ontology and make it a new version in force (a version label is never reused)."""
         who.require("admin")
         return call(lambda: admin().put_ontology(body))
@@ -76,4 +81,3 @@ def extraction_router(kg: KgragApp, who_dep: Callable[..., Principal],
         return {"entity": entity, "claims": rows}
 
     return router
-

@@ -58,8 +58,12 @@ _STATUS = {
 
 def create_app(kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | None = None) -> FastAPI:
     """The query API: search, ask, and ingestion through whichever runtime `kg` was wired with."""
-    api = _base_app("kgrag", "Search, cited answers and ingestion change events. Every call needs a bearer "
-                    "token; what you can see follows the token's user and groups.", ready or _status_check(kg))
+    api = _base_app(
+        "kgrag",
+        "Search, cited answers and ingestion change events. Every call needs a bearer "
+        "token; what you can see follows the token's user and groups.",
+        ready or _status_check(kg),
+    )
     lock = threading.Lock()
 
     def run(fn: Callable[[], T]) -> T:
@@ -98,8 +102,9 @@ def create_gateway_app(ingestion: IngestGateway, verifier: TokenVerifier, *, rea
     return api
 
 
-def ingest_router(ingestion: IngestGateway, verifier: TokenVerifier,
-                  run: Callable[[Callable[[], Any]], Any]) -> APIRouter:
+def ingest_router(
+    ingestion: IngestGateway, verifier: TokenVerifier, run: Callable[[Callable[[], Any]], Any]
+) -> APIRouter:
     who_dep = _principal_dependency(verifier)
     router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 
@@ -109,9 +114,14 @@ def ingest_router(ingestion: IngestGateway, verifier: TokenVerifier,
         distributed: QUEUED once Kafka has acknowledged the event."""
         who.require("ingest")
         doc = SourceDocument(
-            doc_id=body.doc_id, source=body.source, uri=body.uri or f"{body.source}://{body.doc_id}",
-            title=body.title, body=_body_bytes(body), acl=acl_from_source(body.raw_acl()),
-            modified_at=body.modified_at, media_type=body.media_type,
+            doc_id=body.doc_id,
+            source=body.source,
+            uri=body.uri or f"{body.source}://{body.doc_id}",
+            title=body.title,
+            body=_body_bytes(body),
+            acl=acl_from_source(body.raw_acl()),
+            modified_at=body.modified_at,
+            media_type=body.media_type,
         )
         outcome = run(lambda: ingestion.ingest([doc]))[0]
         if outcome.status is IngestStatus.REJECTED and outcome.error_code is not None:
@@ -178,8 +188,13 @@ def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
     @api.exception_handler(Exception)
     async def unexpected(_: Request, err: Exception) -> JSONResponse:
         # Never a bare 500 page: the body has the stable shape, and no internals beyond the type.
-        body = {"error": {"code": ErrorCode.INTERNAL.value, "message": f"Unexpected {type(err).__name__}.",
-                          "hint": "The server log has the details; retrying is safe (ingestion is idempotent)."}}
+        body = {
+            "error": {
+                "code": ErrorCode.INTERNAL.value,
+                "message": f"Unexpected {type(err).__name__}.",
+                "hint": "The server log has the details; retrying is safe (ingestion is idempotent).",
+            }
+        }
         return JSONResponse(body, status_code=500)
 
     @api.exception_handler(RequestValidationError)

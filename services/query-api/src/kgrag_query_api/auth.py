@@ -58,13 +58,19 @@ class TokenVerifier:
 
     def verify(self, authorization: str | None) -> Principal:
         if not authorization or not authorization.lower().startswith("bearer "):
-            raise KgragError(ErrorCode.UNAUTHENTICATED, "A bearer token is required.",
-                             hint="Send 'Authorization: Bearer <token>'.")
+            raise KgragError(
+                ErrorCode.UNAUTHENTICATED, "A bearer token is required.", hint="Send 'Authorization: Bearer <token>'."
+            )
         token = authorization.split(" ", 1)[1].strip()
         try:
             claims = jwt.decode(
-                token, self.key, algorithms=[self.algorithm], audience=self.audience, issuer=self.issuer,
-                leeway=self.leeway_s, options={"require": ["exp", "iss", "aud", "sub"]},
+                token,
+                self.key,
+                algorithms=[self.algorithm],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway_s,
+                options={"require": ["exp", "iss", "aud", "sub"]},
             )
         except jwt.PyJWTError as err:
             raise KgragError(ErrorCode.UNAUTHENTICATED, f"The token was rejected: {err}.") from err
@@ -78,6 +84,13 @@ class TokenVerifier:
     def issue(self, sub: str, *, groups: list[str], scopes: list[str], ttl_s: int = 3600) -> str:
         """Sign a token (development key and tests only; production tokens come from your identity provider)."""
         now = int(time.time())
-        claims = {"sub": sub, "groups": groups, "scope": " ".join(scopes), "iss": self.issuer,
-                  "aud": self.audience, "iat": now, "exp": now + ttl_s}
+        claims = {
+            "sub": sub,
+            "groups": groups,
+            "scope": " ".join(scopes),
+            "iss": self.issuer,
+            "aud": self.audience,
+            "iat": now,
+            "exp": now + ttl_s,
+        }
         return jwt.encode(claims, self.key, algorithm=self.algorithm)

@@ -93,9 +93,7 @@ class OpenAICompatibleEmbedder(Closeable):
     # --- internals -----------------------------------------------------------------------------
 
     def _fail(self, message: str, hint: str) -> KgragError:
-        return KgragError(
-            ErrorCode.EMBEDDING_FAILED, f"{message} (model {self._model}, {self._url})", hint=hint
-        )
+        return KgragError(ErrorCode.EMBEDDING_FAILED, f"{message} (model {self._model}, {self._url})", hint=hint)
 
     def _post(self, payload: dict[str, Any]) -> httpx.Response:
         for attempt in range(1, MAX_ATTEMPTS + 1):

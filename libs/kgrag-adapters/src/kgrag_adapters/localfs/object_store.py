@@ -75,9 +75,7 @@ class LocalObjectStore:
             rel = Path(dirpath).relative_to(self.root).as_posix()
             base = "" if rel == "." else rel + "/"
             found.extend(
-                base + name
-                for name in filenames
-                if not name.startswith(_HIDDEN) and (base + name).startswith(prefix)
+                base + name for name in filenames if not name.startswith(_HIDDEN) and (base + name).startswith(prefix)
             )
         return sorted(found)
 

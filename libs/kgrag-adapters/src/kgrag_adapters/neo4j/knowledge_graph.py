@@ -99,7 +99,7 @@ CALL (x) {
   UNWIND range(0, size(x.ev_chunk) - 1) AS i
   WITH x, i WHERE x.ev_active[i] AND ($admin OR x.ev_acl[i] IN $acl)
   RETURN collect(x.ev_chunk[i]) AS chunks, max(x.ev_conf[i]) AS conf, max(x.ev_written[i]) AS written,
-         max(x.ev_valid_to[i]) AS valid_to
+         min(x.ev_written[i]) AS first_written, max(x.ev_valid_to[i]) AS valid_to
 }
 """
 
@@ -126,10 +126,10 @@ WITH DISTINCT x
 """
     + _VISIBLE_EVIDENCE
     + """
-WITH x, chunks, conf, written, valid_to WHERE size(chunks) > 0
+WITH x, chunks, conf, written, first_written, valid_to WHERE size(chunks) > 0
 RETURN x.relation_id AS relation_id, startNode(x).canonical_id AS subject, x.relation AS relation,
        endNode(x).canonical_id AS object, x.polarity AS polarity, x.modality AS modality,
-       x.valid_from AS valid_from, valid_to, chunks, conf, written
+       x.valid_from AS valid_from, valid_to, chunks, conf, written, first_written
 ORDER BY size(chunks) DESC, conf DESC, relation_id
 LIMIT $limit
 """
@@ -616,6 +616,7 @@ def _edge(row: Mapping[str, Any], clusters: Mapping[str, _Cluster]) -> Edge | No
         evidence_chunk_ids=tuple(sorted(row["chunks"])),
         confidence=float(row["conf"]),
         latest_written=_date(row["written"]),
+        first_written=_date(row["first_written"]),
     )
 
 

@@ -70,9 +70,7 @@ class EmbeddedPostgres:
         info = self._server.get_postmaster_info()
         # Built here rather than taken from the wheel's get_uri(), which does not percent-encode the
         # socket directory; make_conninfo quotes what needs quoting.
-        return make_conninfo(
-            "", host=str(info.socket_dir), port=str(info.port), user="postgres", dbname="postgres"
-        )
+        return make_conninfo("", host=str(info.socket_dir), port=str(info.port), user="postgres", dbname="postgres")
 
     @property
     def running(self) -> bool:

@@ -349,8 +349,9 @@ class PostgresExtractionStore(PostgresStore):
                 "WITH hit AS (SELECT DISTINCT b.chunk_id FROM chunk_lsh_bands b WHERE b.band_key = ANY(%s))"
                 " SELECT m.chunk_id, m.content_hash, m.signature FROM hit"
                 " JOIN chunk_minhash m ON m.chunk_id = hit.chunk_id"
-                " JOIN chunks c ON c.chunk_id = m.chunk_id" + _LIVE_CHUNKS +
-                " WHERE (%s::text IS NULL OR c.doc_id <> %s) ORDER BY m.seq",
+                " JOIN chunks c ON c.chunk_id = m.chunk_id"
+                + _LIVE_CHUNKS
+                + " WHERE (%s::text IS NULL OR c.doc_id <> %s) ORDER BY m.seq",
                 (list(band_keys), exclude_doc_id, exclude_doc_id),
             ).fetchall()
         return [MinHashEntry(r[0], r[1], tuple(_to_unsigned(v) for v in r[2])) for r in rows]

@@ -89,7 +89,8 @@ _EDGE_GROUPS: LiteralString = (
     " UNION SELECT r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id)"
     " SELECT COALESCE(cs.canonical_id, r.subject_id), r.relation, COALESCE(co.canonical_id, r.object_id),"
     " r.polarity, r.modality, r.valid_from, max(r.valid_to), array_agg(DISTINCT ev.chunk_id),"
-    " max(ev.confidence), max((c.doc_time AT TIME ZONE 'UTC')::date), count(DISTINCT ev.chunk_id)"
+    " max(ev.confidence), max((c.doc_time AT TIME ZONE 'UTC')::date), count(DISTINCT ev.chunk_id),"
+    " min((c.doc_time AT TIME ZONE 'UTC')::date)"
     " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
     " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
     " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
@@ -653,6 +654,7 @@ def _edge(row: Row, clusters: Mapping[str, _Cluster]) -> Edge | None:
         evidence_chunk_ids=tuple(sorted(row[7])),
         confidence=float(row[8]),
         latest_written=row[9],
+        first_written=row[11],
     )
 
 

@@ -178,9 +178,7 @@ class PostgresStore(Closeable):
 
     def commit_document(self, doc: StoredDocument, acl: AclClass, chunks: Sequence[Chunk]) -> None:
         if doc.acl_class_id != acl.acl_class_id:
-            raise ValueError(
-                f"document {doc.doc_id} names ACL class {doc.acl_class_id}, not {acl.acl_class_id}"
-            )
+            raise ValueError(f"document {doc.doc_id} names ACL class {doc.acl_class_id}, not {acl.acl_class_id}")
         for ch in chunks:
             if ch.doc_id != doc.doc_id:
                 raise ValueError(f"chunk {ch.chunk_id} belongs to {ch.doc_id}, not {doc.doc_id}")
@@ -190,14 +188,21 @@ class PostgresStore(Closeable):
             self._conn.execute(
                 _UPSERT_DOC,
                 (
-                    doc.doc_id, doc.source, doc.uri, doc.title, doc.version, doc.content_hash,
-                    doc.acl_class_id, _utc_or_none(doc.modified_at), doc.status.value, doc.media_type,
-                    doc.byte_length, _utc_or_none(doc.observed_at),
+                    doc.doc_id,
+                    doc.source,
+                    doc.uri,
+                    doc.title,
+                    doc.version,
+                    doc.content_hash,
+                    doc.acl_class_id,
+                    _utc_or_none(doc.modified_at),
+                    doc.status.value,
+                    doc.media_type,
+                    doc.byte_length,
+                    _utc_or_none(doc.observed_at),
                 ),
             )
-            self._conn.execute(
-                "DELETE FROM chunks WHERE doc_id = %s AND NOT (chunk_id = ANY(%s))", (doc.doc_id, keep)
-            )
+            self._conn.execute("DELETE FROM chunks WHERE doc_id = %s AND NOT (chunk_id = ANY(%s))", (doc.doc_id, keep))
             if chunks:
                 with self._conn.cursor() as cur:
                     cur.executemany(_UPSERT_CHUNK, [_chunk_params(ch) for ch in chunks])
@@ -231,7 +236,10 @@ class PostgresStore(Closeable):
                 "INSERT INTO deletion_log (doc_id, chunk_ids, object_keys, stores, at)"
                 " VALUES (%s, %s, %s, %s, COALESCE(%s::timestamptz, now()))",
                 (
-                    doc_id, list(record.chunk_ids), list(record.object_keys), list(record.stores),
+                    doc_id,
+                    list(record.chunk_ids),
+                    list(record.object_keys),
+                    list(record.stores),
                     _utc_or_none(record.at),
                 ),
             )
@@ -239,8 +247,7 @@ class PostgresStore(Closeable):
     def deletion_records(self, doc_id: str) -> list[DeletionRecord]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT doc_id, chunk_ids, object_keys, stores, at FROM deletion_log"
-                " WHERE doc_id = %s ORDER BY id",
+                "SELECT doc_id, chunk_ids, object_keys, stores, at FROM deletion_log WHERE doc_id = %s ORDER BY id",
                 (doc_id,),
             ).fetchall()
         return [DeletionRecord(r[0], tuple(r[1]), tuple(r[2]), tuple(r[3]), _utc(r[4])) for r in rows]
@@ -261,8 +268,16 @@ class PostgresStore(Closeable):
             return
         params = [
             (
-                o.doc_id, o.status.value, o.source, o.uri, o.error_code.value if o.error_code else None,
-                o.message, o.chunks_total, o.chunks_embedded, o.chunks_removed, _utc_or_none(o.at),
+                o.doc_id,
+                o.status.value,
+                o.source,
+                o.uri,
+                o.error_code.value if o.error_code else None,
+                o.message,
+                o.chunks_total,
+                o.chunks_embedded,
+                o.chunks_removed,
+                _utc_or_none(o.at),
             )
             for o in outcomes
         ]
@@ -343,29 +358,64 @@ def _utc_or_none(value: datetime | None) -> datetime | None:
 
 def _document(r: Row) -> StoredDocument:
     return StoredDocument(
-        doc_id=r[0], source=r[1], uri=r[2], title=r[3], version=r[4], content_hash=r[5], acl_class_id=r[6],
-        modified_at=_utc_or_none(r[7]), status=DocumentStatus(r[8]), media_type=r[9], byte_length=r[10],
-        observed_at=_utc_or_none(r[11]), deleted_at=_utc_or_none(r[12]),
+        doc_id=r[0],
+        source=r[1],
+        uri=r[2],
+        title=r[3],
+        version=r[4],
+        content_hash=r[5],
+        acl_class_id=r[6],
+        modified_at=_utc_or_none(r[7]),
+        status=DocumentStatus(r[8]),
+        media_type=r[9],
+        byte_length=r[10],
+        observed_at=_utc_or_none(r[11]),
+        deleted_at=_utc_or_none(r[12]),
     )
 
 
 def _chunk(r: Row) -> Chunk:
     return Chunk(
-        chunk_id=r[0], doc_id=r[1], seq=r[2], breadcrumb=tuple(r[3]), start_byte=r[4], end_byte=r[5],
-        text=r[6], token_count=r[7], content_hash=r[8], acl_class_id=r[9], doc_time=_utc_or_none(r[10]),
+        chunk_id=r[0],
+        doc_id=r[1],
+        seq=r[2],
+        breadcrumb=tuple(r[3]),
+        start_byte=r[4],
+        end_byte=r[5],
+        text=r[6],
+        token_count=r[7],
+        content_hash=r[8],
+        acl_class_id=r[9],
+        doc_time=_utc_or_none(r[10]),
     )
 
 
 def _chunk_params(ch: Chunk) -> Row:
     return (
-        ch.chunk_id, ch.doc_id, ch.seq, list(ch.breadcrumb), ch.start_byte, ch.end_byte, ch.text,
-        ch.token_count, ch.content_hash, ch.acl_class_id, _utc_or_none(ch.doc_time),
+        ch.chunk_id,
+        ch.doc_id,
+        ch.seq,
+        list(ch.breadcrumb),
+        ch.start_byte,
+        ch.end_byte,
+        ch.text,
+        ch.token_count,
+        ch.content_hash,
+        ch.acl_class_id,
+        _utc_or_none(ch.doc_time),
     )
 
 
 def _outcome(r: Row) -> IngestOutcome:
     return IngestOutcome(
-        doc_id=r[0], status=IngestStatus(r[1]), source=r[2] or "", uri=r[3] or "",
-        error_code=ErrorCode(r[4]) if r[4] else None, message=r[5] or "", chunks_total=r[6] or 0,
-        chunks_embedded=r[7] or 0, chunks_removed=r[8] or 0, at=_utc(r[9]),
+        doc_id=r[0],
+        status=IngestStatus(r[1]),
+        source=r[2] or "",
+        uri=r[3] or "",
+        error_code=ErrorCode(r[4]) if r[4] else None,
+        message=r[5] or "",
+        chunks_total=r[6] or 0,
+        chunks_embedded=r[7] or 0,
+        chunks_removed=r[8] or 0,
+        at=_utc(r[9]),
     )

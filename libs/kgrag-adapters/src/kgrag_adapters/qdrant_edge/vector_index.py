@@ -72,9 +72,7 @@ class EdgeVectorIndex(Closeable):
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         # Validate everything first so a bad point cannot leave a half-applied call behind.
-        prepared = [
-            qe.Point(point_id_for(p.chunk_id), self._checked_vector(p.vector), _payload(p)) for p in points
-        ]
+        prepared = [qe.Point(point_id_for(p.chunk_id), self._checked_vector(p.vector), _payload(p)) for p in points]
         if not prepared:
             return
         shard = self._live()

@@ -38,9 +38,7 @@ class _Scored:
     end_byte: int
 
 
-def extractive_answer(
-    question: str, hits: Sequence[SearchHit], settings: ExtractiveSettings | None = None
-) -> Answer:
+def extractive_answer(question: str, hits: Sequence[SearchHit], settings: ExtractiveSettings | None = None) -> Answer:
     cfg = settings or ExtractiveSettings()
     evidence = list(hits[: cfg.evidence_chunks])
     q_terms = set(content_terms(question))
@@ -63,8 +61,13 @@ def extractive_answer(
             overlap = len(terms & q_terms) / len(q_terms)
             score = overlap * (0.6 + 0.4 * rank_prior)
             scored.append(
-                _Scored(score, index, sentence.text, hit.start_byte + sentence.start_byte,
-                        hit.start_byte + sentence.end_byte)
+                _Scored(
+                    score,
+                    index,
+                    sentence.text,
+                    hit.start_byte + sentence.start_byte,
+                    hit.start_byte + sentence.end_byte,
+                )
             )
     # Highest score first; ties keep document order (hit rank, then position) for determinism.
     scored.sort(key=lambda s: (-s.score, s.hit_index, s.start_byte))
@@ -78,8 +81,9 @@ def extractive_answer(
     sentences: list[AnswerSentence] = []
     for s in chosen:
         hit = evidence[s.hit_index]
-        citation = Citation(len(citations) + 1, hit.chunk_id, hit.doc_id, hit.title, hit.uri,
-                            s.start_byte, s.end_byte, s.text)
+        citation = Citation(
+            len(citations) + 1, hit.chunk_id, hit.doc_id, hit.title, hit.uri, s.start_byte, s.end_byte, s.text
+        )
         citations.append(citation)
         sentences.append(AnswerSentence(s.text, (citation.id,)))
     confidence = "HIGH" if coverage >= 0.85 else "MEDIUM" if coverage >= 0.65 else "LOW"

@@ -57,9 +57,7 @@ SYSTEM_PROMPT = (
 
 
 def build_messages(question: str, hits: Sequence[SearchHit]) -> list[ChatMessage]:
-    blocks = [
-        f"[{i}] {hit.title} — {' > '.join(hit.breadcrumb)}\n{hit.text}" for i, hit in enumerate(hits, start=1)
-    ]
+    blocks = [f"[{i}] {hit.title} — {' > '.join(hit.breadcrumb)}\n{hit.text}" for i, hit in enumerate(hits, start=1)]
     user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
     return [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", user)]
 
@@ -85,7 +83,8 @@ def generative_answer(question: str, hits: Sequence[SearchHit], model: ChatModel
         parsed = _verify_sentence(item, evidence, citations)
         if parsed is None:
             return _refuse(
-                question, evidence_ids,
+                question,
+                evidence_ids,
                 "A sentence of the model's answer had no quote that could be found in its source, "
                 "so the answer was withheld.",
             )
@@ -101,9 +100,7 @@ def generative_answer(question: str, hits: Sequence[SearchHit], model: ChatModel
     )
 
 
-def _verify_sentence(
-    item: object, evidence: Sequence[SearchHit], citations: list[Citation]
-) -> AnswerSentence | None:
+def _verify_sentence(item: object, evidence: Sequence[SearchHit], citations: list[Citation]) -> AnswerSentence | None:
     if not isinstance(item, dict) or not isinstance(item.get("text"), str):
         return None
     refs = item.get("evidence")
@@ -120,8 +117,9 @@ def _verify_sentence(
         if not quote_in_text(quote, hit.text):
             return None
         start, end = _locate(quote, hit)
-        citation = Citation(len(citations) + 1, hit.chunk_id, hit.doc_id, hit.title, hit.uri, start, end,
-                            normalise_for_quote(quote))
+        citation = Citation(
+            len(citations) + 1, hit.chunk_id, hit.doc_id, hit.title, hit.uri, start, end, normalise_for_quote(quote)
+        )
         citations.append(citation)
         ids.append(citation.id)
     return AnswerSentence(item["text"].strip(), tuple(ids))
@@ -137,10 +135,19 @@ def _locate(quote: str, hit: SearchHit) -> tuple[int, int]:
 
 
 def _no_answer(question: str, evidence_ids: tuple[str, ...]) -> Answer:
-    return Answer(question, AnswerMode.ABSTAINED, (), (), NO_ANSWER, "LOW",
-                  ErrorCode.INSUFFICIENT_EVIDENCE.value, evidence_ids)
+    return Answer(
+        question, AnswerMode.ABSTAINED, (), (), NO_ANSWER, "LOW", ErrorCode.INSUFFICIENT_EVIDENCE.value, evidence_ids
+    )
 
 
 def _refuse(question: str, evidence_ids: tuple[str, ...], why: str) -> Answer:
-    return Answer(question, AnswerMode.REFUSED, (), (), f"{NO_ANSWER} {why}", "LOW",
-                  ErrorCode.INSUFFICIENT_EVIDENCE.value, evidence_ids)
+    return Answer(
+        question,
+        AnswerMode.REFUSED,
+        (),
+        (),
+        f"{NO_ANSWER} {why}",
+        "LOW",
+        ErrorCode.INSUFFICIENT_EVIDENCE.value,
+        evidence_ids,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import date
 
@@ -57,6 +58,11 @@ def key_fact_recall(
     """
     if not key_facts:
         return 0.0
+    return key_facts_found(read_in_budget(ranked_texts, budget_tokens, count_tokens), key_facts)
+
+
+def read_in_budget(ranked_texts: Sequence[str], budget_tokens: int, count_tokens: Callable[[str], int]) -> list[str]:
+    """The texts an answerer reads within the budget, in order, stopping at the first that does not fit."""
     used = 0
     read: list[str] = []
     for text in ranked_texts:
@@ -65,7 +71,7 @@ def key_fact_recall(
             break
         used += cost
         read.append(text)
-    return key_facts_found(read, key_facts)
+    return read
 
 
 def key_facts_found(read_texts: Sequence[str], key_facts: Sequence[str]) -> float:
@@ -74,6 +80,42 @@ def key_facts_found(read_texts: Sequence[str], key_facts: Sequence[str]) -> floa
         return 0.0
     window = "\n".join(normalise_for_quote(t) for t in read_texts)
     return sum(1 for fact in key_facts if normalise_for_quote(fact) in window) / len(key_facts)
+
+
+# "24,500", "24 500" and "24500" are one number to a reader; lines carry normalised values, documents
+# carry them as written.
+_THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f ](?=\d{3}(?!\d))")
+
+
+def _for_values(text: str) -> str:
+    return _THOUSANDS.sub("", normalise_for_quote(text).casefold())
+
+
+def _first_offset(window: str, value: str) -> int | None:
+    """Where `value` first occurs as a whole token sequence ("2.1" is not found in "2.15")."""
+    needle = _for_values(value)
+    if not needle:
+        return None
+    found = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", window)
+    return found.start() if found else None
+
+
+def values_found(read_texts: Sequence[str], values: Sequence[str]) -> float:
+    """Share of the answer's values ("Zoë Müller", "24,500") that occur in the texts read."""
+    if not values:
+        return 0.0
+    window = "\n".join(_for_values(t) for t in read_texts)
+    return sum(1 for v in values if _first_offset(window, v) is not None) / len(values)
+
+
+def current_value_first(read_texts: Sequence[str], current: Sequence[str], outdated: Sequence[str]) -> float:
+    """1 if, reading in order, a current value is met before any outdated one (and is met at all), else 0."""
+    window = "\n".join(_for_values(t) for t in read_texts)
+    first_current = min((o for v in current if (o := _first_offset(window, v)) is not None), default=None)
+    if first_current is None:
+        return 0.0
+    first_outdated = min((o for v in outdated if (o := _first_offset(window, v)) is not None), default=None)
+    return 1.0 if first_outdated is None or first_current < first_outdated else 0.0
 
 
 def temporal_gold(

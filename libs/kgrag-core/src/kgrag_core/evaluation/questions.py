@@ -20,6 +20,10 @@ class EvalQuestion:
     key_facts: tuple[str, ...]
     caller: Caller
     acl_denied: bool = False
+    # The answer's values ("Zoë Müller", "24,500") and, for temporal questions, the values it replaced:
+    # what a reader must find in the context, and must meet before any older value.
+    answer_values: tuple[str, ...] = ()
+    outdated_values: tuple[str, ...] = ()
 
     @property
     def answerable(self) -> bool:
@@ -54,8 +58,17 @@ def parse_questions(lines: list[str]) -> list[EvalQuestion]:
                         admin=bool(principal.get("admin", False)),
                     ),
                     acl_denied=bool(raw.get("acl_denied", False)),
+                    answer_values=_strings(raw, "answer_values"),
+                    outdated_values=_strings(raw, "outdated_values"),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise KgragError(ErrorCode.MISSING_FIELD, f"line {number}: {err}") from err
     return out
+
+
+def _strings(raw: dict[str, object], name: str) -> tuple[str, ...]:
+    values = raw.get(name) or []
+    if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+        raise ValueError(f"{name} must be a list of non-empty strings")
+    return tuple(values)

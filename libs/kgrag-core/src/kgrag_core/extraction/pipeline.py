@@ -279,8 +279,9 @@ class Extractor:
 
     def _validated(self, chunk: Chunk, keys: dict[str, ExtractionKey], tier: Tier, items: Items) -> ChunkExtraction:
         entities, relations, claims = items
-        checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, self.ontology,
-                           context=chunk.section_path)
+        checked = validate(
+            chunk.chunk_id, chunk.text, entities, relations, claims, self.ontology, context=chunk.section_path
+        )
         return ChunkExtraction(
             chunk.chunk_id,
             keys[chunk.chunk_id],

@@ -97,6 +97,15 @@ def render_chunk(chunk: Chunk) -> str:
     return f"{header}\n{chunk.text}\n</chunk>"
 
 
+_RENDERED_CHUNK = re.compile(r'<chunk id="(?P<id>[^"]+)"(?: section="[^"]*")?>\n(?P<text>.*?)\n</chunk>', re.DOTALL)
+
+
+def rendered_chunks(user_message: str) -> list[tuple[str, str]]:
+    """(chunk_id, text) of each chunk `render_chunk` wrote into a request, in order: how a stand-in model
+    reads a tier-3 request as a real one would."""
+    return [(m["id"], m["text"]) for m in _RENDERED_CHUNK.finditer(user_message)]
+
+
 def build_batches(
     chunks: Sequence[Chunk], *, max_chunks: int, max_input_tokens: int, count_tokens: Callable[[str], int]
 ) -> list[list[Chunk]]:

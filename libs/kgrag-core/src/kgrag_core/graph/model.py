@@ -80,6 +80,7 @@ class Edge:
     evidence_chunk_ids: tuple[str, ...]
     confidence: float
     latest_written: date | None = None  # the newest date among its visible evidence
+    first_written: date | None = None  # the oldest: when the documents first said so
 
     @property
     def evidence_count(self) -> int:

@@ -207,3 +207,29 @@ def seed_entities(links: Sequence[LinkedMention]) -> list[tuple[EntitySummary, f
             if key not in best or c.score > best[key][1]:
                 best[key] = (c.entity, c.score)
     return sorted(best.values(), key=lambda es: (-es[1], es[0].entity.entity_id))
+
+
+def passage_seeds(
+    passages: Sequence[str],
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    *,
+    weight: float,
+) -> list[tuple[EntitySummary, float]]:
+    """Entities named in the passages hybrid search ranked first, scored `weight` x their link score.
+
+    A multi-hop question often names no entity of its chain ("the system that caused the 4 June sign-in
+    outage"): the bridge entity is in the passage that answers the first hop, so that passage anchors the
+    walk. Names are linked through the alias index exactly like the question's, and weigh less than them;
+    a name several of the passages share (the system both the ticket and the incident report name) sums
+    its link scores, up to a full `weight`.
+    """
+    found: dict[str, EntitySummary] = {}
+    totals: dict[str, float] = {}
+    for passage in passages:
+        for entity, score in seed_entities(link_entities(passage, graph, acl_class_ids)):
+            key = entity.entity.entity_id
+            found[key] = entity
+            totals[key] = totals.get(key, 0.0) + score
+    seeds = [(found[key], round(weight * min(1.0, total), 4)) for key, total in totals.items()]
+    return sorted(seeds, key=lambda es: (-es[1], es[0].entity.entity_id))

@@ -24,8 +24,14 @@ from kgrag_core.errors import KgragError
 from kgrag_core.graph.model import Traversal
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.evidence import ContextPack, GraphLine, gather_evidence, pack_context
-from kgrag_core.graph_retrieval.expansion import ExpansionSettings, expand
-from kgrag_core.graph_retrieval.linking import EmbeddingSearch, LinkedMention, link_entities, seed_entities
+from kgrag_core.graph_retrieval.expansion import ExpansionSettings, RelationRelevance, expand, relation_relevance
+from kgrag_core.graph_retrieval.linking import (
+    EmbeddingSearch,
+    LinkedMention,
+    link_entities,
+    passage_seeds,
+    seed_entities,
+)
 from kgrag_core.graph_retrieval.router import QuestionKind, Route, route
 from kgrag_core.limits import TOP_K
 from kgrag_core.ports import AclStore, TokenCounter
@@ -83,6 +89,10 @@ class GraphSearchSettings:
     # At most this share of the budget goes on graph lines: at 0.25 a well-connected entity's lines pushed
     # key-fact chunks out of the budget on the bundled eval; 0.1 still reads the ~3-4 lines holding answers.
     line_share: float = 0.1
+    # Multi-hop questions (and questions naming no known entity) are also anchored on the entities named
+    # in hybrid's best passages, at this share of a question link's score.
+    passage_seed_hits: int = 3
+    passage_seed_weight: float = 0.5
     # The whole graph layer (linking, expansion, claims, hydration of its chunks); over it, the answer is
     # hybrid's and flagged. Adapters must bound each call themselves (statement timeouts): a pure-logic
     # core cannot interrupt a call that never returns.
@@ -173,10 +183,13 @@ class GraphAssistedSearcher:
             allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
             if not allowed:
                 return self._plain(base, chosen, reason=None, why_not="nothing readable", k=k)
-            findings = self._graph_findings(base.query, chosen, allowed)
+            findings = self._graph_findings(base, chosen, allowed)
             if findings is None:
                 return self._plain(base, chosen, reason=None, why_not="no entity linked", k=k)
-            hits, limits = self._fuse(base, findings.chunks, set(allowed), k, _current_claim_chunks(findings.lines))
+            may_boost = _current_claim_chunks(findings.lines)
+            if chosen.kind is QuestionKind.MULTI_HOP:
+                may_boost |= _chain_chunks(findings.traversal, relation_relevance(base.query))
+            hits, limits = self._fuse(base, findings.chunks, set(allowed), k, may_boost)
             elapsed = self.clock() - started
         except Exception as err:
             # Not swallowed: the response says degraded with the reason, and operators get the traceback.
@@ -207,8 +220,9 @@ class GraphAssistedSearcher:
             context=context,
         )
 
-    def _graph_findings(self, text: str, chosen: Route, allowed: Sequence[str]) -> _GraphFindings | None:
+    def _graph_findings(self, base: SearchResponse, chosen: Route, allowed: Sequence[str]) -> _GraphFindings | None:
         cfg = self.settings
+        text = base.query
         links = link_entities(
             text,
             self.graph,
@@ -217,6 +231,11 @@ class GraphAssistedSearcher:
             max_candidates=cfg.max_link_candidates,
         )
         seeds = seed_entities(links)
+        if chosen.kind is QuestionKind.MULTI_HOP or not seeds:
+            named = {s.entity.entity_id for s, _ in seeds}
+            passages = [h.text for h in base.hits[: cfg.passage_seed_hits]]
+            anchored = passage_seeds(passages, self.graph, allowed, weight=cfg.passage_seed_weight)
+            seeds += [(e, score) for e, score in anchored if e.entity.entity_id not in named]
         if not seeds:
             return None
         traversal = expand(
@@ -316,6 +335,16 @@ def _describe(err: Exception) -> str:
     if isinstance(err, KgragError):
         return f"{err.code.value}: {err}"
     return f"{type(err).__name__}: {err}"
+
+
+def _chain_chunks(traversal: Traversal, relevance: RelationRelevance) -> frozenset[str]:
+    """Evidence of the edges a multi-hop question asks about ("leads", "owns", "caused"): the hops direct
+    retrieval cannot reach by wording, so on a multi-hop question they may re-rank as well as add."""
+    if not relevance.relevant:
+        return frozenset()
+    return frozenset(
+        c for step in traversal.steps if step.edge.relation in relevance.relevant for c in step.edge.evidence_chunk_ids
+    )
 
 
 def _current_claim_chunks(lines: Sequence[GraphLine]) -> frozenset[str]:

@@ -29,8 +29,9 @@ class AclPropagatorHandler:
             except ValidationError as err:
                 reason = "; ".join(str(e["msg"]) for e in err.errors()[:3])
                 result.dead_letters.append(DeadLetter(key, payload, ErrorCode.MALFORMED_EVENT.value, reason))
-                result.outcomes.append(IngestOutcome(key, IngestStatus.REJECTED,
-                                                     error_code=ErrorCode.MALFORMED_EVENT, message=reason))
+                result.outcomes.append(
+                    IngestOutcome(key, IngestStatus.REJECTED, error_code=ErrorCode.MALFORMED_EVENT, message=reason)
+                )
                 continue
             acl = AclClass.of(event.acl_principals, malformed=event.acl_malformed)
             outcome = self.indexer.change_acl(event.doc_id, acl)

@@ -71,14 +71,10 @@ class ChunkIndexerHandler:
             result.outputs.append(OutputEvent(CHUNKS_CHANGED, event.doc_id, gone.model_dump(mode="json")))
 
     @staticmethod
-    def _poison(
-        key: str, payload: Mapping[str, object], code: ErrorCode, reason: str, result: HandlerResult
-    ) -> None:
+    def _poison(key: str, payload: Mapping[str, object], code: ErrorCode, reason: str, result: HandlerResult) -> None:
         result.dead_letters.append(DeadLetter(key, payload, code.value, reason))
         doc_id = payload.get("doc_id") if isinstance(payload.get("doc_id"), str) else key
-        result.outcomes.append(
-            IngestOutcome(str(doc_id), IngestStatus.REJECTED, error_code=code, message=reason)
-        )
+        result.outcomes.append(IngestOutcome(str(doc_id), IngestStatus.REJECTED, error_code=code, message=reason))
 
 
 def _brief(err: ValidationError) -> str:

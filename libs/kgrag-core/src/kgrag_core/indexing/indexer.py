@@ -71,8 +71,13 @@ class DocumentIndexer:
         for position, doc in enumerate(docs):
             if last_position[doc.doc_id] != position:
                 # A later event for the same document in this batch wins; indexing both would race.
-                outcomes[position] = IngestOutcome(doc.doc_id, IngestStatus.UNCHANGED, source=doc.source,
-                                                   uri=doc.uri, message="superseded by a later event in the batch")
+                outcomes[position] = IngestOutcome(
+                    doc.doc_id,
+                    IngestStatus.UNCHANGED,
+                    source=doc.source,
+                    uri=doc.uri,
+                    message="superseded by a later event in the batch",
+                )
                 continue
             try:
                 result = self._prepare(doc)
@@ -97,8 +102,13 @@ class DocumentIndexer:
     def delete(self, doc_id: str, *, observed_at: datetime | None = None) -> IngestOutcome:
         existing = self.documents.get_document(doc_id)
         if existing is not None and observed_at and existing.observed_at and existing.observed_at > observed_at:
-            return IngestOutcome(doc_id, IngestStatus.UNCHANGED, source=existing.source, uri=existing.uri,
-                                 message="skipped: a newer version arrived after this deletion was requested")
+            return IngestOutcome(
+                doc_id,
+                IngestStatus.UNCHANGED,
+                source=existing.source,
+                uri=existing.uri,
+                message="skipped: a newer version arrived after this deletion was requested",
+            )
         if existing is None or existing.status is DocumentStatus.DELETED:
             err = KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"No active document {doc_id!r}.")
             return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=err.code, message=err.message)
@@ -131,8 +141,14 @@ class DocumentIndexer:
         self.documents.mark_deleted(doc_id, record)
         if self.extraction_store is not None:
             self.extraction_store.purge_content(sorted({c.content_hash for c in stored_chunks}))
-        return IngestOutcome(doc_id, IngestStatus.DELETED, source=existing.source, uri=existing.uri,
-                             chunks_removed=len(chunk_ids), message="removed from every store")
+        return IngestOutcome(
+            doc_id,
+            IngestStatus.DELETED,
+            source=existing.source,
+            uri=existing.uri,
+            chunks_removed=len(chunk_ids),
+            message="removed from every store",
+        )
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
         """Move a document to a new ACL class, failing closed.
@@ -142,13 +158,18 @@ class DocumentIndexer:
         and a reader who gained access waits until the projections are rewritten below.
         """
         if not self.documents.update_acl(doc_id, acl):
-            return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=ErrorCode.DOCUMENT_NOT_FOUND,
-                                 message=f"No active document {doc_id!r}.")
+            return IngestOutcome(
+                doc_id,
+                IngestStatus.REJECTED,
+                error_code=ErrorCode.DOCUMENT_NOT_FOUND,
+                message=f"No active document {doc_id!r}.",
+            )
         self.cache.invalidate_all()
         count = self.reproject([doc_id])
         self.cache.invalidate_all()
-        return IngestOutcome(doc_id, IngestStatus.ACL_UPDATED, chunks_total=count,
-                             message=f"now readable by {', '.join(acl.principals)}")
+        return IngestOutcome(
+            doc_id, IngestStatus.ACL_UPDATED, chunks_total=count, message=f"now readable by {', '.join(acl.principals)}"
+        )
 
     def reproject(self, doc_ids: Sequence[str], *, vectors: bool = True, keywords: bool = True) -> int:
         """Rewrite the vector and keyword projections of these documents from PostgreSQL alone.
@@ -171,11 +192,15 @@ class DocumentIndexer:
             for c in chunks:
                 if vectors:
                     key = _embedding_key(_embedding_text(doc.title, c))
-                    points.append(VectorPoint(c.chunk_id, found[key], c.doc_id, c.acl_class_id, c.content_hash,
-                                              doc.source, c.doc_time))
+                    points.append(
+                        VectorPoint(
+                            c.chunk_id, found[key], c.doc_id, c.acl_class_id, c.content_hash, doc.source, c.doc_time
+                        )
+                    )
                 if keywords:
-                    keyword_docs.append(KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path,
-                                                   c.text, doc.source))
+                    keyword_docs.append(
+                        KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
+                    )
         if points:
             self.vectors.upsert(points)
         if keyword_docs:
@@ -189,8 +214,13 @@ class DocumentIndexer:
         body_hash = content_hash(doc.body)
         existing = self.documents.get_document(doc.doc_id)
         if _older_than_store(doc.observed_at, existing):
-            return IngestOutcome(doc.doc_id, IngestStatus.UNCHANGED, source=doc.source, uri=doc.uri,
-                                 message="skipped: the store already reflects a later change or deletion")
+            return IngestOutcome(
+                doc.doc_id,
+                IngestStatus.UNCHANGED,
+                source=doc.source,
+                uri=doc.uri,
+                message="skipped: the store already reflects a later change or deletion",
+            )
         if (
             existing is not None
             and existing.status is DocumentStatus.ACTIVE
@@ -200,13 +230,19 @@ class DocumentIndexer:
             and existing.uri == doc.uri
             and existing.modified_at == doc.modified_at
         ):
-            return IngestOutcome(doc.doc_id, IngestStatus.UNCHANGED, source=doc.source, uri=doc.uri,
-                                 chunks_total=len(self.documents.chunks_of(doc.doc_id)))
+            return IngestOutcome(
+                doc.doc_id,
+                IngestStatus.UNCHANGED,
+                source=doc.source,
+                uri=doc.uri,
+                chunks_total=len(self.documents.chunks_of(doc.doc_id)),
+            )
         previous = frozenset(c.chunk_id for c in self.documents.chunks_of(doc.doc_id))
         version = 1 if existing is None else existing.version + 1
         body = doc.body
         chunk_list = chunks_of_document(
-            doc, text,
+            doc,
+            text,
             max_tokens=self.settings.chunk_max_tokens,
             overlap_tokens=self.settings.chunk_overlap_tokens,
             count_tokens=self.count_tokens,
@@ -215,9 +251,17 @@ class DocumentIndexer:
         if not chunks:
             raise KgragError(ErrorCode.EMPTY_DOCUMENT, "The document has no text to index after front matter.")
         stored = StoredDocument(
-            doc_id=doc.doc_id, source=doc.source, uri=doc.uri, title=doc.title, version=version,
-            content_hash=body_hash, acl_class_id=doc.acl.acl_class_id, modified_at=doc.modified_at,
-            status=DocumentStatus.ACTIVE, media_type=doc.media_type, byte_length=len(body),
+            doc_id=doc.doc_id,
+            source=doc.source,
+            uri=doc.uri,
+            title=doc.title,
+            version=version,
+            content_hash=body_hash,
+            acl_class_id=doc.acl.acl_class_id,
+            modified_at=doc.modified_at,
+            status=DocumentStatus.ACTIVE,
+            media_type=doc.media_type,
+            byte_length=len(body),
             observed_at=doc.observed_at,
         )
         return _Prepared(doc, stored, chunks, previous)
@@ -256,8 +300,11 @@ class DocumentIndexer:
             self._drop_old_bodies(doc.doc_id, item.stored.content_hash)
             for c in item.chunks:
                 key = _embedding_key(_embedding_text(doc.title, c))
-                points.append(VectorPoint(c.chunk_id, vectors[key], c.doc_id, c.acl_class_id, c.content_hash,
-                                          doc.source, c.doc_time))
+                points.append(
+                    VectorPoint(
+                        c.chunk_id, vectors[key], c.doc_id, c.acl_class_id, c.content_hash, doc.source, c.doc_time
+                    )
+                )
                 keyword_docs.append(
                     KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
                 )
@@ -352,5 +399,6 @@ def _indexed(item: _Prepared, embedded: set[str]) -> IngestOutcome:
 
 
 def _rejected(doc: SourceDocument, err: KgragError) -> IngestOutcome:
-    return IngestOutcome(doc.doc_id, IngestStatus.REJECTED, source=doc.source, uri=doc.uri,
-                         error_code=err.code, message=err.message)
+    return IngestOutcome(
+        doc.doc_id, IngestStatus.REJECTED, source=doc.source, uri=doc.uri, error_code=err.code, message=err.message
+    )

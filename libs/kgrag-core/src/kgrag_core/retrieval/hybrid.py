@@ -42,8 +42,9 @@ class HybridSearcher:
         if not text:
             raise KgragError(ErrorCode.INVALID_QUERY, "The query is empty.", hint="Pass some words to search.")
         if len(text) > QUERY_CHARS.maximum:
-            raise KgragError(ErrorCode.LIMIT_EXCEEDED,
-                             f"The query has {len(text)} characters; the maximum is {QUERY_CHARS.maximum}.")
+            raise KgragError(
+                ErrorCode.LIMIT_EXCEEDED, f"The query has {len(text)} characters; the maximum is {QUERY_CHARS.maximum}."
+            )
         k = TOP_K.resolve(top_k)
         per_route = max(CANDIDATES_PER_ROUTE.resolve(candidates), k)
         if per_route > CANDIDATES_PER_ROUTE.maximum:
@@ -58,9 +59,7 @@ class HybridSearcher:
                 routes["bm25"] = self.keywords.search(text, allowed, per_route)
         fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
 
-        results = tuple(
-            replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in self.hydrate(fused, set(allowed), k)
-        )
+        results = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in self.hydrate(fused, set(allowed), k))
         limits: dict[str, object] = {
             "top_k": k,
             "candidates_per_route": per_route,
@@ -70,9 +69,7 @@ class HybridSearcher:
         }
         return SearchResponse(query=text, hits=results, mode=mode.value, limits=limits)
 
-    def hydrate(
-        self, fused: list[FusedCandidate], allowed: set[str], k: int
-    ) -> list[tuple[FusedCandidate, SearchHit]]:
+    def hydrate(self, fused: list[FusedCandidate], allowed: set[str], k: int) -> list[tuple[FusedCandidate, SearchHit]]:
         """Load the best candidates from the authoritative store and recheck each one's ACL class.
 
         The filter already ran inside both searches; this recheck catches an index that is behind the
@@ -92,9 +89,17 @@ class HybridSearcher:
                 if chunk is None or doc is None or chunk.acl_class_id not in allowed or doc.acl_class_id not in allowed:
                     continue
                 hit = SearchHit(
-                    chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=doc.title, uri=doc.uri,
-                    source=doc.source, breadcrumb=chunk.breadcrumb, start_byte=chunk.start_byte,
-                    end_byte=chunk.end_byte, text=chunk.text, score=0.0, doc_time=chunk.doc_time,
+                    chunk_id=chunk.chunk_id,
+                    doc_id=chunk.doc_id,
+                    title=doc.title,
+                    uri=doc.uri,
+                    source=doc.source,
+                    breadcrumb=chunk.breadcrumb,
+                    start_byte=chunk.start_byte,
+                    end_byte=chunk.end_byte,
+                    text=chunk.text,
+                    score=0.0,
+                    doc_time=chunk.doc_time,
                 )
                 out.append((candidate, hit))
                 if len(out) == k:

@@ -147,8 +147,15 @@ class Endpoints:
         """Flags (`overrides`) first, then the KGRAG_TEST_* variables of the dev services, then their defaults."""
         source = os.environ if env is None else env
         values = {key: overrides.get(key) or source.get(var) or default for key, (var, default) in _DEFAULTS.items()}
-        return cls(values["kafka"], values["pg"], values["opensearch"], values["redis"], values["s3"],
-                   values["s3_access_key"], values["s3_secret_key"])
+        return cls(
+            values["kafka"],
+            values["pg"],
+            values["opensearch"],
+            values["redis"],
+            values["s3"],
+            values["s3_access_key"],
+            values["s3_secret_key"],
+        )
 
     def hosts(self) -> dict[str, str]:
         pg_host = conninfo_to_dict(self.pg_server_dsn).get("host") or "localhost"
@@ -167,9 +174,11 @@ class Endpoints:
         names.extend(urlparse(u).hostname or "" for u in (self.opensearch, self.redis, self.s3))
         bad = [n for n in names if not _is_loopback(n)]
         if bad:
-            raise BenchmarkError(f"refusing to benchmark against non-loopback hosts {sorted(set(bad))}: the "
-                                 "distributed benchmark creates and drops databases, topics, indexes and buckets; "
-                                 "run it against scripts/dev-services/services.sh")
+            raise BenchmarkError(
+                f"refusing to benchmark against non-loopback hosts {sorted(set(bad))}: the "
+                "distributed benchmark creates and drops databases, topics, indexes and buckets; "
+                "run it against scripts/dev-services/services.sh"
+            )
 
 
 def _is_loopback(host: str) -> bool:
@@ -292,7 +301,9 @@ def _delete_bucket(endpoints: Endpoints, bucket: str) -> None:
     from botocore.config import Config  # type: ignore[import-untyped]  # ditto (botocore)
 
     client = boto3.session.Session().client(
-        "s3", endpoint_url=endpoints.s3, aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", endpoints.s3_access_key),
+        "s3",
+        endpoint_url=endpoints.s3,
+        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", endpoints.s3_access_key),
         aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", endpoints.s3_secret_key),
         config=Config(region_name="us-east-1", s3={"addressing_style": "path"}, connect_timeout=5, read_timeout=30),
     )
@@ -343,8 +354,15 @@ class _IndexerStores:
     def indexer(self, settings: KgragSettings) -> DocumentIndexer:
         """The same indexer `DistributedStores.indexer` builds, with the vector index swapped (see the
         module docstring): the benchmark measures the production use case, not a copy of it."""
-        return build_indexer(settings, store=self.store, vectors=self.vectors, keywords=self.keywords,
-                             objects=self.objects, cache=self.cache, embedder=self.embedder)
+        return build_indexer(
+            settings,
+            store=self.store,
+            vectors=self.vectors,
+            keywords=self.keywords,
+            objects=self.objects,
+            cache=self.cache,
+            embedder=self.embedder,
+        )
 
 
 @contextlib.contextmanager
@@ -354,8 +372,9 @@ def _open_indexer_stores(settings: KgragSettings, shard: Path, embedder: Embedde
         redis_url = settings.redis_url.get_secret_value() if settings.redis_url else ""
         store = stack.enter_context(PostgresStore.connect(dsn))
         vectors = stack.enter_context(EdgeVectorIndex(shard, embedder.dimension))
-        keywords = stack.enter_context(OpenSearchKeywordIndex.connect(settings.opensearch_url or "",
-                                                                      index=settings.opensearch_index))
+        keywords = stack.enter_context(
+            OpenSearchKeywordIndex.connect(settings.opensearch_url or "", index=settings.opensearch_index)
+        )
         objects = stack.enter_context(S3ObjectStore.connect(settings.s3_endpoint, settings.s3_bucket))
         cache = stack.enter_context(RedisCache.connect(redis_url, namespace=settings.redis_namespace))
         yield _IndexerStores(store, vectors, keywords, objects, cache, embedder)
@@ -366,10 +385,13 @@ class _MeasuredRunner(ConsumerRunner):
     partition assignment, messages per partition, first/last batch times, and a join-and-hold phase.
     It uses ConsumerRunner's `_consumer`, `_subscribed` and `_process`; mypy checks those names."""
 
-    def __init__(self, handler: ChunkIndexerHandler, settings: KgragSettings, client_id: str, *,
-                 lag_refresh: bool = True) -> None:
+    def __init__(
+        self, handler: ChunkIndexerHandler, settings: KgragSettings, client_id: str, *, lag_refresh: bool = True
+    ) -> None:
         super().__init__(
-            handler, bootstrap=settings.kafka_bootstrap or "", group_id=group_id(settings, SERVICE),
+            handler,
+            bootstrap=settings.kafka_bootstrap or "",
+            group_id=group_id(settings, SERVICE),
             producer=producer(settings, client_id),
             settings=RunnerSettings() if lag_refresh else RunnerSettings(lag_refresh_s=NO_LAG_REFRESH_S),
             # Only membership timing: a replica that dies releases its partitions within seconds.
@@ -397,8 +419,9 @@ class _MeasuredRunner(ConsumerRunner):
         if message is not None:
             err = message.error()
             if err is None:
-                self._consumer.seek(TopicPartition(message.topic() or "", message.partition() or 0,
-                                                   message.offset() or 0))
+                self._consumer.seek(
+                    TopicPartition(message.topic() or "", message.partition() or 0, message.offset() or 0)
+                )
             elif err.code() != KafkaError._PARTITION_EOF:
                 raise KafkaException(err)
         self._note_assignment()
@@ -537,25 +560,40 @@ class _Probe:
         return True
 
 
-def bench_freshness(endpoints: Endpoints, console: Console, *, docs: int, rate_per_s: float,
-                    settle_s: float = 300.0, lag_refresh: bool = True) -> dict[str, Any]:
+def bench_freshness(
+    endpoints: Endpoints,
+    console: Console,
+    *,
+    docs: int,
+    rate_per_s: float,
+    settle_s: float = 300.0,
+    lag_refresh: bool = True,
+) -> dict[str, Any]:
     """Produce `docs` documents at `rate_per_s`, one chunk-indexer on a thread; per-document time from
     produce to searchable. `settle_s` bounds the wait after the last produce."""
     if docs < 1 or rate_per_s <= 0:
         raise ValueError("docs must be >= 1 and rate_per_s > 0")
     items = _bench_documents(docs, "f", seed=21)
     warmup = _bench_documents(WARMUP_DOCS, "w", seed=22)
-    with tempfile.TemporaryDirectory(prefix="kgrag-bench-") as tmp, \
-            _isolated_run(endpoints, "f", Path(tmp)) as settings:
+    with (
+        tempfile.TemporaryDirectory(prefix="kgrag-bench-") as tmp,
+        _isolated_run(endpoints, "f", Path(tmp)) as settings,
+    ):
         embedder = build_embedder(settings)
         dsn = settings.pg_dsn.get_secret_value() if settings.pg_dsn else ""
-        with _open_indexer_stores(settings, Path(tmp) / "shard", embedder) as stores, \
-                PostgresStore.connect(dsn) as probe_store, \
-                OpenSearchKeywordIndex.connect(settings.opensearch_url or "",
-                                               index=settings.opensearch_index) as probe_keywords:
-            runner = _MeasuredRunner(ChunkIndexerHandler(stores.indexer(settings), name=SERVICE,
-                                                         topics=(DOCUMENTS_CHANGED,)), settings, f"{SERVICE}-0",
-                                     lag_refresh=lag_refresh)
+        with (
+            _open_indexer_stores(settings, Path(tmp) / "shard", embedder) as stores,
+            PostgresStore.connect(dsn) as probe_store,
+            OpenSearchKeywordIndex.connect(
+                settings.opensearch_url or "", index=settings.opensearch_index
+            ) as probe_keywords,
+        ):
+            runner = _MeasuredRunner(
+                ChunkIndexerHandler(stores.indexer(settings), name=SERVICE, topics=(DOCUMENTS_CHANGED,)),
+                settings,
+                f"{SERVICE}-0",
+                lag_refresh=lag_refresh,
+            )
             worker_stop = threading.Event()
             worker_error: list[Exception] = []
 
@@ -567,8 +605,9 @@ def bench_freshness(endpoints: Endpoints, console: Console, *, docs: int, rate_p
 
             worker = threading.Thread(target=work, name="bench-chunk-indexer", daemon=True)
             produce_s = docs / rate_per_s
-            probe = _Probe(probe_store, probe_keywords, stores.vectors,
-                           deadline=time.monotonic() + 180 + produce_s + settle_s)
+            probe = _Probe(
+                probe_store, probe_keywords, stores.vectors, deadline=time.monotonic() + 180 + produce_s + settle_s
+            )
             prober = threading.Thread(target=probe.run, name="bench-probe", daemon=True)
             ingest = KafkaIngest(producer(settings, "bench-producer"))
             load_start = os.getloadavg()[0]
@@ -580,14 +619,21 @@ def bench_freshness(endpoints: Endpoints, console: Console, *, docs: int, rate_p
                     doc, at = _stamped(bench.doc)
                     probe.expect(dataclasses.replace(bench, doc=doc), at)
                     ingest.ingest([doc])
-                _wait_until(lambda: probe.outstanding() == 0, 180, "the warm-up documents to become searchable",
-                            worker_error, probe)
+                _wait_until(
+                    lambda: probe.outstanding() == 0,
+                    180,
+                    "the warm-up documents to become searchable",
+                    worker_error,
+                    probe,
+                )
                 warm_seen = set(probe.seen_at)
                 warm_done = time.time()
                 probe.pass_seconds.clear()
                 probe.max_pending = 0
-                console.print(f"Freshness: {docs} documents at {rate_per_s:g}/s, runner "
-                              f"{RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG}…")
+                console.print(
+                    f"Freshness: {docs} documents at {rate_per_s:g}/s, runner "
+                    f"{RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG}…"
+                )
                 produced: dict[str, float] = {}
                 started = time.monotonic()
                 for i, bench in enumerate(items):
@@ -599,8 +645,14 @@ def bench_freshness(endpoints: Endpoints, console: Console, *, docs: int, rate_p
                     produced[doc.doc_id] = at
                     ingest.ingest([doc])  # returns once Kafka acknowledged it
                 produce_elapsed = time.monotonic() - started
-                _wait_until(lambda: probe.outstanding() == 0, settle_s, "every document to become searchable",
-                            worker_error, probe, fail=False)
+                _wait_until(
+                    lambda: probe.outstanding() == 0,
+                    settle_s,
+                    "every document to become searchable",
+                    worker_error,
+                    probe,
+                    fail=False,
+                )
             finally:
                 probe.stop.set()
                 worker_stop.set()
@@ -609,8 +661,9 @@ def bench_freshness(endpoints: Endpoints, console: Console, *, docs: int, rate_p
             _raise_thread_errors(worker_error, probe)
             load_end = os.getloadavg()[0]
             measured = {d: t for d, t in probe.seen_at.items() if d not in warm_seen}
-            verified = _hybrid_check(probe_store, stores.vectors, probe_keywords, embedder,
-                                     [b for b in items if b.doc.doc_id in measured])
+            verified = _hybrid_check(
+                probe_store, stores.vectors, probe_keywords, embedder, [b for b in items if b.doc.doc_id in measured]
+            )
             model_chunks_per_s = _model_alone(probe_store, embedder, [b.doc.doc_id for b in items[:16]])
 
     in_order = [measured[d] - produced[d] for d in produced if d in measured]  # produce order
@@ -644,8 +697,10 @@ def bench_freshness(endpoints: Endpoints, console: Console, *, docs: int, rate_p
         # or the model alone cannot embed the offered chunk rate; freshness then measures the queue.
         "first_quarter_p50_s": _percentiles(in_order[:quarter])[0] if quarter else float("nan"),
         "last_quarter_p50_s": _percentiles(in_order[-quarter:])[0] if quarter else float("nan"),
-        "saturated": (quarter >= 2 and _percentiles(in_order[-quarter:])[0]
-                      > 2 * _percentiles(in_order[:quarter])[0] + 1.0) or offered_chunks > model_chunks_per_s,
+        "saturated": (
+            quarter >= 2 and _percentiles(in_order[-quarter:])[0] > 2 * _percentiles(in_order[:quarter])[0] + 1.0
+        )
+        or offered_chunks > model_chunks_per_s,
         "freshness_s_in_produce_order": [round(v, 3) for v in in_order],
         "batches": len(batches),
         "batch_handle_p50_s": _percentiles(batches)[0] if batches else float("nan"),
@@ -661,8 +716,13 @@ def bench_freshness(endpoints: Endpoints, console: Console, *, docs: int, rate_p
     }
 
 
-def _hybrid_check(store: PostgresStore, vectors: EdgeVectorIndex, keywords: OpenSearchKeywordIndex,
-                  embedder: Embedder, items: Sequence[_BenchDoc]) -> int:
+def _hybrid_check(
+    store: PostgresStore,
+    vectors: EdgeVectorIndex,
+    keywords: OpenSearchKeywordIndex,
+    embedder: Embedder,
+    items: Sequence[_BenchDoc],
+) -> int:
     """After the clock: how many documents the full hybrid search (as an admin) returns for their token."""
     searcher = HybridSearcher(store, store, vectors, keywords, embedder)
     caller = Caller(admin=True)
@@ -676,9 +736,7 @@ def _hybrid_check(store: PostgresStore, vectors: EdgeVectorIndex, keywords: Open
 def _model_alone(store: PostgresStore, embedder: Embedder, doc_ids: Sequence[str]) -> float:
     """Same-run capacity check: the embedding model alone on these documents' chunk texts (embedded as
     the indexer embeds them), in batches of 32. Says how many chunks/s this box can embed right now."""
-    texts = [
-        f"{' > '.join(c.breadcrumb) or doc_id}\n{c.text}" for doc_id in doc_ids for c in store.chunks_of(doc_id)
-    ]
+    texts = [f"{' > '.join(c.breadcrumb) or doc_id}\n{c.text}" for doc_id in doc_ids for c in store.chunks_of(doc_id)]
     if not texts:
         return float("nan")
     started = time.perf_counter()
@@ -688,16 +746,25 @@ def _model_alone(store: PostgresStore, embedder: Embedder, doc_ids: Sequence[str
 
 
 def _raise_thread_errors(worker_error: Sequence[Exception], probe: _Probe) -> None:
-    hint = (" — did a server restart mid-run? Check `scripts/dev-services/services.sh status` and rerun; "
-            "numbers across a restart would not mean anything")
+    hint = (
+        " — did a server restart mid-run? Check `scripts/dev-services/services.sh status` and rerun; "
+        "numbers across a restart would not mean anything"
+    )
     if worker_error:
         raise BenchmarkError(f"the chunk-indexer failed: {worker_error[0]!r}{hint}") from worker_error[0]
     if probe.error is not None:
         raise BenchmarkError(f"the searchability probe failed: {probe.error!r}{hint}") from probe.error
 
 
-def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str, worker_error: list[Exception],
-                probe: _Probe, *, fail: bool = True) -> bool:
+def _wait_until(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    worker_error: list[Exception],
+    probe: _Probe,
+    *,
+    fail: bool = True,
+) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         _raise_thread_errors(worker_error, probe)
@@ -715,8 +782,17 @@ def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str, work
 class _Replica:
     """A worker process and the protocol lines it prints (read on a thread into a queue)."""
 
-    def __init__(self, index: int, settings: KgragSettings, threads: int, shard: Path, log_path: Path,
-                 max_seconds: float, *, lag_refresh: bool) -> None:
+    def __init__(
+        self,
+        index: int,
+        settings: KgragSettings,
+        threads: int,
+        shard: Path,
+        log_path: Path,
+        max_seconds: float,
+        *,
+        lag_refresh: bool,
+    ) -> None:
         self.index = index
         self.log_path = log_path
         env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
@@ -724,10 +800,24 @@ class _Replica:
         env["PYTHONUNBUFFERED"] = "1"
         self._log: IO[bytes] = log_path.open("wb")
         self.proc = subprocess.Popen(  # our own interpreter and module, no shell
-            [sys.executable, "-m", "kgrag_runtime.benchmarks.distributed", "--worker-replica", str(index),
-             "--worker-shard", str(shard), "--worker-max-seconds", f"{max_seconds:.0f}",
-             *([] if lag_refresh else ["--worker-no-lag-refresh"])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env, text=True, bufsize=1,
+            [
+                sys.executable,
+                "-m",
+                "kgrag_runtime.benchmarks.distributed",
+                "--worker-replica",
+                str(index),
+                "--worker-shard",
+                str(shard),
+                "--worker-max-seconds",
+                f"{max_seconds:.0f}",
+                *([] if lag_refresh else ["--worker-no-lag-refresh"]),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+            text=True,
+            bufsize=1,
         )
         self.lines: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         self._reader = threading.Thread(target=self._read, name=f"bench-replica-{index}", daemon=True)
@@ -809,23 +899,43 @@ def _settings_env(settings: KgragSettings) -> dict[str, str]:
     return env
 
 
-def bench_scale_out(endpoints: Endpoints, console: Console, *, docs: int, replicas: int, threads: int,
-                    drain_limit_s: float = 900.0, lag_refresh: bool = True) -> dict[str, Any]:
+def bench_scale_out(
+    endpoints: Endpoints,
+    console: Console,
+    *,
+    docs: int,
+    replicas: int,
+    threads: int,
+    drain_limit_s: float = 900.0,
+    lag_refresh: bool = True,
+) -> dict[str, Any]:
     """Drain a backlog of `docs` documents with `replicas` worker processes in one consumer group."""
     if not 1 <= replicas <= TOPIC_PARTITIONS:
         raise ValueError(f"replicas must be between 1 and {TOPIC_PARTITIONS} (the topic's partitions)")
     items = _bench_documents(docs, "s", seed=31)
     runner = RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG
-    console.print(f"Scale-out: {replicas} replica(s) × {threads} ONNX thread(s), backlog of {docs} documents, "
-                  f"runner {runner}…")
-    with tempfile.TemporaryDirectory(prefix="kgrag-bench-") as tmp, \
-            _isolated_run(endpoints, "s", Path(tmp)) as settings:
+    console.print(
+        f"Scale-out: {replicas} replica(s) × {threads} ONNX thread(s), backlog of {docs} documents, runner {runner}…"
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="kgrag-bench-") as tmp,
+        _isolated_run(endpoints, "s", Path(tmp)) as settings,
+    ):
         dsn = settings.pg_dsn.get_secret_value() if settings.pg_dsn else ""
         workers: list[_Replica] = []
         try:
             for i in range(replicas):
-                workers.append(_Replica(i, settings, threads, Path(tmp) / f"shard-{i}", Path(tmp) / f"replica-{i}.log",
-                                        max_seconds=drain_limit_s + 600, lag_refresh=lag_refresh))
+                workers.append(
+                    _Replica(
+                        i,
+                        settings,
+                        threads,
+                        Path(tmp) / f"shard-{i}",
+                        Path(tmp) / f"replica-{i}.log",
+                        max_seconds=drain_limit_s + 600,
+                        lag_refresh=lag_refresh,
+                    )
+                )
             for w in workers:
                 w.expect("READY", 300)
             for w in workers:
@@ -849,8 +959,10 @@ def bench_scale_out(endpoints: Endpoints, console: Console, *, docs: int, replic
                 deadline = time.monotonic() + drain_limit_s
                 while store.stats().documents < docs:
                     if time.monotonic() > deadline:
-                        raise BenchmarkError(f"the backlog did not drain within {drain_limit_s:.0f}s "
-                                             f"({store.stats().documents} of {docs} documents indexed)")
+                        raise BenchmarkError(
+                            f"the backlog did not drain within {drain_limit_s:.0f}s "
+                            f"({store.stats().documents} of {docs} documents indexed)"
+                        )
                     for w in workers:
                         if w.proc.poll() is not None:
                             raise BenchmarkError(f"replica {w.index} exited during the drain{w.log_tail()}")
@@ -927,8 +1039,9 @@ def _await_split(workers: Sequence[_Replica], *, timeout_s: float, stable_s: flo
         if not _split_problem(latest, len(workers)) and time.monotonic() - changed >= stable_s:
             return latest
         time.sleep(0.1)
-    raise BenchmarkError(f"the consumer group did not split the {TOPIC_PARTITIONS} partitions within "
-                         f"{timeout_s:.0f}s: {latest}")
+    raise BenchmarkError(
+        f"the consumer group did not split the {TOPIC_PARTITIONS} partitions within {timeout_s:.0f}s: {latest}"
+    )
 
 
 def _split_problem(assignment: Mapping[int, Sequence[int]], replicas: int) -> str | None:
@@ -957,8 +1070,9 @@ def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: b
 
     Commands arrive on stdin; end of input counts as STOP, so the process never outlives the benchmark.
     `max_seconds` bounds the whole life of the process."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     deadline = time.monotonic() + max_seconds
     commands: queue.Queue[str] = queue.Queue()
     stop = threading.Event()
@@ -986,9 +1100,12 @@ def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: b
         embedder.embed_documents(["warm up the model before the clock starts"] * 4)
         with _open_indexer_stores(settings, shard, embedder) as stores:
             stores.store.stats()
-            runner = _MeasuredRunner(ChunkIndexerHandler(stores.indexer(settings), name=SERVICE,
-                                                         topics=(DOCUMENTS_CHANGED,)), settings,
-                                     f"bench-replica-{replica}", lag_refresh=lag_refresh)
+            runner = _MeasuredRunner(
+                ChunkIndexerHandler(stores.indexer(settings), name=SERVICE, topics=(DOCUMENTS_CHANGED,)),
+                settings,
+                f"bench-replica-{replica}",
+                lag_refresh=lag_refresh,
+            )
             try:
                 _emit("READY", {"replica": replica, "pid": os.getpid(), "embed_threads": settings.embed_threads})
                 while (command := next_command(1.0)) != "JOIN":
@@ -1013,22 +1130,25 @@ def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: b
                 changes_before = len(runner.assignment_history)
                 while not stop.is_set() and time.monotonic() < deadline:
                     runner.step(stop)
-                _emit("RESULT", {
-                    "replica": replica,
-                    "pid": os.getpid(),
-                    "go_at": go_at,
-                    "assignment": runner.assignment(),
-                    "assignment_changes_after_go": len(runner.assignment_history) - changes_before,
-                    "messages": sum(runner.partition_messages.values()),
-                    "partition_messages": {str(p): n for p, n in sorted(runner.partition_messages.items())},
-                    "batches": runner.batches,
-                    "batch_p50_s": _percentiles([b for _, b in runner.batch_log])[0] if runner.batch_log else 0.0,
-                    "first_batch_at": runner.first_batch_at,
-                    "last_commit_at": runner.last_commit_at,
-                    "vector_points": stores.vectors.count(),
-                    "handler_retries": runner.failed_attempts,
-                    "lag_refresh_s": runner.lag_refresh_s,
-                })
+                _emit(
+                    "RESULT",
+                    {
+                        "replica": replica,
+                        "pid": os.getpid(),
+                        "go_at": go_at,
+                        "assignment": runner.assignment(),
+                        "assignment_changes_after_go": len(runner.assignment_history) - changes_before,
+                        "messages": sum(runner.partition_messages.values()),
+                        "partition_messages": {str(p): n for p, n in sorted(runner.partition_messages.items())},
+                        "batches": runner.batches,
+                        "batch_p50_s": _percentiles([b for _, b in runner.batch_log])[0] if runner.batch_log else 0.0,
+                        "first_batch_at": runner.first_batch_at,
+                        "last_commit_at": runner.last_commit_at,
+                        "vector_points": stores.vectors.count(),
+                        "handler_retries": runner.failed_attempts,
+                        "lag_refresh_s": runner.lag_refresh_s,
+                    },
+                )
             finally:
                 runner.close()
     except Exception as err:
@@ -1041,10 +1161,19 @@ def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: b
 # --- the whole run, and its report -------------------------------------------------------------------
 
 
-def run_distributed_benchmarks(out: Path, console: Console, *, docs: int, rate_per_s: float,
-                               replicas: Sequence[int], backlog: int | None = None,
-                               endpoints: Endpoints | None = None, settle_s: float = 300.0,
-                               drain_limit_s: float = 900.0, lag_diagnostic: bool = True) -> dict[str, Any]:
+def run_distributed_benchmarks(
+    out: Path,
+    console: Console,
+    *,
+    docs: int,
+    rate_per_s: float,
+    replicas: Sequence[int],
+    backlog: int | None = None,
+    endpoints: Endpoints | None = None,
+    settle_s: float = 300.0,
+    drain_limit_s: float = 900.0,
+    lag_diagnostic: bool = True,
+) -> dict[str, Any]:
     """Freshness at `rate_per_s` over `docs` documents, then scale-out for each replica count in
     `replicas` (a 1 runs with 1 and with all cores' ONNX threads; n > 1 runs with cores // n threads
     each) on a backlog of `backlog` (default `docs`) documents. Everything runs with the runner's
@@ -1064,7 +1193,7 @@ def run_distributed_benchmarks(out: Path, console: Console, *, docs: int, rate_p
         "settings": {
             "topic_partitions": TOPIC_PARTITIONS,
             "runner": "ConsumerRunner defaults (batch 64 messages, poll timeout 0.5 s, lag refresh every 5 s)"
-                      + ("; diagnostic rows: lag refresh off" if lag_diagnostic else ""),
+            + ("; diagnostic rows: lag refresh off" if lag_diagnostic else ""),
             "documents": f"synthetic.py {DOC_SHAPE} + one unique token line (3 chunks each)",
             "chunk_max_tokens": settings.chunk_max_tokens,
             "chunk_overlap_tokens": settings.chunk_overlap_tokens,
@@ -1077,22 +1206,36 @@ def run_distributed_benchmarks(out: Path, console: Console, *, docs: int, rate_p
     }
     variants = [True, False] if lag_diagnostic else [True]
     with _aws_credentials(endpoints):
-        results["freshness"] = bench_freshness(endpoints, console, docs=docs, rate_per_s=rate_per_s,
-                                               settle_s=settle_s)
+        results["freshness"] = bench_freshness(endpoints, console, docs=docs, rate_per_s=rate_per_s, settle_s=settle_s)
         results["freshness_diagnostic"] = (
-            bench_freshness(endpoints, console, docs=docs, rate_per_s=rate_per_s, settle_s=settle_s,
-                            lag_refresh=False) if lag_diagnostic else None
+            bench_freshness(endpoints, console, docs=docs, rate_per_s=rate_per_s, settle_s=settle_s, lag_refresh=False)
+            if lag_diagnostic
+            else None
         )
         rows: list[dict[str, Any]] = []
         for lag_refresh in variants:
             for n in replicas:
                 for threads in sorted({1, max(1, cores // n)}) if n == 1 else [max(1, cores // n)]:
-                    rows.append(bench_scale_out(endpoints, console, docs=backlog or docs, replicas=n,
-                                                threads=threads, drain_limit_s=drain_limit_s,
-                                                lag_refresh=lag_refresh))
+                    rows.append(
+                        bench_scale_out(
+                            endpoints,
+                            console,
+                            docs=backlog or docs,
+                            replicas=n,
+                            threads=threads,
+                            drain_limit_s=drain_limit_s,
+                            lag_refresh=lag_refresh,
+                        )
+                    )
         for row in rows:
-            base = next((r for r in rows if r["runner"] == row["runner"] and r["replicas"] == 1
-                         and r["embed_threads_per_replica"] == 1), None)
+            base = next(
+                (
+                    r
+                    for r in rows
+                    if r["runner"] == row["runner"] and r["replicas"] == 1 and r["embed_threads_per_replica"] == 1
+                ),
+                None,
+            )
             row["speedup_vs_1x1"] = row["chunks_per_s"] / base["chunks_per_s"] if base else None
         results["scale_out"] = rows
     (out / "results.json").write_text(json.dumps(results, indent=2))
@@ -1152,9 +1295,12 @@ def markdown_report(results: Mapping[str, Any]) -> str:
                 f"r{p['replica']}: {_ranges(p['final_assignment'])} ({p['messages']})" for p in r["per_replica"]
             )
             v = r["verified"]
-            check = (f"yes ({v['postgres_chunks']} chunks in PG = OpenSearch = vector shards)" if v["ok"]
-                     else f"NO: PG {v['postgres_documents']} docs/{v['postgres_chunks']} chunks, OpenSearch "
-                          f"{v['opensearch_chunks']}, vectors {v['vector_points_all_shards']}")
+            check = (
+                f"yes ({v['postgres_chunks']} chunks in PG = OpenSearch = vector shards)"
+                if v["ok"]
+                else f"NO: PG {v['postgres_documents']} docs/{v['postgres_chunks']} chunks, OpenSearch "
+                f"{v['opensearch_chunks']}, vectors {v['vector_points_all_shards']}"
+            )
             lines.append(
                 f"| {r['runner']} | {r['replicas']} × {r['embed_threads_per_replica']} | {r['documents']} | "
                 f"{r['chunks']} | "
@@ -1196,8 +1342,10 @@ def _percentiles(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _machine() -> str:
-    return (f"{platform.machine()} · {os.cpu_count()} cores · Python {platform.python_version()} · "
-            f"{platform.system()} · load average {os.getloadavg()[0]:.1f} at start")
+    return (
+        f"{platform.machine()} · {os.cpu_count()} cores · Python {platform.python_version()} · "
+        f"{platform.system()} · load average {os.getloadavg()[0]:.1f} at start"
+    )
 
 
 # --- command line ----------------------------------------------------------------------------------
@@ -1227,35 +1375,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kgrag_runtime.benchmarks.distributed",
         description="Distributed benchmarks on the dev servers (Kafka, PostgreSQL, OpenSearch, Redis, S3): "
-                    "freshness (produce → searchable) under a steady document rate, and chunk-indexer "
-                    "throughput with 1 vs n replica processes in one consumer group.",
+        "freshness (produce → searchable) under a steady document rate, and chunk-indexer "
+        "throughput with 1 vs n replica processes in one consumer group.",
         epilog="Servers come from the KGRAG_TEST_* variables (`source .cache/dev-services/env.sh`) or the flags "
-               "above, and must be on 127.0.0.1: each run creates and afterwards drops its own database, topics, "
-               "index, bucket and Redis keys. Start the servers with `scripts/dev-services/services.sh start`. "
-               "Results: OUT/results.md and OUT/results.json. See docs/benchmarks.md.",
+        "above, and must be on 127.0.0.1: each run creates and afterwards drops its own database, topics, "
+        "index, bucket and Redis keys. Start the servers with `scripts/dev-services/services.sh start`. "
+        "Results: OUT/results.md and OUT/results.json. See docs/benchmarks.md.",
     )
-    parser.add_argument("--docs", type=_positive(int), default=200,
-                        help="documents produced for the freshness benchmark (default 200)")
-    parser.add_argument("--rate", type=_positive(float), default=5.0,
-                        help="steady produce rate in documents per second (default 5)")
-    parser.add_argument("--replicas", type=_replica_list, default=[1, 2],
-                        help="replica counts for the scale-out benchmark, comma-separated; '' skips it "
-                             "(default 1,2; 1 runs with 1 and with all-cores ONNX threads)")
-    parser.add_argument("--backlog", type=_positive(int), default=None,
-                        help="documents in the scale-out backlog (default: --docs)")
-    parser.add_argument("--out", type=Path, default=Path("bench-results/distributed"),
-                        help="folder for results.md and results.json (default bench-results/distributed)")
-    parser.add_argument("--settle", type=_positive(float), default=300.0,
-                        help="seconds to wait after the last produce for stragglers (default 300)")
-    parser.add_argument("--no-lag-diagnostic", action="store_true",
-                        help="skip the diagnostic rows that rerun everything with the consumer runner's lag refresh "
-                             "off (it costs about 0.5 s per assigned partition on the consume loop; see the docs)")
-    parser.add_argument("--drain-limit", type=_positive(float), default=900.0,
-                        help="seconds one scale-out drain may take before the run fails (default 900)")
+    parser.add_argument(
+        "--docs", type=_positive(int), default=200, help="documents produced for the freshness benchmark (default 200)"
+    )
+    parser.add_argument(
+        "--rate", type=_positive(float), default=5.0, help="steady produce rate in documents per second (default 5)"
+    )
+    parser.add_argument(
+        "--replicas",
+        type=_replica_list,
+        default=[1, 2],
+        help="replica counts for the scale-out benchmark, comma-separated; '' skips it "
+        "(default 1,2; 1 runs with 1 and with all-cores ONNX threads)",
+    )
+    parser.add_argument(
+        "--backlog", type=_positive(int), default=None, help="documents in the scale-out backlog (default: --docs)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("bench-results/distributed"),
+        help="folder for results.md and results.json (default bench-results/distributed)",
+    )
+    parser.add_argument(
+        "--settle",
+        type=_positive(float),
+        default=300.0,
+        help="seconds to wait after the last produce for stragglers (default 300)",
+    )
+    parser.add_argument(
+        "--no-lag-diagnostic",
+        action="store_true",
+        help="skip the diagnostic rows that rerun everything with the consumer runner's lag refresh "
+        "off (it costs about 0.5 s per assigned partition on the consume loop; see the docs)",
+    )
+    parser.add_argument(
+        "--drain-limit",
+        type=_positive(float),
+        default=900.0,
+        help="seconds one scale-out drain may take before the run fails (default 900)",
+    )
     for name in ("kafka", "pg", "opensearch", "redis", "s3"):
         var, default = _DEFAULTS[name]
-        parser.add_argument(f"--{name}", default=None, metavar="ADDR",
-                            help=f"default ${var}, else {default if name != 'pg' else 'the dev-services DSN'}")
+        parser.add_argument(
+            f"--{name}",
+            default=None,
+            metavar="ADDR",
+            help=f"default ${var}, else {default if name != 'pg' else 'the dev-services DSN'}",
+        )
     parser.add_argument("--worker-replica", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker-shard", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker-max-seconds", type=float, default=1800.0, help=argparse.SUPPRESS)
@@ -1265,17 +1439,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker_replica is not None:
         if args.worker_shard is None:
             parser.error("--worker-replica needs --worker-shard")
-        return worker_main(args.worker_replica, args.worker_shard, args.worker_max_seconds,
-                           lag_refresh=not args.worker_no_lag_refresh)
+        return worker_main(
+            args.worker_replica, args.worker_shard, args.worker_max_seconds, lag_refresh=not args.worker_no_lag_refresh
+        )
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
-    endpoints = Endpoints.from_env(kafka=args.kafka, pg=args.pg, opensearch=args.opensearch, redis=args.redis,
-                                   s3=args.s3)
+    endpoints = Endpoints.from_env(
+        kafka=args.kafka, pg=args.pg, opensearch=args.opensearch, redis=args.redis, s3=args.s3
+    )
     console = Console(stderr=True)
     try:
-        run_distributed_benchmarks(args.out, console, docs=args.docs, rate_per_s=args.rate, replicas=args.replicas,
-                                   backlog=args.backlog, endpoints=endpoints, settle_s=args.settle,
-                                   drain_limit_s=args.drain_limit, lag_diagnostic=not args.no_lag_diagnostic)
+        run_distributed_benchmarks(
+            args.out,
+            console,
+            docs=args.docs,
+            rate_per_s=args.rate,
+            replicas=args.replicas,
+            backlog=args.backlog,
+            endpoints=endpoints,
+            settle_s=args.settle,
+            drain_limit_s=args.drain_limit,
+            lag_diagnostic=not args.no_lag_diagnostic,
+        )
     except BenchmarkError as err:
         console.print(f"[red]benchmark failed:[/red] {err}")
         return 1

@@ -121,8 +121,9 @@ def prepare_documents(
     out: list[PreparedDocument] = []
     for doc in documents:
         text = decode_body(doc.body, max_bytes=max_document_bytes)
-        chunks = chunks_of_document(doc, text, max_tokens=max_tokens, overlap_tokens=overlap_tokens,
-                                    count_tokens=count_tokens)
+        chunks = chunks_of_document(
+            doc, text, max_tokens=max_tokens, overlap_tokens=overlap_tokens, count_tokens=count_tokens
+        )
         if chunks:
             out.append(PreparedDocument(doc, tuple(chunks)))
     return out

@@ -111,8 +111,13 @@ def _embedding_texts(items: list[SourceDocument], settings: KgragSettings, embed
     out: list[str] = []
     for doc in items:
         text = doc.body.decode("utf-8")
-        for span in chunk_document(text, title=doc.title, max_tokens=settings.chunk_max_tokens,
-                                   overlap_tokens=settings.chunk_overlap_tokens, count_tokens=count):
+        for span in chunk_document(
+            text,
+            title=doc.title,
+            max_tokens=settings.chunk_max_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+            count_tokens=count,
+        ):
             piece = doc.body[span.start_byte : span.end_byte].decode("utf-8")
             out.append(f"{' > '.join(span.breadcrumb) or doc.title}\n{piece}")
     return out

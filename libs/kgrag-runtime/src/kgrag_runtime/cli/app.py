@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -30,6 +31,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
+
 
 @app.command()
 def ingest(
@@ -144,9 +146,17 @@ def documents(
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         docs = kg.searcher.documents.list_documents(include_deleted=include_deleted)
-    rows = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "version": d.version,
-             "status": d.status.value, "modified_at": d.modified_at.isoformat() if d.modified_at else None}
-            for d in docs]
+    rows = [
+        {
+            "doc_id": d.doc_id,
+            "title": d.title,
+            "source": d.source,
+            "version": d.version,
+            "status": d.status.value,
+            "modified_at": d.modified_at.isoformat() if d.modified_at else None,
+        }
+        for d in docs
+    ]
     if state.as_json:
         render.emit_json({"documents": rows})
         return
@@ -160,8 +170,17 @@ def eval_command(
     budget_tokens: Annotated[int, typer.Option(help="Token budget for key-fact recall.")] = 2000,
     extraction_gold: Annotated[
         Path | None,
-        typer.Option(help="Also score extraction per tier against this labelled folder "
-                     "(gold.jsonl + llm_replies.jsonl), on a fresh temporary index of --corpus."),
+        typer.Option(
+            help="Also score extraction per tier against this labelled folder "
+            "(gold.jsonl + llm_replies.jsonl), on a fresh temporary index of --corpus."
+        ),
+    ] = None,
+    reply_book: Annotated[
+        Path | None,
+        typer.Option(
+            help="Build the graph with tier 3 reading every chunk from this reply book (an offline "
+            "stand-in for a model, e.g. corpora/northwind/extraction/corpus_replies.jsonl)."
+        ),
     ] = None,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
@@ -171,9 +190,26 @@ def eval_command(
     from kgrag_runtime.evaluation.runner import run_evaluation
 
     if questions is None and extraction_gold is None:
-        raise KgragError(ErrorCode.MISSING_FIELD, "Nothing to evaluate.",
-                         hint="Pass a questions file, --extraction-gold DIR, or both.")
+        raise KgragError(
+            ErrorCode.MISSING_FIELD,
+            "Nothing to evaluate.",
+            hint="Pass a questions file, --extraction-gold DIR, or both.",
+        )
     state = CliState.from_options(data_dir, as_json)
+    if reply_book is not None:
+        if not reply_book.is_file():
+            raise KgragError(
+                ErrorCode.SOURCE_UNREADABLE,
+                f"No reply book at {reply_book}.",
+                hint="Pass a JSONL reply book (docs/evaluation.md, the graph layer).",
+            )
+        # A full tier-3 pass, as with a model configured for every source.
+        state = replace(
+            state,
+            settings=state.settings.model_copy(
+                update={"extraction_reply_book": reply_book, "extraction_priority_sources": ["*"]}
+            ),
+        )
     report: dict[str, object] = {}
     if questions is not None:
         with open_app(state) as kg:
@@ -190,9 +226,11 @@ def eval_command(
         from kgrag_runtime.evaluation.extraction_runner import run_extraction_evaluation
 
         if not corpus:
-            raise KgragError(ErrorCode.MISSING_FIELD, "--extraction-gold needs the corpus it labels.",
-                             hint="Add --corpus corpora/northwind/documents.jsonl "
-                             "--corpus corpora/northwind/records.jsonl")
+            raise KgragError(
+                ErrorCode.MISSING_FIELD,
+                "--extraction-gold needs the corpus it labels.",
+                hint="Add --corpus corpora/northwind/documents.jsonl --corpus corpora/northwind/records.jsonl",
+            )
         if not state.as_json:
             state.console.print("Scoring extraction on a fresh temporary index…")
         report["extraction"] = run_extraction_evaluation(state.settings, extraction_gold, corpus)
@@ -248,8 +286,13 @@ def main() -> None:
     try:
         app()
     except ValidationError as err:
-        _report(KgragError(ErrorCode.CONFIGURATION_INVALID, f"Invalid settings: {_brief(err)}",
-                           hint="Check the KGRAG_* environment variables (docs/configuration.md)."))
+        _report(
+            KgragError(
+                ErrorCode.CONFIGURATION_INVALID,
+                f"Invalid settings: {_brief(err)}",
+                hint="Check the KGRAG_* environment variables (docs/configuration.md).",
+            )
+        )
     except KgragError as err:
         _report(err)
 

@@ -23,8 +23,11 @@ ontology_app = typer.Typer(help="The ontology extraction validates against (vers
 
 def _admin(kg: KgragApp) -> ExtractionAdmin:
     if kg.extraction is None:
-        raise KgragError(ErrorCode.CONFIGURATION_INVALID, "Extraction is switched off.",
-                         hint="Unset KGRAG_EXTRACTION_ENABLED (or set it to true) and ingest again.")
+        raise KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            "Extraction is switched off.",
+            hint="Unset KGRAG_EXTRACTION_ENABLED (or set it to true) and ingest again.",
+        )
     return kg.extraction
 
 
@@ -64,8 +67,11 @@ def extract_rerun(
 
 
 @extract_app.command("resume")
-def extract_resume(run_id: Annotated[str, typer.Argument(help="The run to continue.")], data_dir: DataDir = None,
-                   as_json: JsonOut = False) -> None:
+def extract_resume(
+    run_id: Annotated[str, typer.Argument(help="The run to continue.")],
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
     """Continue an interrupted re-extraction run; chunks already done are not extracted again."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
@@ -89,14 +95,22 @@ def extract_runs(
     for r in rows:
         preview: Any = r["preview"]
         receipt: Any = r.get("receipt") or {}
-        table.add_row(str(r["run_id"]), str(r["status"]), str(r["extractor_version"]), str(r["done_chunks"]),
-                      str(preview["calls"]), str(receipt.get("calls", 0)), str(r["created_at"])[:19])
+        table.add_row(
+            str(r["run_id"]),
+            str(r["status"]),
+            str(r["extractor_version"]),
+            str(r["done_chunks"]),
+            str(preview["calls"]),
+            str(receipt.get("calls", 0)),
+            str(r["created_at"])[:19],
+        )
     state.out.print(table)
 
 
 @extract_app.command("run")
-def extract_run(run_id: Annotated[str, typer.Argument(help="The run to show.")], data_dir: DataDir = None,
-                as_json: JsonOut = False) -> None:
+def extract_run(
+    run_id: Annotated[str, typer.Argument(help="The run to show.")], data_dir: DataDir = None, as_json: JsonOut = False
+) -> None:
     """Show a run's preview, receipt and progress."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
@@ -112,8 +126,11 @@ def ontology_show(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
 
 
 @ontology_app.command("put")
-def ontology_put(file: Annotated[Path, typer.Argument(help="Ontology YAML (see schemas/ontology/).")],
-                 data_dir: DataDir = None, as_json: JsonOut = False) -> None:
+def ontology_put(
+    file: Annotated[Path, typer.Argument(help="Ontology YAML (see schemas/ontology/).")],
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
     """Validate an ontology file and make it the version in force."""
     state = CliState.from_options(data_dir, as_json)
     body = read_yaml(file)
@@ -134,8 +151,7 @@ def claims(
     """An entity's claims over time (sorted by the date written), with superseded and conflicting values marked."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
-        rows = _admin(kg).claims(caller_from(principal, group, admin), entity=entity, attribute=attribute,
-                                 as_of=as_of)
+        rows = _admin(kg).claims(caller_from(principal, group, admin), entity=entity, attribute=attribute, as_of=as_of)
     if state.as_json:
         render.emit_json({"claims": rows})
         return
@@ -144,6 +160,13 @@ def claims(
         table.add_column(column)
     for r in rows:
         status = str(r["status"]) + (f" by {r['superseded_by']}" if r.get("superseded_by") else "")
-        table.add_row(str(r["written_at"]), str(r["attribute"]), str(r["value"]), str(r["modality"]), status,
-                      str(r["quote"])[:80], str(r["doc_id"]))
+        table.add_row(
+            str(r["written_at"]),
+            str(r["attribute"]),
+            str(r["value"]),
+            str(r["modality"]),
+            status,
+            str(r["quote"])[:80],
+            str(r["doc_id"]),
+        )
     state.out.print(table)

@@ -50,8 +50,9 @@ def search_results(console: Console, response: SearchResponse | GraphSearchRespo
     if isinstance(response, GraphSearchResponse):
         route = response.route
         note = f" · degraded to hybrid: {response.degraded_reason}" if response.degraded else ""
-        console.print(f"[dim]route: {route.kind.value} (confidence {route.confidence:.2f}) · mode {response.mode}"
-                      f"{note}[/]")
+        console.print(
+            f"[dim]route: {route.kind.value} (confidence {route.confidence:.2f}) · mode {response.mode}{note}[/]"
+        )
         for line in response.graph_lines:
             console.print(f"[magenta]graph[/] {escape(line.text)}")
         if response.graph_lines:
@@ -121,13 +122,27 @@ def documents(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
         return
     table = Table("doc_id", "title", "source", "version", "status", "modified")
     for r in rows:
-        table.add_row(escape(r["doc_id"]), escape(r["title"]), escape(r["source"]), str(r["version"]), r["status"],
-                      (r["modified_at"] or "")[:10])
+        table.add_row(
+            escape(r["doc_id"]),
+            escape(r["title"]),
+            escape(r["source"]),
+            str(r["version"]),
+            r["status"],
+            (r["modified_at"] or "")[:10],
+        )
     console.print(table)
 
 
-_SHORT_TYPES = {"lookup": "lookup", "entity": "entity", "multi_hop": "multihop", "temporal": "temporal",
-                "modality": "modality", "global": "global", "unanswerable": "unans.", "ALL": "ALL"}
+_SHORT_TYPES = {
+    "lookup": "lookup",
+    "entity": "entity",
+    "multi_hop": "multihop",
+    "temporal": "temporal",
+    "modality": "modality",
+    "global": "global",
+    "unanswerable": "unans.",
+    "ALL": "ALL",
+}
 
 
 def eval_report(console: Console, report: Mapping[str, Any]) -> None:
@@ -142,14 +157,18 @@ def eval_report(console: Console, report: Mapping[str, Any]) -> None:
             table.add_row(metric, *[_fmt(rows[t][metric]) if metric in rows[t] else "–" for t in rows])
         console.print(table)
     for name, test in report.get("sign_tests", {}).items():
-        console.print(f"sign test {name}: {test['wins']} wins, {test['losses']} losses, {test['ties']} ties, "
-                      f"p = {test['p_value']:.3f}")
+        console.print(
+            f"sign test {name}: {test['wins']} wins, {test['losses']} losses, {test['ties']} ties, "
+            f"p = {test['p_value']:.3f}"
+        )
     for config, lat in report.get("latency_ms", {}).items():
         console.print(f"latency {config}: p50 {lat['p50']} ms, p95 {lat['p95']} ms")
     graph = report.get("graph")
     if isinstance(graph, Mapping) and "router_accuracy" in graph:
-        console.print(f"graph layer: router accuracy {graph['router_accuracy']}, used on {graph['graph_used']} of "
-                      f"{graph['questions']} questions, degraded {graph['degraded']}")
+        console.print(
+            f"graph layer: router accuracy {graph['router_accuracy']}, used on {graph['graph_used']} of "
+            f"{graph['questions']} questions, degraded {graph['degraded']}"
+        )
 
 
 def _fmt(value: object) -> str:
@@ -157,13 +176,17 @@ def _fmt(value: object) -> str:
 
 
 def extraction_report(console: Console, report: Any) -> None:
-    console.print(f"[bold]Extraction[/] on {report['labelled_chunks']} labelled chunks "
-                  f"({report['corpus_chunks']} chunks in the corpus)")
+    console.print(
+        f"[bold]Extraction[/] on {report['labelled_chunks']} labelled chunks "
+        f"({report['corpus_chunks']} chunks in the corpus)"
+    )
     console.print(report["markdown"])
     console.print("[bold]Tier 3 before validation[/] (the same replies, unchecked)")
     console.print(report["tier3_before_validation_markdown"])
     dedup = report["dedup"]
-    console.print(f"dedup: {dedup['exact']} exact + {dedup['near']} near duplicates of {dedup['chunks']} chunks "
-                  f"(rate {dedup['rate']:.3f}); skipped by tier 0: {report['skipped']}")
+    console.print(
+        f"dedup: {dedup['exact']} exact + {dedup['near']} near duplicates of {dedup['chunks']} chunks "
+        f"(rate {dedup['rate']:.3f}); skipped by tier 0: {report['skipped']}"
+    )
     console.print(f"tier 3 dropped by validation: {report['tier3_dropped_by_reason']}")
     console.print(f"[dim]{escape(str(report['note']))}[/]")

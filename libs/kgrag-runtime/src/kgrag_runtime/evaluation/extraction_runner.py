@@ -42,17 +42,25 @@ def run_extraction_evaluation(
     gold = parse_gold(_read_lines(gold_dir / "gold.jsonl"))
     replies = _replies(gold_dir / "llm_replies.jsonl")
     with tempfile.TemporaryDirectory(prefix="kgrag-extraction-eval-") as tmp:
-        local = settings.model_copy(update={"data_dir": Path(tmp) / "index", "extraction_enabled": True,
-                                            "llm_base_url": None, "llm_model": None, "llm_replay_dir": None,
-                                            "pg_dsn": settings.pg_dsn})
+        local = settings.model_copy(
+            update={
+                "data_dir": Path(tmp) / "index",
+                "extraction_enabled": True,
+                "llm_base_url": None,
+                "llm_model": None,
+                "llm_replay_dir": None,
+                "pg_dsn": settings.pg_dsn,
+            }
+        )
         with open_embedded(local, embedder=embedder) as kg:
             for path in corpus:
                 kg.ingest(iter_path(path))
             return _evaluate(kg, gold, replies, Path(tmp) / "replies")
 
 
-def _evaluate(kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, Any]], replay_dir: Path
-              ) -> dict[str, object]:
+def _evaluate(
+    kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, Any]], replay_dir: Path
+) -> dict[str, object]:
     if kg.extraction is None:
         raise KgragError(ErrorCode.CONFIGURATION_INVALID, "Extraction is off.", hint="Set KGRAG_EXTRACTION_ENABLED.")
     base = kg.extraction.extractor
@@ -72,16 +80,28 @@ def _evaluate(kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, 
         chunk = labelled[g.id]
         messages = build_messages([chunk], ontology)
         reply = json.dumps(_substitute(replies[g.id], chunk.chunk_id), ensure_ascii=False)
-        write_recording(replay_dir, request_key(REPLAY_MODEL, messages, schema),
-                        request_document(REPLAY_MODEL, messages, schema), reply, "hand-authored (not a model)")
+        write_recording(
+            replay_dir,
+            request_key(REPLAY_MODEL, messages, schema),
+            request_document(REPLAY_MODEL, messages, schema),
+            reply,
+            "hand-authored (not a model)",
+        )
     llm = LlmExtractor(ReplayChatModel(replay_dir, REPLAY_MODEL), ontology)
     upper = Extractor(
-        store=store, ontology=ontology, mapping=base.mapping, recognizer=base.recognizer, llm=llm, policy=base.policy,
-        count_tokens=base.count_tokens, settings=replace(base.settings, llm_batch_chunks=1),
+        store=store,
+        ontology=ontology,
+        mapping=base.mapping,
+        recognizer=base.recognizer,
+        llm=llm,
+        policy=base.policy,
+        count_tokens=base.count_tokens,
+        settings=replace(base.settings, llm_batch_chunks=1),
     )
     gold_sourced = [SourcedChunk(labelled[g.id], docs[labelled[g.id].doc_id].source) for g in gold]
-    top = upper.extract(gold_sourced, extractor_version=AUTHORED_LABEL,
-                        llm_chunk_ids=frozenset(c.chunk.chunk_id for c in gold_sourced))
+    top = upper.extract(
+        gold_sourced, extractor_version=AUTHORED_LABEL, llm_chunk_ids=frozenset(c.chunk.chunk_id for c in gold_sourced)
+    )
     top_by_chunk = {r.chunk_id: r for r in top.results}
 
     predictions: dict[str, list[ChunkExtraction]] = {}
@@ -91,8 +111,9 @@ def _evaluate(kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, 
         merged = top_by_chunk[chunk.chunk_id]
         parsed = parse_reply(json.dumps(_substitute(replies[g.id], chunk.chunk_id)), [chunk]).by_chunk
         entities, relations, claims = parsed.get(chunk.chunk_id, ([], [], []))
-        raw[g.id] = [ChunkExtraction(chunk.chunk_id, merged.key, Tier.LLM, tuple(entities), tuple(relations),
-                                     tuple(claims))]
+        raw[g.id] = [
+            ChunkExtraction(chunk.chunk_id, merged.key, Tier.LLM, tuple(entities), tuple(relations), tuple(claims))
+        ]
         if merged.skip_reason is not None:
             # Tier 0 kept the chunk from the extractors (boilerplate, or a copy reusing its representative's
             # extraction): score what the pipeline stored for it, as a user would get it.
@@ -100,12 +121,22 @@ def _evaluate(kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, 
             continue
         # Tier 3's own contribution, validated exactly as the pipeline validates it; the pipeline's merged
         # result must hold every one of these items, or the eval is not measuring the pipeline.
-        checked = validate(chunk.chunk_id, chunk.text, entities, relations, claims, ontology,
-                           context=chunk.section_path)
-        tier3 = ChunkExtraction(chunk.chunk_id, merged.key, Tier.LLM, tuple(checked.entities),
-                                tuple(checked.relations), tuple(checked.claims))
-        missing = (set(tier3.entities) - set(merged.entities)) | (set(tier3.relations) - set(merged.relations)) \
+        checked = validate(
+            chunk.chunk_id, chunk.text, entities, relations, claims, ontology, context=chunk.section_path
+        )
+        tier3 = ChunkExtraction(
+            chunk.chunk_id,
+            merged.key,
+            Tier.LLM,
+            tuple(checked.entities),
+            tuple(checked.relations),
+            tuple(checked.claims),
+        )
+        missing = (
+            (set(tier3.entities) - set(merged.entities))
+            | (set(tier3.relations) - set(merged.relations))
             | (set(tier3.claims) - set(merged.claims))
+        )
         if missing:
             raise KgragError(ErrorCode.INTERNAL, f"gold {g.id}: the pipeline lost {len(missing)} validated items")
         predictions[g.id] = [by_chunk[chunk.chunk_id], tier3]
@@ -121,21 +152,31 @@ def _evaluate(kg: KgragApp, gold: list[GoldChunk], replies: dict[str, dict[str, 
         "corpus_chunks": len(chunks),
         "tiers_seen": {str(k): v for k, v in sorted(lower.by_tier.items())},
         "skipped": lower.skipped,
-        "dedup": {"chunks": dedup.chunks, "exact": dedup.exact_duplicates, "near": dedup.near_duplicates,
-                  "rate": round(dedup.rate, 4)},
+        "dedup": {
+            "chunks": dedup.chunks,
+            "exact": dedup.exact_duplicates,
+            "near": dedup.near_duplicates,
+            "rate": round(dedup.rate, 4),
+        },
         "markdown": report.to_markdown(),
         "tier3_before_validation_markdown": unvalidated.to_markdown(),
         "tier3_dropped_by_reason": dict(sorted(drops.items())),
         "scores": _scores(report),
         "note": "Tier 3 replies are hand-authored stand-ins for a model (with planted mistakes), replayed "
-                "offline; they test the pipeline and validation, not a model.",
+        "offline; they test the pipeline and validation, not a model.",
     }
 
 
 def _scores(report: ExtractionReport) -> list[dict[str, object]]:
     return [
-        {"tier": None if s.tier is None else int(s.tier), "kind": s.kind.value, "precision": s.precision,
-         "recall": s.recall, "f1": s.f1, "modality_accuracy": s.modality_accuracy}
+        {
+            "tier": None if s.tier is None else int(s.tier),
+            "kind": s.kind.value,
+            "precision": s.precision,
+            "recall": s.recall,
+            "f1": s.f1,
+            "modality_accuracy": s.modality_accuracy,
+        }
         for s in report.scores
     ]
 
@@ -143,8 +184,11 @@ def _scores(report: ExtractionReport) -> list[dict[str, object]]:
 def _chunk_for(gold: GoldChunk, chunks: Iterable[Chunk]) -> Chunk:
     found = [c for c in chunks if c.doc_id == gold.doc_id and gold.anchor in c.text]
     if len(found) != 1:
-        raise KgragError(ErrorCode.MISSING_FIELD, f"gold {gold.id}: its anchor is in {len(found)} chunks of "
-                         f"{gold.doc_id}, not exactly one", hint="Fix the anchor in gold.jsonl.")
+        raise KgragError(
+            ErrorCode.MISSING_FIELD,
+            f"gold {gold.id}: its anchor is in {len(found)} chunks of {gold.doc_id}, not exactly one",
+            hint="Fix the anchor in gold.jsonl.",
+        )
     return found[0]
 
 
@@ -172,5 +216,8 @@ def _read_lines(path: Path) -> list[str]:
     try:
         return path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
-        raise KgragError(ErrorCode.SOURCE_UNREADABLE, f"Cannot read {path}: {err.strerror}.",
-                         hint="Point --extraction-gold at a folder with gold.jsonl and llm_replies.jsonl.") from err
+        raise KgragError(
+            ErrorCode.SOURCE_UNREADABLE,
+            f"Cannot read {path}: {err.strerror}.",
+            hint="Point --extraction-gold at a folder with gold.jsonl and llm_replies.jsonl.",
+        ) from err

@@ -24,16 +24,18 @@ from rich.progress import Progress
 from kgrag_core.chunking import estimate_tokens
 from kgrag_core.evaluation.metrics import (
     all_gold_at,
-    key_fact_recall,
+    current_value_first,
     key_facts_found,
     mean,
     ndcg_at,
     ranks_before,
+    read_in_budget,
     recall_at,
     reciprocal_rank,
     sign_test,
     temporal_gold,
     unique_docs,
+    values_found,
 )
 from kgrag_core.evaluation.questions import EvalQuestion, parse_questions
 from kgrag_core.graph_retrieval.evidence import GraphLine, pack_context
@@ -138,15 +140,23 @@ def _retrieval_metrics(
         "ndcg@10": ndcg_at(docs, q.gold, 10),
         "all_gold@20": all_gold_at(docs, q.gold, 20),
     }
-    if not lines:
-        out[f"key_facts@{budget}"] = key_fact_recall([h.text for h in hits], q.key_facts, budget, estimate_tokens)
-        return out
-    read_lines, read_chunks = _read_within_budget(lines, hits, budget, line_share)
-    out[f"key_facts@{budget}"] = key_facts_found([*read_lines, *read_chunks], q.key_facts)
-    # What the lines hold on their own: they carry values, not the documents' sentences, so this is
-    # usually 0 and the lines help key facts only by what their chunks bring into the ranking.
-    out["key_facts_in_lines"] = key_facts_found(read_lines, q.key_facts)
-    out["lines_read"] = float(len(read_lines))
+    if lines:
+        read_lines, read_chunks = _read_within_budget(lines, hits, budget, line_share)
+    else:
+        read_lines, read_chunks = [], read_in_budget([h.text for h in hits], budget, estimate_tokens)
+    read = [*read_lines, *read_chunks]
+    out[f"key_facts@{budget}"] = key_facts_found(read, q.key_facts)
+    if q.answer_values:
+        out[f"values@{budget}"] = values_found(read, q.answer_values)
+    if q.outdated_values:
+        out["current_value_first"] = current_value_first(read, q.answer_values, q.outdated_values)
+    if lines:
+        # What the lines hold on their own: they carry values, not the documents' sentences, so the key
+        # facts are rarely in them; the answer values often are.
+        out["key_facts_in_lines"] = key_facts_found(read_lines, q.key_facts)
+        if q.answer_values:
+            out["values_in_lines"] = values_found(read_lines, q.answer_values)
+        out["lines_read"] = float(len(read_lines))
     return out
 
 
@@ -270,9 +280,10 @@ def _sign_tests(
         out[f"hybrid vs {other} (nDCG@10)"] = _paired(answerable, hybrid, per_question[other], "ndcg@10")
     if GRAPH_MODE in per_question:
         graph = per_question[GRAPH_MODE]
-        for metric in ("ndcg@10", f"key_facts@{budget}"):
+        for metric in ("ndcg@10", f"key_facts@{budget}", f"values@{budget}"):
             out[f"{GRAPH_MODE} vs hybrid ({metric})"] = _paired(answerable, graph, hybrid, metric)
-        out[f"{GRAPH_MODE} vs hybrid (current_first, temporal)"] = _paired(answerable, graph, hybrid, "current_first")
+        for metric in ("current_first", "current_value_first"):
+            out[f"{GRAPH_MODE} vs hybrid ({metric}, temporal)"] = _paired(answerable, graph, hybrid, metric)
     return out
 
 
@@ -291,7 +302,8 @@ def _graph_summary(
     by_type: dict[str, dict[str, dict[str, float | int]]] = {}
     for qtype in sorted({q.type for q in questions if q.answerable}):
         ids = [q.id for q in questions if q.answerable and q.type == qtype]
-        by_type[qtype] = {m: _paired(ids, graph, hybrid, m) for m in (*_COMPARED, f"key_facts@{budget}")}
+        compared = (*_COMPARED, f"key_facts@{budget}", f"values@{budget}", "current_value_first")
+        by_type[qtype] = {m: _paired(ids, graph, hybrid, m) for m in compared}
     return {
         "router_accuracy": round(mean([1.0 if routes[q.id]["route"] == q.type else 0.0 for q in typed]), 3),
         "router_confusion": {t: dict(sorted(c.items())) for t, c in sorted(confusion.items())},

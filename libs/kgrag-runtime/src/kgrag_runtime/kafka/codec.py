@@ -26,8 +26,9 @@ def encode(topic: str, payload: Mapping[str, object]) -> bytes:
         try:
             model.model_validate(payload)
         except ValidationError as err:
-            raise KgragError(ErrorCode.MALFORMED_EVENT, f"refusing to produce an invalid {topic} event: "
-                             f"{err.errors()[0]['msg']}") from err
+            raise KgragError(
+                ErrorCode.MALFORMED_EVENT, f"refusing to produce an invalid {topic} event: {err.errors()[0]['msg']}"
+            ) from err
     return json.dumps(payload, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode("utf-8")
 
 

@@ -14,15 +14,21 @@ class RunnerMetrics:
 
     def __post_init__(self) -> None:
         labels = ["consumer"]
-        self.processed = Counter("kgrag_events_processed", "Events handled and committed.", labels,
-                                 registry=self.registry).labels(self.consumer)
-        self.failed = Counter("kgrag_events_failed", "Events rejected with an error code.", labels,
-                              registry=self.registry).labels(self.consumer)
-        self.dlq = Counter("kgrag_dlq", "Events sent to the dead-letter topic.", labels,
-                           registry=self.registry).labels(self.consumer)
-        self.retries = Counter("kgrag_handler_retries", "Batches retried after a handler failure.", labels,
-                               registry=self.registry).labels(self.consumer)
-        self.lag = Gauge("kgrag_consumer_lag", "Messages behind the end of the assigned partitions.", labels,
-                         registry=self.registry).labels(self.consumer)
-        self.handle_seconds = Histogram("kgrag_handle_seconds", "Time to handle and commit one batch.", labels,
-                                        registry=self.registry).labels(self.consumer)
+        self.processed = Counter(
+            "kgrag_events_processed", "Events handled and committed.", labels, registry=self.registry
+        ).labels(self.consumer)
+        self.failed = Counter(
+            "kgrag_events_failed", "Events rejected with an error code.", labels, registry=self.registry
+        ).labels(self.consumer)
+        self.dlq = Counter("kgrag_dlq", "Events sent to the dead-letter topic.", labels, registry=self.registry).labels(
+            self.consumer
+        )
+        self.retries = Counter(
+            "kgrag_handler_retries", "Batches retried after a handler failure.", labels, registry=self.registry
+        ).labels(self.consumer)
+        self.lag = Gauge(
+            "kgrag_consumer_lag", "Messages behind the end of the assigned partitions.", labels, registry=self.registry
+        ).labels(self.consumer)
+        self.handle_seconds = Histogram(
+            "kgrag_handle_seconds", "Time to handle and commit one batch.", labels, registry=self.registry
+        ).labels(self.consumer)

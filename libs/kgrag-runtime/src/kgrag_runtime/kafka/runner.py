@@ -128,8 +128,13 @@ class ConsumerRunner:
                 # Nothing was committed, so retrying the same batch is safe.
                 self._failing_attempts += 1
                 self.metrics.retries.inc()
-                log.warning("handler %s failed (attempt %d), retrying in %.1fs: %s",
-                            self.handler.name, self._failing_attempts, delay, err)
+                log.warning(
+                    "handler %s failed (attempt %d), retrying in %.1fs: %s",
+                    self.handler.name,
+                    self._failing_attempts,
+                    delay,
+                    err,
+                )
                 if not paused:
                     paused = self._consumer.assignment()
                     self._consumer.pause(paused)
@@ -170,17 +175,27 @@ class ConsumerRunner:
         for out in result.outputs:
             self.producer.produce(out.topic, out.key, out.payload)
         for dead in result.dead_letters:
-            self.producer.produce_raw(self.dlq_topic, dead.key, _json_bytes(dead.payload),
-                                      {"error_code": dead.error_code, "reason": dead.reason[:1000]})
+            self.producer.produce_raw(
+                self.dlq_topic,
+                dead.key,
+                _json_bytes(dead.payload),
+                {"error_code": dead.error_code, "reason": dead.reason[:1000]},
+            )
             self.metrics.dlq.inc()
         self.metrics.failed.inc(sum(1 for o in result.outcomes if o.error_code is not None))
 
     def _dead_letter_raw(self, message: Message, code: str, reason: str) -> None:
         key = message.key()
-        headers = {"error_code": code, "reason": reason[:1000], "source_topic": message.topic() or "",
-                   "source_partition": str(message.partition()), "source_offset": str(message.offset())}
-        self.producer.produce_raw(self.dlq_topic, key.decode("utf-8", "replace") if key else None,
-                                  message.value(), headers)
+        headers = {
+            "error_code": code,
+            "reason": reason[:1000],
+            "source_topic": message.topic() or "",
+            "source_partition": str(message.partition()),
+            "source_offset": str(message.offset()),
+        }
+        self.producer.produce_raw(
+            self.dlq_topic, key.decode("utf-8", "replace") if key else None, message.value(), headers
+        )
         self.metrics.dlq.inc()
         self.metrics.failed.inc()
 

@@ -16,15 +16,17 @@ def all_topics(prefix: str = "") -> list[str]:
     return [prefix + t for t in sorted(EVENTS) + [dead_letter_topic(c) for c in CONSUMERS]]
 
 
-def ensure_topics(bootstrap: str, *, partitions: int, replication: int, prefix: str = "",
-                  timeout_s: float = 30.0) -> list[str]:
+def ensure_topics(
+    bootstrap: str, *, partitions: int, replication: int, prefix: str = "", timeout_s: float = 30.0
+) -> list[str]:
     """Create missing topics; return the ones created. Dead-letter topics get 1 partition: order there
     does not matter and they are read by people, not consumers at scale."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     existing = set(admin.list_topics(timeout=timeout_s).topics)
     wanted = [
         NewTopic(name, num_partitions=1 if name.endswith(".dlq") else partitions, replication_factor=replication)
-        for name in all_topics(prefix) if name not in existing
+        for name in all_topics(prefix)
+        if name not in existing
     ]
     if not wanted:
         return []

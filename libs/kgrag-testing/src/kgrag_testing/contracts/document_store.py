@@ -61,17 +61,32 @@ def make_document(
         piece_hash = content_hash(raw)
         chunks.append(
             Chunk(
-                chunk_id=chunk_id_for(doc_id, piece_hash, seq), doc_id=doc_id, seq=seq,
-                breadcrumb=(title, f"Section {seq}"), start_byte=start, end_byte=end, text=section,
-                token_count=len(section.split()), content_hash=piece_hash, acl_class_id=acl.acl_class_id,
+                chunk_id=chunk_id_for(doc_id, piece_hash, seq),
+                doc_id=doc_id,
+                seq=seq,
+                breadcrumb=(title, f"Section {seq}"),
+                start_byte=start,
+                end_byte=end,
+                text=section,
+                token_count=len(section.split()),
+                content_hash=piece_hash,
+                acl_class_id=acl.acl_class_id,
                 doc_time=modified_at,
             )
         )
         start = end + 2  # the blank line between sections
     doc = StoredDocument(
-        doc_id=doc_id, source="contract", uri=f"file:///{doc_id}.md", title=title, version=version,
-        content_hash=content_hash(body), acl_class_id=acl.acl_class_id, modified_at=modified_at,
-        status=status, media_type="text/markdown", byte_length=len(body),
+        doc_id=doc_id,
+        source="contract",
+        uri=f"file:///{doc_id}.md",
+        title=title,
+        version=version,
+        content_hash=content_hash(body),
+        acl_class_id=acl.acl_class_id,
+        modified_at=modified_at,
+        status=status,
+        media_type="text/markdown",
+        byte_length=len(body),
     )
     return doc, chunks
 
@@ -284,8 +299,15 @@ class DocumentStoreContract:
         at = T0 + timedelta(seconds=30)
         outcomes = [
             IngestOutcome("doc-1", IngestStatus.INDEXED, "files", "file:///1.md", None, "", 4, 4, 0, T0),
-            IngestOutcome("doc-2", IngestStatus.REJECTED, "files", "file:///2.md", ErrorCode.INVALID_UTF8,
-                          "byte 0xff at offset 3", at=at),
+            IngestOutcome(
+                "doc-2",
+                IngestStatus.REJECTED,
+                "files",
+                "file:///2.md",
+                ErrorCode.INVALID_UTF8,
+                "byte 0xff at offset 3",
+                at=at,
+            ),
             IngestOutcome("doc-1", IngestStatus.UPDATED, "files", "file:///1.md", None, "", 5, 2, 1, at),
         ]
         store.record_outcomes(outcomes[:1])
@@ -314,9 +336,7 @@ class DocumentStoreContract:
         assert got == vectors
         assert all(type(x) is float for v in got.values() for x in v)
         # bit for bit, so -0.0 keeps its sign
-        assert [struct.pack("<d", x) for x in got["sha256:a"]] == [
-            struct.pack("<d", x) for x in vectors["sha256:a"]
-        ]
+        assert [struct.pack("<d", x) for x in got["sha256:a"]] == [struct.pack("<d", x) for x in vectors["sha256:a"]]
         assert store.get_vectors("other-model", ["sha256:a"]) == {}
         assert store.get_vectors(MODEL, []) == {}
 
@@ -333,7 +353,8 @@ class DocumentStoreContract:
         store.put_vectors(MODEL, {"sha256:a": (9.0, 9.0), "sha256:b": (3.0, 4.0)})
         store.put_vectors(MODEL, {})
         assert store.get_vectors(MODEL, ["sha256:a", "sha256:b"]) == {
-            "sha256:a": (1.0, 2.0), "sha256:b": (3.0, 4.0),
+            "sha256:a": (1.0, 2.0),
+            "sha256:b": (3.0, 4.0),
         }
 
     def test_embedding_cache_handles_a_large_batch(self, store: FullStore) -> None:
@@ -348,11 +369,13 @@ class DocumentStoreContract:
         commit(store, "doc-c", ["five", "six"], acl=ENG)
         store.mark_deleted("doc-c", DeletionRecord("doc-c", (), (), ("postgres",), T0))
         store.put_vectors(MODEL, {"sha256:a": (1.0,), "sha256:b": (2.0,)})
-        store.record_outcomes([
-            IngestOutcome("doc-x", IngestStatus.REJECTED, error_code=ErrorCode.EMPTY_DOCUMENT),
-            IngestOutcome("doc-y", IngestStatus.REJECTED, error_code=ErrorCode.DOCUMENT_TOO_LARGE),
-            IngestOutcome("doc-a", IngestStatus.INDEXED, chunks_total=3),
-        ])
+        store.record_outcomes(
+            [
+                IngestOutcome("doc-x", IngestStatus.REJECTED, error_code=ErrorCode.EMPTY_DOCUMENT),
+                IngestOutcome("doc-y", IngestStatus.REJECTED, error_code=ErrorCode.DOCUMENT_TOO_LARGE),
+                IngestOutcome("doc-a", IngestStatus.INDEXED, chunks_total=3),
+            ]
+        )
         assert store.stats() == StoreStats(
             documents=2, deleted_documents=1, chunks=4, acl_classes=2, cached_vectors=2, ingest_errors=2
         )

@@ -284,10 +284,11 @@ class GraphReaderContract:
         )  # fmt: skip
         assert eng.confidence == pytest.approx(0.8)  # the HR evidence's 0.85 is not the reader's to see
         assert eng.latest_written == FEB.date()
+        assert eng.first_written == JAN.date()  # the January and February engineering documents both say so
         leads = next(e for e in r.neighbours(PRIYA, ADMIN) if e.relation == "LEADS")
         assert leads.confidence == pytest.approx(0.85)
         [runs] = r.neighbours(ATLAS, ENG_READER, relations=["RUNS"])
-        assert runs.latest_written == JAN.date()
+        assert runs.latest_written == JAN.date() and runs.first_written == JAN.date()
 
     def test_neighbours_order_filter_and_limit(self, world: GraphWorld) -> None:
         build_world(world)

@@ -141,9 +141,7 @@ class KeywordIndexContract:
 
     def test_ids_for_doc(self, index_factory: KeywordIndexFactory) -> None:
         index = index_factory()
-        index.upsert(
-            [kdoc(f"a{i}", "text", doc_id="doc-a") for i in (3, 1, 2)] + [kdoc("b1", "text", doc_id="doc-b")]
-        )
+        index.upsert([kdoc(f"a{i}", "text", doc_id="doc-a") for i in (3, 1, 2)] + [kdoc("b1", "text", doc_id="doc-b")])
         assert index.ids_for_doc("doc-a") == ["a1", "a2", "a3"]
         assert index.ids_for_doc("doc-b") == ["b1"]
         assert index.ids_for_doc("doc-missing") == []
@@ -179,9 +177,7 @@ class KeywordIndexContract:
         assert index.search("visible", [], 10) == []
 
     @pytest.mark.parametrize("query", ["", "   ", "?!&|()", "--- ::: ***"])
-    def test_query_without_terms_returns_nothing(
-        self, index_factory: KeywordIndexFactory, query: str
-    ) -> None:
+    def test_query_without_terms_returns_nothing(self, index_factory: KeywordIndexFactory, query: str) -> None:
         index = index_factory()
         index.upsert([kdoc("c1", "some text")])
         assert index.search(query, [ALLOWED], 10) == []
@@ -242,9 +238,7 @@ class KeywordIndexContract:
             with pytest.raises(ValueError, match="limit"):
                 index.search("text", [ALLOWED], bad)
 
-    def test_persists_across_close_and_reopen(
-        self, index_factory: KeywordIndexFactory, tmp_path: Path
-    ) -> None:
+    def test_persists_across_close_and_reopen(self, index_factory: KeywordIndexFactory, tmp_path: Path) -> None:
         where = tmp_path / "persisted-keywords"
         index = index_factory(where)
         index.upsert([kdoc("c1", "durable words", doc_id="doc-p"), kdoc("c2", "durable too", doc_id="doc-p")])

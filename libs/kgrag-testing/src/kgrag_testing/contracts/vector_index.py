@@ -182,9 +182,7 @@ class VectorIndexContract:
         points = [point(f"tie-{i:02d}", vec(0.0, 2.0)) for i in range(12)]
         in_order.upsert(points)
         reversed_order.upsert(points[::-1])
-        assert in_order.search(vec(0.0, 1.0), [ALLOWED], 4) == reversed_order.search(
-            vec(0.0, 1.0), [ALLOWED], 4
-        )
+        assert in_order.search(vec(0.0, 1.0), [ALLOWED], 4) == reversed_order.search(vec(0.0, 1.0), [ALLOWED], 4)
 
     def test_limit_is_bounded(self, index_factory: VectorIndexFactory) -> None:
         index = index_factory()
@@ -202,9 +200,7 @@ class VectorIndexContract:
             index.search((1.0,) * (DIMENSION - 1), [ALLOWED], 10)
         assert index.count() == 0
 
-    def test_persists_across_close_and_reopen(
-        self, index_factory: VectorIndexFactory, tmp_path: Path
-    ) -> None:
+    def test_persists_across_close_and_reopen(self, index_factory: VectorIndexFactory, tmp_path: Path) -> None:
         where = tmp_path / "persisted-vectors"
         index = index_factory(where)
         index.upsert([point("c1", vec(1.0), doc_id="doc-p"), point("c2", vec(1.0, 1.0), doc_id="doc-p")])
