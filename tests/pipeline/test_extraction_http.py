@@ -5,8 +5,7 @@ Real embedded PostgreSQL; the chat model is the labelled fake from kgrag_testing
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,18 +19,16 @@ from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.documents import SourceDocument
 from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
 from kgrag_core.extraction.tier0 import LSH_THRESHOLD, estimated_jaccard, minhash_signature
-from kgrag_core.ports import ChatMessage
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
-from kgrag_testing.scripted_llm import ScriptedChatModel, entity, extraction_reply
+from kgrag_testing.scripted_llm import ScriptedChatModel, first_word_entity
 
 VERIFIER = TokenVerifier(key="test-key-" + "x" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
 CORPUS = Path("corpora/northwind")
 INCIDENTS = ("incident-inc-2023-011-atlas-cache-evictions", "incident-inc-2024-002-relay-cert-expiry")
-CHUNK = re.compile(r'<chunk id="(?P<id>[^"]+)"[^>]*>\n(?P<text>.*?)\n</chunk>', re.DOTALL)
 # Example prices (not any provider's list price): the preview's cost must follow them.
 PRICE_IN, PRICE_OUT = 0.15, 0.60
 
@@ -76,16 +73,6 @@ def _site(doc_id: str, fields: dict[str, str], day: str, acl: AclClass = PUBLIC_
         modified_at=datetime.fromisoformat(day).replace(tzinfo=UTC),
         media_type=RECORD_MEDIA_TYPE,
     )
-
-
-def _first_word_entity(messages: Sequence[ChatMessage]) -> str:
-    """A fake model: one Organization per chunk, quoting the chunk's first capitalised word (always verbatim)."""
-    items = []
-    for match in CHUNK.finditer(messages[-1].content):
-        word = re.search(r"\b[A-Z][a-z]{3,}\b", match["text"])
-        if word:
-            items.append(entity(match["id"], word.group(0), "Organization", word.group(0)))
-    return extraction_reply(entities=items)
 
 
 def _ontology_body(client: TestClient) -> dict[str, Any]:
@@ -228,7 +215,7 @@ def test_a_real_run_does_what_its_preview_said_and_can_be_read_back(
 ) -> None:
     with open_embedded(settings, embedder=embedder) as kg:
         kg.ingest(_incidents())
-    model = ScriptedChatModel(_first_word_entity)
+    model = ScriptedChatModel(first_word_entity)
     with open_embedded(settings, embedder=embedder, llm=model) as kg, TestClient(create_app(kg, VERIFIER)) as c:
         body = {"scope": {"sources": ["incidents"]}, "extractor_version": "2"}
         preview = c.post("/v1/admin/extraction/rerun", headers=ADMIN, json=body).json()["preview"]

@@ -1,4 +1,4 @@
-from kgrag_core.graph_retrieval.linking import candidate_spans, link_entities, seed_entities
+from kgrag_core.graph_retrieval.linking import candidate_spans, link_entities, passage_seeds, seed_entities
 from tests.unit.test_graph_retrieval_doubles import PUBLIC, SECRET, InMemoryGraph
 
 VISIBLE = [PUBLIC.acl_class_id]
@@ -87,3 +87,18 @@ def test_seed_entities_keep_each_entity_once_at_its_best_score() -> None:
     seeds = seed_entities(links)
     assert [s.entity.entity_id for s, _ in seeds].count("org_k") == 1
     assert [score for _, score in seeds] == sorted((score for _, score in seeds), reverse=True)
+
+
+def test_passage_seeds_take_the_best_connected_reading_skip_the_edgeless_and_rank_shared_names_first() -> None:
+    graph = _graph()
+    graph.add_entity("org_lonely", "Lonely Corp", "Organization")  # known, but no edge leads anywhere from it
+    passages = [
+        "Atlas dropped stops; Routing was paged. Lonely Corp noticed.",
+        "The Routing team fixed it the next day.",
+    ]
+    seeds = passage_seeds(passages, graph, VISIBLE, weight=0.5)
+    named = [(s.entity.entity_id, score) for s, score in seeds]
+    assert named[0] == ("team_r", 0.5)  # in both passages
+    assert ("sys_atlas", 0.25) in named and "prj_atlas" not in {e for e, _ in named}  # one reading per mention
+    assert "org_lonely" not in {e for e, _ in named}
+    assert passage_seeds([], graph, VISIBLE, weight=0.5) == []

@@ -75,6 +75,20 @@ def test_different_types_never_merge() -> None:
     assert not block_keys(system) & block_keys(vendor)  # blocking never even pairs them
 
 
+def test_different_codes_never_merge_however_alike_they_look() -> None:
+    # One digit apart: rapidfuzz calls these near-identical names, yet they are two incidents.
+    a = EntityProfile("a", "Incident", "INC-2023-019", context="picking outage at LEJ-2")
+    b = EntityProfile("b", "Incident", "INC-2023-011", context="picking outage at LEJ-2")
+    decision = decide(a, b, vectors={"a": [1.0, 0.0], "b": [1.0, 0.0]})
+    assert decision.kind is DecisionKind.SEPARATE and decision.rule.startswith(Rule.IDENTIFIER_MISMATCH)
+    assert not together(Resolver().resolve([a, b]).canonical, "a", "b")
+    # The same code, however written, and a code the other side lists as its alias, may still merge.
+    same = decide(EntityProfile("c", "Incident", "INC-2023-019"), EntityProfile("d", "Incident", "inc-2023-019 "))
+    assert not same.rule.startswith(Rule.IDENTIFIER_MISMATCH)
+    aliased = decide(EntityProfile("e", "Ticket", "NW-4812"), EntityProfile("f", "Ticket", "NW-4812A", ("NW-4812",)))
+    assert not aliased.rule.startswith(Rule.IDENTIFIER_MISMATCH)
+
+
 def test_alias_chaining_is_refused() -> None:
     # A chunk calls Cobalt Cloud an alias of Northwind, another calls Cobalt an alias of Cobalt Cloud.
     northwind = EntityProfile("nw", "Organization", "Northwind Logistics", aliases=("Cobalt Cloud",))

@@ -11,13 +11,14 @@ fixed reply format, including quotes not in the chunk and disallowed triples.
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.extraction.tier3 import RateLimitedError
+from kgrag_core.extraction.tier3 import RateLimitedError, rendered_chunks
 from kgrag_core.ports import ChatMessage
 
 if TYPE_CHECKING:
@@ -180,6 +181,17 @@ def extraction_reply(
 
 # A handler gets the request and its parsed JSON body; a dict it returns becomes a 200 JSON reply.
 OpenAIHandler = Callable[["httpx.Request", Any], "httpx.Response | Mapping[str, Any]"]
+
+
+def first_word_entity(messages: Sequence[ChatMessage]) -> str:
+    """FAKE model reply: one Organization per chunk of the request, quoting the chunk's first capitalised
+    word (always verbatim, so it always survives validation)."""
+    items = []
+    for chunk_id, text in rendered_chunks(messages[-1].content):
+        word = re.search(r"\b[A-Z][a-z]{3,}\b", text)
+        if word:
+            items.append(entity(chunk_id, word.group(0), "Organization", word.group(0)))
+    return extraction_reply(entities=items)
 
 
 def mock_openai_transport(handler: OpenAIHandler) -> httpx.MockTransport:

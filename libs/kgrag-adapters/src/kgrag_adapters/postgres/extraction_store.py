@@ -114,13 +114,15 @@ WHERE (%(entity)s::text IS NULL OR cl.entity_id IN (
   AND (%(admin)s OR c.acl_class_id = ANY(%(acl)s::text[]))
 """
 
+# A type given in a chunk a record mapping or the model read outranks NER's guesses, however common those are.
 _KNOWN_NAMES: LiteralString = """
-SELECT n.name, e.type, count(*) AS uses
-FROM (SELECT entity_id, name FROM kg_mentions UNION ALL SELECT entity_id, name FROM kg_entities) AS n
+SELECT n.name, e.type, bool_or(n.tier <> %(ner)s) AS read, count(*) AS uses
+FROM (SELECT entity_id, name, tier FROM kg_mentions
+      UNION ALL SELECT entity_id, name, %(ner)s FROM kg_entities) AS n
 JOIN kg_entities e ON e.entity_id = n.entity_id
 GROUP BY n.name, e.type
-ORDER BY uses DESC, n.name, e.type
-LIMIT %s
+ORDER BY read DESC, uses DESC, n.name, e.type
+LIMIT %(limit)s
 """
 
 _FACT_COUNTS: LiteralString = """
@@ -371,11 +373,12 @@ class PostgresExtractionStore(PostgresStore):
         return out
 
     def known_names(self, limit: int = 50_000) -> dict[str, str]:
-        """Surface form -> entity type, the most used first; a name used for two types keeps the commoner."""
+        """Surface form -> entity type; a name used for two types keeps the one a record or the model gave, else
+        the commoner."""
         with self._lock:
-            rows = self._conn.execute(_KNOWN_NAMES, (limit,)).fetchall()
+            rows = self._conn.execute(_KNOWN_NAMES, {"ner": int(Tier.NER), "limit": limit}).fetchall()
         out: dict[str, str] = {}
-        for name, entity_type, _ in rows:
+        for name, entity_type, _, _ in rows:
             out.setdefault(name, entity_type)
         return out
 

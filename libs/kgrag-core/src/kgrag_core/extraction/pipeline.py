@@ -342,16 +342,33 @@ class Extractor:
 
 
 def _merge(lower: ChunkExtraction, upper: ChunkExtraction) -> ChunkExtraction:
-    """Tier 3 adds to what the lower tier found; the chunk is recorded as handled by the highest tier."""
+    """Tier 3 adds to what the lower tier found; the chunk is recorded as handled by the highest tier.
+
+    Where both tiers name the same span with different types, the model read it in context and NER guessed
+    from its shape ("Harbor" the system typed as a company, "LEJ-2" as a person): the lower tier's items
+    that use that name with the other type are left out, or they would found a namesake entity of the wrong
+    type that no merge may join (type conflicts never merge)."""
     if upper.pending_llm:
         return replace(lower, pending_llm=True)
+    typed = {_name_key(e.name): e.type for e in upper.entities}
+
+    def agrees(name: str, type_: str) -> bool:
+        return typed.get(_name_key(name), type_) == type_
+
     return replace(
         upper,
-        entities=_unique(lower.entities + upper.entities),
-        relations=_unique(lower.relations + upper.relations),
-        claims=_unique(lower.claims + upper.claims),
+        entities=_unique(tuple(e for e in lower.entities if agrees(e.name, e.type)) + upper.entities),
+        relations=_unique(
+            tuple(r for r in lower.relations if agrees(r.subject, r.subject_type) and agrees(r.object, r.object_type))
+            + upper.relations
+        ),
+        claims=_unique(tuple(c for c in lower.claims if agrees(c.entity, c.entity_type)) + upper.claims),
         dropped=lower.dropped + upper.dropped,
     )
+
+
+def _name_key(name: str) -> str:
+    return " ".join(name.casefold().split())
 
 
 _T = TypeVar("_T")

@@ -216,20 +216,25 @@ def passage_seeds(
     *,
     weight: float,
 ) -> list[tuple[EntitySummary, float]]:
-    """Entities named in the passages hybrid search ranked first, scored `weight` x their link score.
+    """Entities named in the passages hybrid search ranked first, scored up to `weight`.
 
     A multi-hop question often names no entity of its chain ("the system that caused the 4 June sign-in
     outage"): the bridge entity is in the passage that answers the first hop, so that passage anchors the
-    walk. Names are linked through the alias index exactly like the question's, and weigh less than them;
-    a name several of the passages share (the system both the ticket and the incident report name) sums
-    its link scores, up to a full `weight`.
+    walk. Names are linked through the alias index exactly like the question's. Each mention counts for
+    its best-connected reading only (a passage is context, not a question to keep open), entities without
+    a visible edge have nowhere to lead, and a name several passages share (the system both the ticket and
+    the incident report name) ranks first.
     """
     found: dict[str, EntitySummary] = {}
     totals: dict[str, float] = {}
     for passage in passages:
-        for entity, score in seed_entities(link_entities(passage, graph, acl_class_ids)):
-            key = entity.entity.entity_id
-            found[key] = entity
-            totals[key] = totals.get(key, 0.0) + score
-    seeds = [(found[key], round(weight * min(1.0, total), 4)) for key, total in totals.items()]
+        for linked in link_entities(passage, graph, acl_class_ids):
+            best = max(linked.candidates, key=lambda c: (c.entity.degree, c.score, c.entity.entity.entity_id))
+            if best.entity.degree == 0:
+                continue
+            key = best.entity.entity.entity_id
+            found[key] = best.entity
+            totals[key] = totals.get(key, 0.0) + _span_weight(linked.mention)
+    top = max(totals.values(), default=1.0)
+    seeds = [(found[key], round(weight * total / top, 4)) for key, total in totals.items()]
     return sorted(seeds, key=lambda es: (-es[1], es[0].entity.entity_id))

@@ -9,6 +9,7 @@ acceptable pairs can still join two things that must stay apart.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ class Rule(StrEnum):
     OVERRIDE_MERGE = "override:must_merge"
     OVERRIDE_SEPARATE = "override:must_not_merge"
     TYPE_MISMATCH = "type_mismatch"
+    IDENTIFIER_MISMATCH = "identifier_mismatch"  # "INC-2023-019" vs "INC-2023-011": codes name, not describe
     CONFLICTING_STRONG_IDS = "conflicting_strong_ids"
     SHARED_STRONG_ID = "shared_strong_id"
     NO_MATCHING_KEY = "no_matching_key"  # one side is known only by a pronoun or a generic one-word name
@@ -127,10 +129,25 @@ class AliasIndex:
         return self._links(a, b) or self._links(b, a)
 
 
+# A name that is an identifier: "INC-2023-019", "NW-4812", "RTM-1", "TX-400", "SEV1".
+_CODE_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+$|^[A-Z]{2,}[0-9]+$")
+
+
+def _code(name: str) -> str | None:
+    stripped = name.strip()
+    return stripped.upper() if _CODE_NAME.match(stripped) else None
+
+
 def hard_stop(a: EntityProfile, b: EntityProfile) -> tuple[Rule, str] | None:
     """The constraint that forbids merging the pair, with a detail, or None. Shared strong ids are no stop."""
     if a.type != b.type:
         return Rule.TYPE_MISMATCH, f"{a.type} vs {b.type}"
+    # Two different codes are two things however alike they look (a one-digit edit is a near-perfect fuzzy
+    # name match); an alias may still join them, since a code's alias is how the text says it is the same.
+    code_a, code_b = _code(a.name), _code(b.name)
+    if code_a and code_b and code_a != code_b and code_b not in {_code(x) for x in a.aliases} \
+            and code_a not in {_code(x) for x in b.aliases}:
+        return Rule.IDENTIFIER_MISMATCH, f"{a.name} vs {b.name}"
     kind = conflicting_id_kind(strong_id_sets(a), strong_id_sets(b))
     if kind is not None:
         return Rule.CONFLICTING_STRONG_IDS, kind

@@ -289,7 +289,8 @@ def _merge_order(decision: PairDecision) -> tuple[int, float, str, str]:
 
 
 def _is_stop(decision: PairDecision) -> bool:
-    return decision.rule.startswith((Rule.TYPE_MISMATCH.value, Rule.CONFLICTING_STRONG_IDS.value)) or decision.rule in (
+    stops = (Rule.TYPE_MISMATCH.value, Rule.IDENTIFIER_MISMATCH.value, Rule.CONFLICTING_STRONG_IDS.value)
+    return decision.rule.startswith(stops) or decision.rule in (
         Rule.OVERRIDE_SEPARATE,
         Rule.NO_MATCHING_KEY,
     )

@@ -219,6 +219,16 @@ class ExtractionStoreContract:
         assert states[c.chunk_id].representative_chunk_id == a.chunk_id
         assert states[c.chunk_id].tier is Tier.FILTER
 
+    def test_known_names_prefer_the_type_a_model_or_record_gave_over_ners_commoner_guess(self, stores: Stores) -> None:
+        text = "Harbor stalled. Harbor restarted. Harbor is the WMS."
+        guessed, guessed_too, read = commit_doc(stores, "doc-1", [text, text + " Again.", text + " Once more."])
+        x = stores.extraction
+        ner = [mention("Harbor", "Organization")]
+        x.save([result(guessed, entities=ner, tier=Tier.NER), result(guessed_too, entities=ner, tier=Tier.NER)])
+        assert x.known_names() == {"Harbor": "Organization"}
+        x.save([result(read, entities=[mention("Harbor", "System")], tier=Tier.LLM)])
+        assert x.known_names() == {"Harbor": "System"}
+
     def test_save_is_idempotent(self, stores: Stores) -> None:
         [chunk] = commit_doc(stores, "doc-1", [PRIYA])
         x = stores.extraction
