@@ -145,8 +145,13 @@ def hard_stop(a: EntityProfile, b: EntityProfile) -> tuple[Rule, str] | None:
     # Two different codes are two things however alike they look (a one-digit edit is a near-perfect fuzzy
     # name match); an alias may still join them, since a code's alias is how the text says it is the same.
     code_a, code_b = _code(a.name), _code(b.name)
-    if code_a and code_b and code_a != code_b and code_b not in {_code(x) for x in a.aliases} \
-            and code_a not in {_code(x) for x in b.aliases}:
+    if (
+        code_a
+        and code_b
+        and code_a != code_b
+        and code_b not in {_code(x) for x in a.aliases}
+        and code_a not in {_code(x) for x in b.aliases}
+    ):
         return Rule.IDENTIFIER_MISMATCH, f"{a.name} vs {b.name}"
     kind = conflicting_id_kind(strong_id_sets(a), strong_id_sets(b))
     if kind is not None:
