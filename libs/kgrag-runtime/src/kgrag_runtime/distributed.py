@@ -122,7 +122,7 @@ def open_query_app(
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
             # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
             # other readers and the traversal benchmark.
-            graph_searcher=build_graph_searcher(searcher, stores.store, stores.embedder),
+            graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
             graph_by_default=settings.graph_retrieval,
             graph=GraphAdmin(
                 stores.store,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_core.graph.ports import GraphReader
-from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher
+from kgrag_core.graph_retrieval.expansion import ExpansionSettings
+from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchSettings
 from kgrag_core.ports import Embedder, TokenCounter
 from kgrag_core.resolution.resolver import Overrides, Resolver, parse_overrides
 from kgrag_core.resolution.service import ResolutionService
@@ -29,7 +30,13 @@ def build_resolution(
     )
 
 
-def build_graph_searcher(hybrid: HybridSearcher, graph: GraphReader, embedder: Embedder) -> GraphAssistedSearcher:
+def build_graph_searcher(
+    settings: KgragSettings, hybrid: HybridSearcher, graph: GraphReader, embedder: Embedder
+) -> GraphAssistedSearcher:
     # Graph lines and chunks share one budget measured with the embedding model's tokenizer when it has one.
     counter = embedder if isinstance(embedder, TokenCounter) else None
-    return GraphAssistedSearcher(hybrid, graph, token_counter=counter)
+    search = GraphSearchSettings(
+        expansion=ExpansionSettings(time_budget_s=settings.graph_expansion_budget_s),
+        graph_timeout_s=settings.graph_timeout_s,
+    )
+    return GraphAssistedSearcher(hybrid, graph, settings=search, token_counter=counter)

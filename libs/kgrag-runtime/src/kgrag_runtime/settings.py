@@ -74,6 +74,12 @@ class KgragSettings(BaseSettings):
     graph_retrieval: bool = Field(
         False, description="Search and ask through the graph layer by default (per call: --graph / graph=true)."
     )
+    graph_expansion_budget_s: float = Field(
+        0.25, gt=0, description="Wall-clock budget of the graph walk; over it the walk stops with what it found."
+    )
+    graph_timeout_s: float = Field(
+        1.0, gt=0, description="Budget of the whole graph layer; over it the answer is hybrid's, flagged degraded."
+    )
     resolution_enabled: bool = Field(True, description="Resolve entities after every extraction.")
     resolution_hub_min_degree: int = Field(25, ge=2, description="Entities with this many edges are hubs.")
     resolution_overrides_file: Path | None = Field(

@@ -184,7 +184,7 @@ def open_embedded(
             llm=chat,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
             extraction=extraction,
-            graph_searcher=build_graph_searcher(searcher, store, model),
+            graph_searcher=build_graph_searcher(settings, searcher, store, model),
             graph_by_default=settings.graph_retrieval,
             graph=graph_admin,
         )
