@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import random
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -249,3 +250,29 @@ def test_malformed_events_go_to_dead_letters(handler: KnowledgeProjectionHandler
     assert [d.key for d in result.dead_letters] == ["a", "b", "c", "d"]
     assert {d.error_code for d in result.dead_letters} == {ErrorCode.MALFORMED_EVENT.value}
     assert result.outcomes == []
+
+
+def test_projectors_of_one_namespace_take_turns(
+    world: PostgresOnly, neo: Neo4jKnowledgeGraph, handler: KnowledgeProjectionHandler, pg_dsn: str
+) -> None:
+    """Another replica holding the namespace's projection lock holds this one's projection back: a writer
+    that read PostgreSQL first can never write Neo4j last."""
+    build_world(world)
+    finished = threading.Event()
+
+    def project() -> None:
+        handler.handle(GRAPH_CHANGED, doc_events(*DOCS))
+        finished.set()
+
+    with PostgresKnowledgeSource.connect(pg_dsn) as other:
+        with other.exclusive(f"kgrag-knowledge-projection:{neo.namespace}"):
+            worker = threading.Thread(target=project)
+            worker.start()
+            assert not finished.wait(2.0)  # waiting for the other replica
+            assert neo.entity(PRIYA, ADMIN) is None
+        assert finished.wait(60.0)
+        worker.join()
+    assert_in_parity(world, neo)
+    # Re-entrant within one source: a replica already holding the lock projects without waiting on itself.
+    with handler.source.exclusive(f"kgrag-knowledge-projection:{neo.namespace}"):
+        assert handler.handle(GRAPH_CHANGED, doc_events("doc-atlas")).dead_letters == []

@@ -105,6 +105,7 @@ class PostgresKnowledgeSource:
             raise ValueError("PostgresKnowledgeSource needs an autocommit connection")
         self._conn = conn
         self._lock = threading.RLock()
+        self._held: dict[str, int] = {}  # advisory locks this object holds, by name, with their depth
 
     @classmethod
     def connect(cls, dsn: str) -> PostgresKnowledgeSource:
@@ -199,6 +200,21 @@ class PostgresKnowledgeSource:
             claims=_claims(claim_rows),
             cardinality=tuple(sorted(cardinality.items())),
         )
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """A session-level advisory lock named by `name`, re-entrant within this object (a document's
+        projection holds it while projecting its entities). Other connections asking for it wait."""
+        with self._lock:
+            if self._held.get(name, 0) == 0:
+                self._conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (name,))
+            self._held[name] = self._held.get(name, 0) + 1
+            try:
+                yield
+            finally:
+                self._held[name] -= 1
+                if self._held[name] == 0:
+                    self._conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
 
     @contextmanager
     def _reading(self) -> Iterator[psycopg.Connection[Row]]:

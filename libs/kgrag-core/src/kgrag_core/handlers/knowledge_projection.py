@@ -16,6 +16,7 @@ review decision starts from the merge's entities; a hub labelling replaces the p
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol, runtime_checkable
@@ -215,6 +216,12 @@ class KnowledgeSource(Protocol):
 
     def hubs(self) -> list[str]: ...
 
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Hold the lock called `name` while the block runs; every replica asking for it waits. Projecting
+        reads the source and then writes the projection: two writers of overlapping scopes could otherwise
+        each read, and the one that read first could write last, leaving the projection stale."""
+        ...
+
 
 @runtime_checkable
 class KnowledgeProjection(Protocol):
@@ -227,6 +234,11 @@ class KnowledgeProjection(Protocol):
     def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]: ...
 
     def members_of(self, canonical_ids: Sequence[str]) -> list[str]: ...
+
+    @property
+    def namespace(self) -> str:
+        """Which projection this is; writers of one namespace take turns (`KnowledgeSource.exclusive`)."""
+        ...
 
     def project(self, snapshot: KnowledgeSnapshot) -> None: ...
 
@@ -271,21 +283,28 @@ def project_entities(
     seeds = list(entity_ids)
     if not seeds:
         return ProjectionReceipt(0, 0, 0, 0)
-    cids, ids = closed_scope(seeds, source, target)
-    snap = source.snapshot(cids, ids)
-    target.project(snap)
+    with source.exclusive(_lock_name(target)):
+        cids, ids = closed_scope(seeds, source, target)
+        snap = source.snapshot(cids, ids)
+        target.project(snap)
     return ProjectionReceipt(len(snap.canonical_ids), len(snap.entities), len(snap.edges), len(snap.claims))
+
+
+def _lock_name(target: KnowledgeProjection) -> str:
+    return f"kgrag-knowledge-projection:{target.namespace}"
 
 
 def project_document(doc_id: str, source: KnowledgeSource, target: KnowledgeProjection) -> ProjectionReceipt:
     """Re-project every cluster the document's facts touch now or touched when last projected."""
-    seeds = set(source.entities_in_document(doc_id)) | set(target.entities_in_document(doc_id))
-    return project_entities(sorted(seeds), source, target)
+    with source.exclusive(_lock_name(target)):
+        seeds = set(source.entities_in_document(doc_id)) | set(target.entities_in_document(doc_id))
+        return project_entities(sorted(seeds), source, target)
 
 
 def project_hubs(source: KnowledgeSource, target: KnowledgeProjection) -> int:
-    hubs = source.hubs()
-    target.project_hubs(hubs)
+    with source.exclusive(_lock_name(target)):
+        hubs = source.hubs()
+        target.project_hubs(hubs)
     return len(hubs)
 
 
