@@ -158,6 +158,43 @@ _CLAIMS_OF: LiteralString = (
 
 # --- profiles: the whole store (resolution is global), live evidence only --------------------------------
 
+# Incremental resolution's scope (ResolutionStore.entities_near_documents): the documents' entities, the
+# entities sharing a name token (two characters or more) or a strong identifier with them, their clusters.
+_NEAR_DOCUMENTS: LiteralString = """
+WITH seed AS (
+  SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id
+  WHERE c.doc_id = ANY(%(docs)s::text[])
+  UNION SELECT r.subject_id FROM kg_relations r JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id
+  JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = ANY(%(docs)s::text[])
+  UNION SELECT r.object_id FROM kg_relations r JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id
+  JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = ANY(%(docs)s::text[])
+  UNION SELECT cl.entity_id FROM kg_claims cl JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id
+  JOIN chunks c ON c.chunk_id = cv.chunk_id WHERE c.doc_id = ANY(%(docs)s::text[])
+), names AS (
+  SELECT e.norm_name AS norm FROM kg_entities e JOIN seed USING (entity_id)
+  UNION SELECT m.norm_name FROM kg_mentions m JOIN seed USING (entity_id)
+), tokens AS (
+  SELECT COALESCE(array_agg(DISTINCT t), '{}') AS ts FROM names, unnest(string_to_array(names.norm, ' ')) AS t
+  WHERE length(t) >= 2
+), ids AS (
+  SELECT DISTINCT lower(p->>0) AS kind, lower(trim(p->>1)) AS value
+  FROM kg_entities e JOIN seed USING (entity_id), jsonb_array_elements(e.strong_ids) AS p
+), near AS (
+  SELECT entity_id FROM seed
+  UNION SELECT e.entity_id FROM kg_entities e, tokens WHERE string_to_array(e.norm_name, ' ') && tokens.ts
+  UNION SELECT m.entity_id FROM kg_mentions m, tokens WHERE string_to_array(m.norm_name, ' ') && tokens.ts
+  UNION SELECT e.entity_id FROM kg_entities e, jsonb_array_elements(e.strong_ids) AS p
+  JOIN ids ON ids.kind = lower(p->>0) AND ids.value = lower(trim(p->>1))
+), clusters AS (
+  SELECT DISTINCT COALESCE(ec.canonical_id, n.entity_id) AS cid FROM near n
+  LEFT JOIN er_canonical ec ON ec.entity_id = n.entity_id
+)
+SELECT entity_id FROM near
+UNION SELECT ec.entity_id FROM er_canonical ec JOIN clusters ON clusters.cid = ec.canonical_id
+UNION SELECT cid FROM clusters
+ORDER BY 1
+"""
+
 _PROFILE_ENTITIES: LiteralString = (
     "SELECT e.entity_id, e.type, e.name, e.strong_ids FROM kg_entities e"
     " WHERE (%(every)s OR e.entity_id = ANY(%(ids)s::text[])) ORDER BY e.entity_id"
@@ -367,6 +404,12 @@ class PostgresGraphStore(PostgresExtractionStore):
                 )
             )
         return out
+
+    def entities_near_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        if not doc_ids:
+            return []
+        with self._lock:
+            return [r[0] for r in self._conn.execute(_NEAR_DOCUMENTS, {"docs": list(doc_ids)})]
 
     def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]:
         """Each ID's canonical ID; an ID in no cluster (or unknown) is its own."""

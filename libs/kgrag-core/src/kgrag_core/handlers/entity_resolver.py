@@ -1,8 +1,8 @@
-"""The entity-resolver handler: graph.changed -> a resolution pass over the knowledge graph in PostgreSQL.
+"""The entity-resolver handler: graph.changed -> an incremental resolution pass in PostgreSQL.
 
-Events carry no data the pass needs (it re-reads PostgreSQL), so a batch of any size costs one pass, and a
-replayed event only repeats a pass that changes nothing (merge ids are deterministic, applying one twice is
-a no-op).
+A batch costs one pass over what its documents could merge with (`ResolutionService.run(doc_ids)`); the
+pass re-reads PostgreSQL, so a replayed event only repeats a pass that changes nothing (merge ids are
+deterministic, applying one twice is a no-op). The full pass is the periodic one, run by an operator.
 """
 
 from __future__ import annotations
@@ -25,15 +25,16 @@ class EntityResolverHandler:
 
     def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
         result = HandlerResult()
-        valid = 0
+        doc_ids: list[str] = []
         for key, payload in batch:
-            if isinstance(payload.get("doc_id"), str) and payload.get("doc_id"):
-                valid += 1
+            doc_id = payload.get("doc_id")
+            if isinstance(doc_id, str) and doc_id:
+                doc_ids.append(doc_id)
             else:
                 reason = "the event has no doc_id"
                 result.dead_letters.append(DeadLetter(key, payload, ErrorCode.MALFORMED_EVENT.value, reason))
-        if valid:
-            report = self.service.run()
+        if doc_ids:
+            report = self.service.run(sorted(set(doc_ids)))
             self.last_report = report
             for canonical, members in sorted(report.merged.items()):
                 event = EntitiesChanged(entity_ids=[canonical, *members], reason="merge")

@@ -1,8 +1,11 @@
 """The entity-resolution use case: read profiles, resolve, apply merges, queue reviews, relabel hubs.
 
-One pass over every profile: clusters already merged keep their members (the resolver compares only pairs
-that involve an entity not yet in a cluster), so a pass after new extractions is incremental in what it
-compares and a full pass in what it can catch. Context vectors come from the embedding model and are kept
+After documents change, a pass reads only what they could affect (`run(doc_ids)`): their entities, every
+entity sharing a name token or strong identifier with them, and those entities' clusters, so its cost
+follows the change, not the graph. A full pass (`run()`, the periodic one: `kgrag entities resolve-pass`)
+reads every profile and catches what the incremental scope cannot see, such as a phonetic or
+embedding-only match. In both, clusters already merged keep their members (the resolver compares only pairs
+that involve an entity not yet in a cluster). Context vectors come from the embedding model and are kept
 in this process only, for the profiles of the latest pass: a profile's context quotes its documents, so a
 stored vector would outlive a compliance deletion of them. An unchanged profile is never embedded twice
 while the process runs.
@@ -45,8 +48,13 @@ class ResolutionService:
     overrides: Overrides = field(default_factory=Overrides)
     hub_min_degree: int = 25
 
-    def run(self) -> ResolutionReport:
-        profiles = self.store.profiles()
+    def run(self, doc_ids: Sequence[str] | None = None) -> ResolutionReport:
+        """A full pass, or with `doc_ids` an incremental one over what those documents could merge with."""
+        if doc_ids is None:
+            profiles = self.store.profiles()
+        else:
+            near = self.store.entities_near_documents(doc_ids)
+            profiles = self.store.profiles(near) if near else []
         report = ResolutionReport(profiles=len(profiles))
         if not profiles:
             return report

@@ -498,6 +498,30 @@ class ResolutionStoreContract:
         assert summary is not None
         assert summary.strong_ids == ids
 
+    def test_entities_near_documents_is_what_an_incremental_pass_compares(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        res = world.resolution
+        assert res.entities_near_documents([]) == [] and res.entities_near_documents(["doc-none"]) == []
+        # Mercury's document names only the two Mercurys; no other name shares a token with them.
+        assert res.entities_near_documents(["doc-mercury"]) == sorted([MERCURY_SITE, MERCURY_SYSTEM])
+        # The HR document names Priya Raman, Dana Lee and Routing; "P. Raman" shares "raman". Atlas shares
+        # nothing with them and stays out.
+        assert res.entities_near_documents(["doc-hr"]) == sorted([PRIYA, P_RAMAN, DANA, ROUTING])
+        # A cluster comes whole: after Mercury the Site joins Dana Lee's cluster, Dana's document brings it.
+        world.merge(merge("m-odd", DANA, MERCURY_SITE))
+        assert MERCURY_SITE in res.entities_near_documents(["doc-hr"])
+        # A shared strong identifier reaches a name with no token in common.
+        [chunk] = world.add_document("doc-mc", ["MC wrote (mc@example.com)."], acl=ENG, at=JAN)
+        [other] = world.add_document("doc-maria", ["Maria Chen (mc@example.com)."], acl=ENG, at=JAN)
+        # Two entities (their ids come from their first strong identifier: a badge, an email) sharing an email.
+        ids = (("badge", "7"), ("email", "MC@example.com"))
+        world.extract([_result(chunk, [EntityMention("MC", "Person", chunk.text, 0.9, ids)])])
+        world.extract(
+            [_result(other, [EntityMention("Maria Chen", "Person", other.text, 0.9, (("email", "mc@example.com"),))])]
+        )
+        near = res.entities_near_documents(["doc-mc"])
+        assert {p.name for p in res.profiles(near)} == {"MC", "Maria Chen"}
+
     def test_merge_and_canonical_of(self, world: ResolutionWorld) -> None:
         build_world(world)
         res = world.resolution
