@@ -116,14 +116,16 @@ def test_on_a_prose_level_graph_the_layer_wins_multi_hop_and_temporal_and_never_
     assert {k: v for k, v in graph["lookup"].items() if k in hybrid["lookup"]} == hybrid["lookup"]
     by_type = report["graph"]["vs_hybrid_by_type"]  # type: ignore[index]
     multi_hop, temporal = by_type["multi_hop"], by_type["temporal"]
-    # Floors a little under the measured 7 / 1 / 0 (multi-hop nDCG@10) and 2 / 0 / 5 (current_first).
+    # Floors a little under the measured multi-hop 7 / 1 / 0 (nDCG@10), 4 / 0 / 4 (recall@10), 1 / 0 / 7 (key
+    # facts) and temporal 2 / 0 / 5 (current_first).
     assert multi_hop["ndcg@10"]["wins"] >= 5 and multi_hop["ndcg@10"]["losses"] <= 2
-    assert multi_hop["recall@10"]["losses"] == 0
+    assert multi_hop["recall@10"]["wins"] >= 3 and multi_hop["recall@10"]["losses"] == 0
+    assert multi_hop["key_facts@2000"]["losses"] == 0
     current = report["sign_tests"]["hybrid+graph vs hybrid (current_first, temporal)"]  # type: ignore[index]
     assert current["wins"] >= 1 and current["losses"] == 0
     assert temporal["ndcg@10"]["wins"] >= temporal["ndcg@10"]["losses"]
     assert graph["temporal"]["current_value_first"] >= hybrid["temporal"]["current_value_first"]
-    for metric in ("key_facts@2000", "values@2000"):
+    for metric in ("key_facts@2000", "values@2000", "cites_gold", "answered"):
         assert graph["ALL"][metric] >= hybrid["ALL"][metric]
     overall = report["sign_tests"]["hybrid+graph vs hybrid (ndcg@10)"]  # type: ignore[index]
     assert overall["wins"] > 2 * overall["losses"]

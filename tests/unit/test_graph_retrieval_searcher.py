@@ -242,6 +242,8 @@ def test_on_multi_hop_the_asked_hops_re_rank_hybrid_hits_but_not_on_other_questi
     multi = _searcher(store, graph, dense, ["d_direct"]).search(MULTI_HOP, READER, top_k=20)
     lifted = [h.chunk_id for h in multi.hits]
     assert "graph" in multi.hits[lifted.index("c_leads")].ranks
+    assert lifted[:3] == ["d_direct", "f0", "f1"]  # hybrid's head keeps its places above the chain
+    assert lifted.index("c_leads") == 3
     plain = _searcher(store, graph, dense, ["d_direct"]).search("Tell me about Brightwater Foods.", READER, top_k=20)
     assert plain.route.kind is QuestionKind.ENTITY
     kept = [h.chunk_id for h in plain.hits]
