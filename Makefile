@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 DEMO_DIR ?= .kgrag-demo
 RUN := $(UV) run --frozen
 
-.PHONY: install demo test lint typecheck services services-stop eval bench bench-distributed serve clean
+.PHONY: install demo test lint typecheck services services-stop eval eval-graph bench bench-distributed serve clean
 
 install:  ## Create .venv and install every workspace package from uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q "uv==$(UV_VERSION)"
@@ -34,6 +34,10 @@ eval: install  ## Retrieval/answer quality per question type, extraction P/R per
 	$(RUN) kgrag eval corpora/northwind/questions.jsonl --corpus corpora/northwind/documents.jsonl --data-dir .kgrag-eval
 	$(RUN) kgrag eval --extraction-gold corpora/northwind/extraction --corpus corpora/northwind/documents.jsonl \
 		--corpus corpora/northwind/records.jsonl
+
+eval-graph: install  ## The graph layer on a prose-level graph: tier 3 reads every chunk from the bundled reply book
+	$(RUN) kgrag eval corpora/northwind/questions.jsonl --corpus corpora/northwind/documents.jsonl \
+		--reply-book corpora/northwind/extraction/corpus_replies.jsonl --data-dir .kgrag-eval-graph
 
 bench: install  ## Benchmarks (tables with same-run baselines) into bench-results/
 	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results
