@@ -178,3 +178,24 @@ def test_relation_fit_multiplies_an_edges_standing() -> None:
     reported = graph.add_edge(person, "REPORTED", atlas, ["c2", "c3", "c4", "c5"], confidence=1.0)
     asked = relation_relevance("Which team owns Atlas?")
     assert edge_score(owns, asked, None) > edge_score(reported, asked, None)
+
+
+def test_every_frontier_entity_keeps_a_place_in_the_beam_for_its_best_neighbour() -> None:
+    # The strong seed has more well-supported neighbours than the beam holds; the weak seed (a passage named
+    # it) has one, and the chain runs through it: Harbor <-OWNS- Warehouse Systems <-LEADS- Zoë.
+    graph = InMemoryGraph()
+    strong = graph.add_entity("org_b", "Brightwater Foods", "Organization")
+    for i in range(8):
+        ticket = graph.add_entity(f"t{i}", f"NW-{i}", "Ticket")
+        graph.add_edge(ticket, "ABOUT", strong, [f"c_t{i}a", f"c_t{i}b"], confidence=0.95)
+    harbor = graph.add_entity("sys_h", "Harbor", "System")
+    team = graph.add_entity("team_w", "Warehouse Systems", "Team")
+    lead = graph.add_entity("p_z", "Zoë Müller", "Person")
+    graph.add_edge(team, "OWNS", harbor, ["c_owns"], confidence=0.6)
+    graph.add_edge(lead, "LEADS", team, ["c_leads"], confidence=0.9)
+    seeds = [*_seed(graph, "org_b", 0.9), *_seed(graph, "sys_h", 0.3)]
+    question = "Which tickets are about Brightwater Foods, and who owns and leads the system behind them?"
+    traversal = expand(seeds, graph, VISIBLE, question=question, kind=QuestionKind.MULTI_HOP, clock=FakeClock())
+    reached = {(s.edge.evidence_chunk_ids[0], s.depth) for s in traversal.steps}
+    assert ("c_owns", 1) in reached and ("c_leads", 2) in reached
+    assert any(t.startswith("beam:") for t in traversal.truncated)  # the beam was full: the place was kept

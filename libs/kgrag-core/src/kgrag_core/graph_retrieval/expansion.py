@@ -188,13 +188,22 @@ def expand(
         if not frontier:
             break
         candidates: list[tuple[float, Edge, EntityRef]] = []
+        # Each frontier entity's best unvisited neighbour gets a place in the beam before the rest compete on
+        # score: a weakly linked seed (an entity only a passage named) may hold the chain's next hop, and
+        # scores scaled by the stronger seeds' links would always crowd it out.
+        reserved: dict[str, str] = {}
         for node in frontier:
             if clock() - started > cfg.time_budget_s:
                 elapsed_ms = round((clock() - started) * 1000)
                 traversal.truncated.append(f"time budget: stopped at depth {depth} after {elapsed_ms} ms")
                 return traversal
-            candidates.extend(_expand_node(node, graph, acl_class_ids, relevance, about, seen_edges, cfg, traversal))
+            found = _expand_node(node, graph, acl_class_ids, relevance, about, seen_edges, cfg, traversal)
+            best = next((o.entity_id for _, _, o in found if o.entity_id not in visited), None)
+            if best is not None and best not in reserved.values() and len(reserved) < cfg.beam_width:
+                reserved[node.entity.entity_id] = best
+            candidates.extend(found)
         candidates.sort(key=lambda c: (-c[0], c[1].relation_id))
+        kept = set(reserved.values())
         next_frontier: list[_Node] = []
         left_out = 0
         for score, edge, other in candidates:
@@ -204,7 +213,8 @@ def expand(
             traversal.steps.append(TraversalStep(edge, depth, round(score, 6)))
             if other.entity_id in visited:
                 continue
-            if len(next_frontier) < cfg.beam_width:
+            if other.entity_id in kept or len(next_frontier) + len(kept) < cfg.beam_width:
+                kept.discard(other.entity_id)
                 visited.add(other.entity_id)
                 next_frontier.append(_Node(other, score, depth, is_hub=False))
             else:
