@@ -69,10 +69,12 @@ def test_measure_size_reports_every_path_for_hub_and_ordinary_seeds(bench_dsn: s
     assert hub["hub_flag_seen"] == 6 and ordinary["hub_flag_seen"] == 0
     settings = ExpansionSettings()
     for row in (hub, ordinary):
-        for key in ("entity_ms", "neighbours_ms", "expand_depth1_ms", "expand_depth2_ms"):
+        for key in ("entity_ms", "neighbours_ms", "expand_depth1_ms", "expand_depth2_ms", "expand_depth3_ms"):
             assert row[key]["n"] == 6 and 0 < row[key]["p50"] <= row[key]["p95"]
         for depth in (1, 2):
             assert row[f"naive_depth{depth}_ms"]["n"] + row[f"naive_depth{depth}_timeouts"] == 2
+        # A deeper walk keeps at least what a shallower one kept (the same beam, one more hop).
+        assert row["expand_depth3_edges"]["p50"] >= row["expand_depth2_edges"]["p50"]
     # A hub seed keeps only hub_fan_out edges at depth 1; the unbounded walk sees all its visible neighbours.
     assert hub["expand_depth1_edges"]["p95"] <= settings.hub_fan_out
     assert hub["naive_depth1_reached"]["p50"] > settings.hub_fan_out

@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -309,7 +309,9 @@ def measure_size(
                 "neighbours_ms": _percentiles(one_hop),
                 "entity_ms": _percentiles(lookups),
             }
-            for depth, kind in ((1, QuestionKind.ENTITY), (2, QuestionKind.MULTI_HOP)):
+            # Depth 1 as entity questions walk, 2 as multi-hop walks did until 2026-11-29, 3 as they walk now.
+            for depth, kind in ((1, QuestionKind.ENTITY), (2, QuestionKind.MULTI_HOP), (3, QuestionKind.MULTI_HOP)):
+                walk = replace(settings, depth_by_kind={**settings.depth_by_kind, kind: depth})
                 times: list[float] = []
                 steps: list[float] = []
                 timed_out = 0
@@ -322,7 +324,7 @@ def measure_size(
                         acl,
                         question="",
                         kind=kind,
-                        settings=settings,
+                        settings=walk,
                         clock=time.monotonic,
                     )
                     times.append((time.perf_counter() - began) * 1000)
@@ -434,9 +436,9 @@ def graph_markdown(results: dict[str, Any]) -> str:
         "",
         "| entities | relations | hubs (degree) | load: COPY s | label_hubs s | seeds "
         "| entity() p50 / p95 ms | neighbours p50 / p95 ms | expand d1 p50 / p95 ms "
-        "| expand d2 p50 / p95 ms | d2 edges p50 "
+        "| expand d2 p50 / p95 ms | d2 edges p50 | expand d3 p50 / p95 ms | d3 edges p50 "
         "| naive d1 p50 / p95 ms | naive d2 p50 / p95 ms | naive d2 reached p50 | naive d2 timeouts |",
-        "|---:|---:|---|---:|---:|---|---|---|---|---|---:|---|---|---:|---:|",
+        "|---:|---:|---|---:|---:|---|---|---|---|---|---:|---|---:|---|---|---:|---:|",
     ]
     for size in results["sizes"]:
         for label in ("hub", "ordinary"):
@@ -446,7 +448,8 @@ def graph_markdown(results: dict[str, Any]) -> str:
                 f"| {size['load']['copy_s']:.1f} | {size['load']['label_hubs_s']:.1f} | {label} "
                 f"| {_pp(s['entity_ms'])} | {_pp(s['neighbours_ms'])} | {_pp(s['expand_depth1_ms'])} "
                 f"| {_pp(s['expand_depth2_ms'])} "
-                f"| {s['expand_depth2_edges']['p50']:.0f} | {_pp(s['naive_depth1_ms'])} | {_pp(s['naive_depth2_ms'])} "
+                f"| {s['expand_depth2_edges']['p50']:.0f} | {_pp(s['expand_depth3_ms'])} "
+                f"| {s['expand_depth3_edges']['p50']:.0f} | {_pp(s['naive_depth1_ms'])} | {_pp(s['naive_depth2_ms'])} "
                 f"| {s['naive_depth2_reached']['p50']:.0f} | {s['naive_depth2_timeouts']} |"
             )
     lines.append("")
@@ -455,8 +458,9 @@ def graph_markdown(results: dict[str, Any]) -> str:
             s = size["seeds"][label]
             lines.append(
                 f"- {size['entities']} entities, {label} seeds: expand stopped by its time budget "
-                f"{s['expand_depth1_time_budget_hit']} (d1) / {s['expand_depth2_time_budget_hit']} (d2) of "
-                f"{s['expand_depth1_ms']['n']}; hubs reached and not passed (d2) {s['expand_depth2_hubs_not_passed']}."
+                f"{s['expand_depth1_time_budget_hit']} (d1) / {s['expand_depth2_time_budget_hit']} (d2) / "
+                f"{s['expand_depth3_time_budget_hit']} (d3) of {s['expand_depth1_ms']['n']}; hubs reached and not "
+                f"passed {s['expand_depth2_hubs_not_passed']} (d2) / {s['expand_depth3_hubs_not_passed']} (d3)."
             )
     return "\n".join(lines) + "\n"
 
