@@ -4,9 +4,11 @@ Lookups go to plain hybrid search (seed 000: same score, several times faster). 
 their entities, expand a bounded neighbourhood, and add the evidence chunks of what they found as a third
 route, fused with dense and BM25 by weighted RRF. The graph route weighs less than one, so a chunk that
 only the graph found can never outrank a direct top match (in seed 000 equal weights pushed gold
-documents from ranks 1-3 to 12-17). Graph chunks pass through the hybrid searcher's own hydration and ACL
-recheck, exactly like its hits. Any failure or overrun in the graph layer returns the hybrid answer with
-`degraded=True` and the reason.
+documents from ranks 1-3 to 12-17); on a multi-hop question hybrid's first hits are kept in place instead,
+and the chain's evidence competes at full weight below them. Questions that name no entity, and multi-hop
+ones, are also anchored on the entities named in hybrid's best passages. Graph chunks pass through the
+hybrid searcher's own hydration and ACL recheck, exactly like its hits. Any failure or overrun in the graph
+layer returns the hybrid answer with `degraded=True` and the reason.
 """
 
 from __future__ import annotations
@@ -194,7 +196,8 @@ class GraphAssistedSearcher:
             may_boost = _current_claim_chunks(findings.lines)
             keep_head = 0
             if chosen.kind is QuestionKind.MULTI_HOP:
-                may_boost |= _chain_chunks(findings.traversal, relation_relevance(base.query))
+                relevance = relation_relevance(base.query, cfg.expansion.relation_cues)
+                may_boost |= _chain_chunks(findings.traversal, relevance)
                 keep_head = cfg.keep_head
             hits, limits = self._fuse(base, findings.chunks, set(allowed), k, may_boost, keep_head)
             elapsed = self.clock() - started
@@ -299,8 +302,9 @@ class GraphAssistedSearcher:
             # hop's evidence pushed hybrid's first hit to 8th on a multi-hop question, and the extractive
             # answer, which quotes the top chunks, abstained.
             head = [h.chunk_id for h in base.hits[:keep_head]]
+            head_ids = set(head)
             by_id = {c.chunk_id: c for c in fused}
-            fused = [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in set(head)]
+            fused = [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in head_ids]
         hits: list[SearchHit] = []
         for candidate in fused:
             hit = known.get(candidate.chunk_id)
