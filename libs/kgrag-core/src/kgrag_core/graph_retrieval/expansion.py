@@ -191,7 +191,7 @@ def expand(
         # Each frontier entity's best unvisited neighbour gets a place in the beam before the rest compete on
         # score: a weakly linked seed (an entity only a passage named) may hold the chain's next hop, and
         # scores scaled by the stronger seeds' links would always crowd it out.
-        reserved: dict[str, str] = {}
+        reserved: list[str] = []
         for node in frontier:
             if clock() - started > cfg.time_budget_s:
                 elapsed_ms = round((clock() - started) * 1000)
@@ -199,11 +199,11 @@ def expand(
                 return traversal
             found = _expand_node(node, graph, acl_class_ids, relevance, about, seen_edges, cfg, traversal)
             best = next((o.entity_id for _, _, o in found if o.entity_id not in visited), None)
-            if best is not None and best not in reserved.values() and len(reserved) < cfg.beam_width:
-                reserved[node.entity.entity_id] = best
+            if best is not None and best not in reserved and len(reserved) < cfg.beam_width:
+                reserved.append(best)
             candidates.extend(found)
         candidates.sort(key=lambda c: (-c[0], c[1].relation_id))
-        kept = set(reserved.values())
+        kept = set(reserved)
         next_frontier: list[_Node] = []
         left_out = 0
         for score, edge, other in candidates:
