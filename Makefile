@@ -16,6 +16,7 @@ demo: install  ## Ingest the bundled corpus and print cited answers (embedded de
 
 lint: install
 	$(RUN) ruff check libs services tests corpora
+	$(RUN) ruff format --check libs services tests corpora
 
 typecheck: install
 	$(RUN) mypy
