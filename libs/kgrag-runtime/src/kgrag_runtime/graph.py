@@ -6,6 +6,7 @@ from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.expansion import ExpansionSettings
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchSettings
+from kgrag_core.handlers.entity_resolver import EntityResolverHandler
 from kgrag_core.ports import Embedder, TokenCounter
 from kgrag_core.resolution.resolver import Overrides, Resolver, parse_overrides
 from kgrag_core.resolution.service import ResolutionService
@@ -40,3 +41,10 @@ def build_graph_searcher(
         graph_timeout_s=settings.graph_timeout_s,
     )
     return GraphAssistedSearcher(hybrid, graph, settings=search, token_counter=counter)
+
+
+def build_resolver_handler(settings: KgragSettings, service: ResolutionService, *, name: str = "entity-resolver"
+                           ) -> EntityResolverHandler:  # fmt: skip
+    """The handler both runtimes run on graph.changed, with the configured full-pass interval."""
+    every = settings.resolution_full_pass_every_s
+    return EntityResolverHandler(service, name=name, full_pass_every_s=every if every > 0 else None)

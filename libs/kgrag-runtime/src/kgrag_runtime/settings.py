@@ -82,6 +82,12 @@ class KgragSettings(BaseSettings):
     )
     resolution_enabled: bool = Field(True, description="Resolve entities after every extraction.")
     resolution_hub_min_degree: int = Field(25, ge=2, description="Entities with this many edges are hubs.")
+    resolution_full_pass_every_s: float = Field(
+        3600.0,
+        ge=0,
+        description="After documents change, resolution compares only what they could merge with; the first pass "
+        "after a start and one this often compares everything (0: never automatically; `kgrag entities resolve-pass`).",
+    )
     resolution_overrides_file: Path | None = Field(
         None, description="Hand decisions (must_merge / must_not_merge); default: schemas/resolution/overrides.yaml."
     )

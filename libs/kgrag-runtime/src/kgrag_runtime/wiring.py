@@ -25,7 +25,6 @@ from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
-from kgrag_core.handlers.entity_resolver import EntityResolverHandler
 from kgrag_core.handlers.extractor import ExtractorHandler
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
@@ -35,7 +34,7 @@ from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
 from kgrag_runtime.extraction import build_extractor, build_rerun
 from kgrag_runtime.extraction_admin import ExtractionAdmin
-from kgrag_runtime.graph import build_graph_searcher, build_resolution
+from kgrag_runtime.graph import build_graph_searcher, build_resolution, build_resolver_handler
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest
 from kgrag_runtime.settings import KgragSettings
@@ -167,7 +166,7 @@ def open_embedded(
             resolution = build_resolution(settings, store=store, embedder=model)
             graph_admin = GraphAdmin(store, store, resolution)
             if settings.resolution_enabled:
-                handlers.append(EntityResolverHandler(resolution))
+                handlers.append(build_resolver_handler(settings, resolution))
         ingestion = EmbeddedIngest(
             bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
             handlers=handlers,
