@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
@@ -19,17 +20,19 @@ BACKOFF_BASE_S = 0.5
 MAX_RETRY_AFTER_S = 30.0
 
 
+_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+
+
 def retry_after_seconds(response: httpx.Response) -> float | None:
     """The server's Retry-After (delta-seconds or HTTP-date) in seconds, or None if absent/unparsable."""
     value = response.headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass  # not delta-seconds; RFC 9110 also allows an HTTP-date
-    try:
-        when = parsedate_to_datetime(value)
+    stripped = value.strip()
+    if _SECONDS.fullmatch(stripped):  # delta-seconds (fractions accepted: some servers send them)
+        return float(stripped)
+    try:  # RFC 9110 also allows an HTTP-date
+        when = parsedate_to_datetime(stripped)
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
