@@ -24,9 +24,7 @@ are stored as "" (Neo4j lists hold no nulls).
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import date
 from typing import Any, LiteralString, TypeVar
 
@@ -38,6 +36,7 @@ from kgrag_core.extraction.identity import normalise_name
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.ontology import Cardinality
 from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.clusters import ClusterView, MemberRow, cluster_views, summaries
 from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
 from kgrag_core.handlers.knowledge_projection import (
     KnowledgeSnapshot,
@@ -280,14 +279,6 @@ DETACH DELETE n
 """
 
 
-@dataclass(frozen=True, slots=True)
-class _Cluster:
-    ref: EntityRef
-    aliases: tuple[str, ...]
-    strong_ids: tuple[tuple[str, str], ...]
-    members: tuple[str, ...]
-
-
 class Neo4jKnowledgeGraph:
     """GraphReader over a projection in Neo4j 5, and the projection's writes (`KnowledgeProjection`).
 
@@ -520,31 +511,19 @@ class Neo4jKnowledgeGraph:
 
     def _clusters(
         self, tx: ManagedTransaction, cids: Sequence[str], acl_class_ids: Sequence[str] | None
-    ) -> dict[str, _Cluster]:
+    ) -> dict[str, ClusterView]:
         """The visible canonical entities among `cids`, named as PostgresGraphStore names them."""
         if not cids:
             return {}
         params = self._params(acl_class_ids, cids=list(dict.fromkeys(cids)))
-        members: dict[str, list[dict[str, Any]]] = {}
-        for record in tx.run(_MEMBER_ROWS, params):
-            members.setdefault(record["cid"], []).append(record.data())
-        aliases: dict[str, Counter[str]] = {}
+        members: dict[str, list[MemberRow]] = {}
+        for r in tx.run(_MEMBER_ROWS, params):
+            row = MemberRow(r["entity_id"], str(r["name"]), str(r["type"]), _strong_ids(r["strong_ids"]), r["visible"])
+            members.setdefault(r["cid"], []).append(row)
+        aliases: dict[str, dict[str, int]] = {}
         for record in tx.run(_ALIAS_COUNTS, params):
-            aliases.setdefault(record["cid"], Counter())[record["name"]] = int(record["uses"])
-        out: dict[str, _Cluster] = {}
-        for cid, rows in members.items():
-            visible = [r for r in rows if r["visible"]]
-            if not visible:
-                continue
-            counts = aliases.get(cid, Counter())
-            ranked = sorted(counts, key=lambda n: (-counts[n], n))
-            out[cid] = _Cluster(
-                ref=EntityRef(cid, _display_name(cid, visible, ranked), _cluster_type(cid, rows)),
-                aliases=tuple(ranked),
-                strong_ids=tuple(sorted({pair for r in visible for pair in _strong_ids(r["strong_ids"])})),
-                members=tuple(r["entity_id"] for r in visible),
-            )
-        return out
+            aliases.setdefault(record["cid"], {})[record["name"]] = int(record["uses"])
+        return cluster_views(members, aliases)
 
     def _summaries(
         self, tx: ManagedTransaction, cids: Sequence[str], acl_class_ids: Sequence[str] | None
@@ -555,17 +534,7 @@ class Neo4jKnowledgeGraph:
         params = self._params(acl_class_ids, cids=list(clusters))
         degrees = {r["cid"]: int(r["degree"]) for r in tx.run(_DEGREES, params)}
         hubs = {r["entity_id"] for r in tx.run(_HUBS, params)}
-        return {
-            cid: EntitySummary(
-                entity=c.ref,
-                aliases=c.aliases,
-                strong_ids=c.strong_ids,
-                degree=degrees.get(cid, 0),
-                is_hub=cid in hubs,
-                members=c.members,
-            )
-            for cid, c in clusters.items()
-        }
+        return summaries(clusters, degrees, hubs)
 
 
 # --- rows and records -------------------------------------------------------------------------------------
@@ -579,28 +548,11 @@ def _date(value: object) -> date | None:
     return date.fromisoformat(value) if isinstance(value, str) and value else None
 
 
-def _strong_ids(stored: str) -> list[tuple[str, str]]:
-    return [(str(k), str(v)) for k, v in json.loads(stored)]
+def _strong_ids(stored: str) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in json.loads(stored))
 
 
-def _display_name(cid: str, visible: Sequence[Mapping[str, Any]], ranked_aliases: Sequence[str]) -> str:
-    # As PostgresGraphStore: the label's own name if visible, else the commonest visible mention name.
-    for r in visible:
-        if r["entity_id"] == cid:
-            return str(r["name"])
-    if ranked_aliases:
-        return ranked_aliases[0]
-    return str(visible[0]["name"])
-
-
-def _cluster_type(cid: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    for r in rows:
-        if r["entity_id"] == cid:
-            return str(r["type"])
-    return str(min(r["type"] for r in rows))
-
-
-def _edge(row: Mapping[str, Any], clusters: Mapping[str, _Cluster]) -> Edge | None:
+def _edge(row: Mapping[str, Any], clusters: Mapping[str, ClusterView]) -> Edge | None:
     subject, obj = row["subject"], row["object"]
     if subject not in clusters or obj not in clusters:  # only while the far end awaits its projection
         return None

@@ -16,10 +16,8 @@ visible mention" alone would hide entities whose facts the caller may read.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, LiteralString
 
 import psycopg
@@ -32,11 +30,11 @@ from kgrag_core.extraction.claims import COMPETING_MODALITIES, timeline
 from kgrag_core.extraction.identity import normalise_name, relation_id
 from kgrag_core.extraction.model import Modality, Polarity
 from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.clusters import ClusterView, MemberRow, cluster_views, summaries
 from kgrag_core.graph.model import (
     DecisionKind,
     Edge,
     EntityProfile,
-    EntityRef,
     EntitySummary,
     MergeRecord,
     PairDecision,
@@ -233,16 +231,6 @@ _PROFILE_NEIGHBOURS: LiteralString = (
 _CONTEXT_QUOTES = 3
 
 _MERGE_COLUMNS: LiteralString = "merge_id, canonical_id, members, basis, decided_by, reverted"
-
-
-@dataclass(frozen=True, slots=True)
-class _Cluster:
-    """What a caller may see of one canonical entity (no degree or hub flag: those cost a query of their own)."""
-
-    ref: EntityRef
-    aliases: tuple[str, ...]
-    strong_ids: tuple[tuple[str, str], ...]
-    members: tuple[str, ...]
 
 
 class PostgresGraphStore(PostgresExtractionStore):
@@ -577,17 +565,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         ids = list(clusters)
         degrees = {r[0]: int(r[1]) for r in conn.execute(_DEGREES, {**_acl(acl_class_ids), "ids": ids})}
         hubs = {r[0] for r in conn.execute("SELECT entity_id FROM kg_hubs WHERE entity_id = ANY(%s)", (ids,))}
-        return {
-            cid: EntitySummary(
-                entity=c.ref,
-                aliases=c.aliases,
-                strong_ids=c.strong_ids,
-                degree=degrees.get(cid, 0),
-                is_hub=cid in hubs,
-                members=c.members,
-            )
-            for cid, c in clusters.items()
-        }
+        return summaries(clusters, degrees, hubs)
 
 
 # --- module helpers ---------------------------------------------------------------------------------------
@@ -627,60 +605,25 @@ def _members(conn: psycopg.Connection[Row], cids: Sequence[str]) -> dict[str, li
 
 def _clusters(
     conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
-) -> dict[str, _Cluster]:
+) -> dict[str, ClusterView]:
     """The visible canonical entities among `cids` (an invisible one is left out)."""
     if not cids:
         return {}
     params = {**_acl(acl_class_ids), "ids": list(dict.fromkeys(cids))}
-    members: dict[str, list[Row]] = {}
-    for row in conn.execute(_MEMBER_ROWS, params):
-        members.setdefault(row[0], []).append(row)
-    aliases: dict[str, Counter[str]] = {}
+    members: dict[str, list[MemberRow]] = {}
+    for cid, ent, name, type_, strong_ids, visible in conn.execute(_MEMBER_ROWS, params):
+        members.setdefault(cid, []).append(MemberRow(ent, str(name), str(type_), _pairs(strong_ids), bool(visible)))
+    aliases: dict[str, dict[str, int]] = {}
     for cid, name, uses in conn.execute(_ALIAS_COUNTS, params):
-        aliases.setdefault(cid, Counter())[name] = int(uses)
-    out: dict[str, _Cluster] = {}
-    for cid, rows in members.items():
-        visible = [r for r in rows if r[5]]
-        if not visible:
-            continue
-        counts = aliases.get(cid, Counter())
-        ranked = sorted(counts, key=lambda n: (-counts[n], n))
-        out[cid] = _Cluster(
-            ref=EntityRef(cid, _display_name(cid, visible, ranked), _cluster_type(cid, rows)),
-            aliases=tuple(ranked),
-            strong_ids=tuple(sorted({pair for r in visible for pair in _pairs(r[4])})),
-            members=tuple(r[1] for r in visible),
-        )
-    return out
-
-
-def _display_name(cid: str, visible: Sequence[Row], ranked_aliases: Sequence[str]) -> str:
-    """The label entity's own name when the caller may see it, else the commonest visible mention name.
-
-    Never a name only restricted evidence uses: the label's entity may be known to this caller only
-    through other members.
-    """
-    for r in visible:
-        if r[1] == cid:
-            return str(r[2])
-    if ranked_aliases:
-        return ranked_aliases[0]
-    return str(visible[0][2])
-
-
-def _cluster_type(cid: str, rows: Sequence[Row]) -> str:
-    # Members share a type (a type conflict never merges); the label's own entity decides if it exists.
-    for r in rows:
-        if r[1] == cid:
-            return str(r[3])
-    return str(min(r[3] for r in rows))
+        aliases.setdefault(cid, {})[name] = int(uses)
+    return cluster_views(members, aliases)
 
 
 def _pairs(strong_ids: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in strong_ids)
 
 
-def _edge(row: Row, clusters: Mapping[str, _Cluster]) -> Edge | None:
+def _edge(row: Row, clusters: Mapping[str, ClusterView]) -> Edge | None:
     subject, relation, obj = row[0], row[1], row[2]
     if subject not in clusters or obj not in clusters:  # cannot happen: visible evidence shows both ends
         return None
