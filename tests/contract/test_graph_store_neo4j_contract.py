@@ -11,16 +11,11 @@ same file lock as the lexical graph tests (which wipe the whole database), so th
 
 from __future__ import annotations
 
-import fcntl
 import os
-import tempfile
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, LiteralString
-from urllib.parse import urlsplit
 
 import pytest
 from neo4j import GraphDatabase, NotificationMinimumSeverity
@@ -56,40 +51,21 @@ from kgrag_testing.contracts.graph_store import (
     merge,
     snapshot,
 )
+from tests.neo4j_lock import neo4j_held
 
 pytestmark = pytest.mark.integration
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
-LOCK_WAIT_SECONDS = 240
 
 
 def _uri() -> str:
     return os.environ.get("KGRAG_TEST_NEO4J_URI") or DEFAULT_URI
 
 
-def _lock_path(uri: str) -> Path:
-    # The same file as tests/contract/test_lexical_graph_neo4j.py's neo4j_lock_path: one owner at a time.
-    where = urlsplit(uri)
-    return Path(tempfile.gettempdir()) / f"kgrag-neo4j-tests-{where.hostname}-{where.port or 7687}.lock"
-
-
 @pytest.fixture(scope="module")
 def neo4j_uri() -> Iterator[str]:
-    uri = _uri()
-    with _lock_path(uri).open("a") as lock:
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"another test process has held {lock.name} for {LOCK_WAIT_SECONDS}s", pytrace=False)
-                time.sleep(0.5)
-        try:
-            yield uri
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with neo4j_held(_uri()) as uri:
+        yield uri
 
 
 @pytest.fixture

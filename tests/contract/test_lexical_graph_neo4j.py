@@ -7,23 +7,20 @@ tests FAIL, never skip, when it cannot be reached.
 The tests own the server's database: Community Edition has a single user database, so isolation is a wipe
 (`MATCH (n) DETACH DELETE n`) before each test. Point $KGRAG_TEST_NEO4J_URI at nothing you want to keep.
 Two pytest processes on one server would wipe each other's data, so this module holds an exclusive file
-lock (`neo4j_lock_path`) for as long as it runs; other suites writing to the same server should take it too.
+lock (`tests/neo4j_lock.py`) for as long as it runs; other suites writing to the same server should take it too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import os
 import random
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, LiteralString
-from urllib.parse import urlsplit
 
 import pytest
 from neo4j import Driver, GraphDatabase, NotificationMinimumSeverity, Session
@@ -49,6 +46,7 @@ from kgrag_testing.contracts.lexical_graph import (
     sections,
     upsert,
 )
+from tests.neo4j_lock import neo4j_held
 
 pytestmark = pytest.mark.integration
 
@@ -79,17 +77,8 @@ INDEXES = {
 }
 
 
-LOCK_WAIT_SECONDS = 240
-
-
 def _uri() -> str:
     return os.environ.get("KGRAG_TEST_NEO4J_URI") or DEFAULT_URI
-
-
-def neo4j_lock_path(uri: str) -> Path:
-    """The file whose exclusive flock a test process holds while it owns the Neo4j server at `uri`."""
-    where = urlsplit(uri)
-    return Path(tempfile.gettempdir()) / f"kgrag-neo4j-tests-{where.hostname}-{where.port or 7687}.lock"
 
 
 def _quiet(driver: Driver, database: str | None = None) -> Session:
@@ -105,21 +94,8 @@ def _query(graph: Neo4jLexicalGraph, query: LiteralString, **params: Any) -> lis
 @pytest.fixture(scope="module")
 def neo4j_owned() -> Iterator[str]:
     """The server's URI, with the test lock held (see the module docstring)."""
-    uri = _uri()
-    with neo4j_lock_path(uri).open("a") as lock:
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"another test process has held {lock.name} for {LOCK_WAIT_SECONDS}s", pytrace=False)
-                time.sleep(0.5)
-        try:
-            yield uri
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with neo4j_held(_uri()) as uri:
+        yield uri
 
 
 @pytest.fixture(scope="module")

@@ -7,16 +7,11 @@ Neo4j. Parity is checked through the GraphReader port, for an engineering, an HR
 
 from __future__ import annotations
 
-import fcntl
 import random
-import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -50,13 +45,13 @@ from kgrag_testing.contracts.graph_store import (
     merge,
 )
 from tests.integration.conftest import endpoint
+from tests.neo4j_lock import neo4j_held
 
 pytestmark = pytest.mark.integration
 
 DOCS = ("doc-routing", "doc-atlas", "doc-hr", "doc-mercury")
 ENTITIES = (PRIYA, P_RAMAN, DANA, ROUTING, ATLAS, MERCURY_SITE, MERCURY_SYSTEM)
 NAMES = ("Priya Raman", "P. Raman", "Dana Lee", "Routing", "Atlas", "Mercury")
-LOCK_WAIT_SECONDS = 240
 
 
 class PostgresOnly:
@@ -94,23 +89,8 @@ class PostgresOnly:
 @pytest.fixture(scope="module")
 def neo4j_uri() -> Iterator[str]:
     """The server, with the lock the Neo4j contract tests hold (the lexical graph's tests wipe the database)."""
-    uri = endpoint("neo4j")
-    where = urlsplit(uri)
-    path = Path(tempfile.gettempdir()) / f"kgrag-neo4j-tests-{where.hostname}-{where.port or 7687}.lock"
-    with path.open("a") as lock:
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"another test process has held {lock.name} for {LOCK_WAIT_SECONDS}s", pytrace=False)
-                time.sleep(0.5)
-        try:
-            yield uri
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with neo4j_held(endpoint("neo4j")) as uri:
+        yield uri
 
 
 @pytest.fixture
