@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.pipeline.cli_runner import json_cli
 
 EMAIL = """From: Zoë Müller <zoe.mueller@northwind.example>
 To: ops@northwind.example
@@ -26,19 +25,7 @@ def kgrag(tmp_path: Path):  # type: ignore[no-untyped-def]
     env = {k: v for k, v in os.environ.items() if k != "KGRAG_PG_DSN"}
     env["KGRAG_DATA_DIR"] = str(tmp_path / "index")
 
-    def run(*args: str, expect: int = 0) -> dict:  # type: ignore[type-arg]
-        proc = subprocess.run(
-            [sys.executable, "-m", "kgrag_runtime.cli", *args, "--json"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=180,
-            check=False,
-        )
-        assert proc.returncode == expect, proc.stderr[-2000:]
-        return json.loads(proc.stdout)  # type: ignore[no-any-return]
-
-    return run
+    return json_cli(env)
 
 
 def test_ingest_a_folder_then_search_ask_delete(kgrag, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -5,16 +5,13 @@ No model is configured or called; the records and documents are resolved by the 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.pipeline.cli_runner import cli_env, json_cli, run_cli
 from tests.pipeline.test_entity_resolution_pipeline import HUB_MIN_DEGREE, northwind_files
 
 Kgrag = Callable[..., Any]
@@ -22,36 +19,14 @@ Kgrag = Callable[..., Any]
 
 @pytest.fixture
 def env(tmp_path: Path, pg_dsn: str) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
-    out.update(
-        KGRAG_DATA_DIR=str(tmp_path / "index"),
-        KGRAG_PG_DSN=pg_dsn,
-        KGRAG_RESOLUTION_HUB_MIN_DEGREE=str(HUB_MIN_DEGREE),
-        COLUMNS="200",  # help texts are not wrapped mid-phrase
-        NO_COLOR="1",
-    )
-    return out
-
-
-def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kgrag_runtime.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
+    return cli_env(
+        KGRAG_DATA_DIR=str(tmp_path / "index"), KGRAG_PG_DSN=pg_dsn, KGRAG_RESOLUTION_HUB_MIN_DEGREE=str(HUB_MIN_DEGREE)
     )
 
 
 @pytest.fixture
 def kgrag(env: dict[str, str]) -> Kgrag:
-    def run(*args: str, expect: int = 0) -> Any:
-        proc = _run(env, *args, "--json")
-        assert proc.returncode == expect, proc.stderr[-2000:] + proc.stdout[-2000:]
-        return json.loads(proc.stdout)
-
-    return run
+    return json_cli(env)
 
 
 @pytest.fixture
@@ -118,7 +93,7 @@ def test_unknown_entities_and_merges_exit_2_with_a_code(kgrag: Kgrag, env: dict[
     assert kgrag("entities", "neighbors", "ent_nope", "--depth", "9", expect=2)["error"]["code"] == "LIMIT_EXCEEDED"
     # The hint names a command that exists.
     assert "kgrag entities resolve" in errors[0]["error"]["hint"]
-    assert _run(env, "entities", "resolve", "--help").returncode == 0
+    assert run_cli(env, "entities", "resolve", "--help").returncode == 0
 
 
 @pytest.mark.parametrize(
@@ -136,7 +111,7 @@ def test_unknown_entities_and_merges_exit_2_with_a_code(kgrag: Kgrag, env: dict[
 def test_help_texts_of_the_entity_commands(
     env: dict[str, str], command: tuple[str, ...], phrases: tuple[str, ...]
 ) -> None:
-    proc = _run(env, *command, "--help")
+    proc = run_cli(env, *command, "--help")
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     for phrase in phrases:

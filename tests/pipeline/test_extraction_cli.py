@@ -4,12 +4,8 @@ a real process on real stores, JSON output, exit codes and help texts. No model 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -19,6 +15,7 @@ from kgrag_core.ports import ChatMessage
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_llm
 from kgrag_testing.scripted_llm import ScriptedChatModel
+from tests.pipeline.cli_runner import cli_env, json_cli, run_cli
 
 CORPUS = Path("corpora/northwind")
 DOCUMENTS = ("incident-inc-2024-002-relay-cert-expiry", "wiki-team-ownership")
@@ -33,39 +30,18 @@ def _lines(path: Path, ids: tuple[str, ...]) -> str:
 
 @pytest.fixture
 def env(tmp_path: Path, pg_dsn: str) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
-    out.update(
+    return cli_env(
         KGRAG_DATA_DIR=str(tmp_path / "index"),
         KGRAG_PG_DSN=pg_dsn,
         # Example prices, so the preview's cost is not zero (not any provider's list price).
         KGRAG_LLM_PRICE_INPUT_PER_MTOK="0.15",
         KGRAG_LLM_PRICE_OUTPUT_PER_MTOK="0.60",
-        COLUMNS="200",  # help texts are not wrapped mid-phrase
-        NO_COLOR="1",
-    )
-    return out
-
-
-def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kgrag_runtime.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
     )
 
 
 @pytest.fixture
 def kgrag(env: dict[str, str]):  # type: ignore[no-untyped-def]
-    def run(*args: str, expect: int = 0) -> dict[str, Any]:
-        proc = _run(env, *args, "--json")
-        assert proc.returncode == expect, proc.stderr[-2000:] + proc.stdout[-2000:]
-        out: dict[str, Any] = json.loads(proc.stdout)
-        return out
-
-    return run
+    return json_cli(env)
 
 
 @pytest.fixture
@@ -153,7 +129,7 @@ def test_unknown_runs_and_missing_eval_corpus_exit_2_with_a_code(kgrag, env: dic
     suggested = {cmd for e in unknown for cmd in re.findall(r"`kgrag ([a-z][a-z ]*?)`", e["error"]["hint"])}
     assert suggested
     for command in sorted(suggested):
-        assert _run(env, *command.split(), "--help").returncode == 0, f"the hint names `kgrag {command}`"
+        assert run_cli(env, *command.split(), "--help").returncode == 0, f"the hint names `kgrag {command}`"
     missing = kgrag("eval", "--extraction-gold", str(CORPUS / "extraction"), expect=2)
     assert missing["error"]["code"] == "MISSING_FIELD"
     assert "--corpus" in missing["error"]["hint"]
@@ -174,7 +150,7 @@ def test_unknown_runs_and_missing_eval_corpus_exit_2_with_a_code(kgrag, env: dic
 def test_help_texts_of_the_extraction_commands(
     env: dict[str, str], command: tuple[str, ...], phrases: tuple[str, ...]
 ) -> None:
-    proc = _run(env, *command, "--help")
+    proc = run_cli(env, *command, "--help")
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     for phrase in phrases:

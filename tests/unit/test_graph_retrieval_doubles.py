@@ -253,6 +253,24 @@ def hybrid_over(store: FakeStore, dense: list[str], bm25: list[str]) -> HybridSe
 READER = Caller(user="ann")
 
 
+def chain_graph() -> InMemoryGraph:
+    """customer -SERVED_AT-> site <-LEADS- manager -MEMBER_OF-> team; the customer also belongs to a hub that
+    leads elsewhere. Chunk IDs: c_served, c_leads, c_member, c_customer, c_hub_far (all public)."""
+    graph = InMemoryGraph()
+    customer = graph.add_entity("org_b", "Brightwater Foods", "Organization")
+    site = graph.add_entity("site_lej", "LEJ-2", "Site")
+    manager = graph.add_entity("p_og", "Oliver Grant", "Person")
+    team = graph.add_entity("team_ops", "Site Ops", "Team")
+    hub = graph.add_entity("org_nw", "Northwind", "Organization", hub=True)
+    far = graph.add_entity("p_far", "Someone Else", "Person")
+    graph.add_edge(customer, "SERVED_AT", site, ["c_served"])
+    graph.add_edge(manager, "LEADS", site, ["c_leads"])
+    graph.add_edge(manager, "MEMBER_OF", team, ["c_member"])
+    graph.add_edge(customer, "CUSTOMER_OF", hub, ["c_customer"])
+    graph.add_edge(far, "WORKS_AT", hub, ["c_hub_far"])
+    return graph
+
+
 # -- the double's own contract ---------------------------------------------------------------------------
 def test_double_hides_edges_without_visible_evidence_and_counts_visible_degree() -> None:
     graph = InMemoryGraph()

@@ -11,7 +11,7 @@ from kgrag_core.graph_retrieval.expansion import (
     relation_relevance,
 )
 from kgrag_core.graph_retrieval.router import QuestionKind
-from tests.unit.test_graph_retrieval_doubles import PUBLIC, FakeClock, InMemoryGraph
+from tests.unit.test_graph_retrieval_doubles import PUBLIC, FakeClock, InMemoryGraph, chain_graph
 
 VISIBLE = [PUBLIC.acl_class_id]
 
@@ -22,30 +22,13 @@ def _seed(graph: InMemoryGraph, entity_id: str, score: float = 1.0) -> list[tupl
     return [(summary, score)]
 
 
-def _chain() -> InMemoryGraph:
-    """customer -SERVED_AT-> site <-LEADS- manager -MEMBER_OF-> team; the site also belongs to a hub."""
-    graph = InMemoryGraph()
-    customer = graph.add_entity("org_b", "Brightwater Foods", "Organization")
-    site = graph.add_entity("site_lej", "LEJ-2", "Site")
-    manager = graph.add_entity("p_og", "Oliver Grant", "Person")
-    team = graph.add_entity("team_ops", "Site Ops", "Team")
-    hub = graph.add_entity("org_nw", "Northwind", "Organization", hub=True)
-    far = graph.add_entity("p_far", "Someone Else", "Person")
-    graph.add_edge(customer, "SERVED_AT", site, ["c_served"])
-    graph.add_edge(manager, "LEADS", site, ["c_leads"])
-    graph.add_edge(manager, "MEMBER_OF", team, ["c_member"])
-    graph.add_edge(customer, "CUSTOMER_OF", hub, ["c_customer"])
-    graph.add_edge(far, "WORKS_AT", hub, ["c_hub_far"])
-    return graph
-
-
 def test_depth_follows_the_route() -> None:
     question = "Which site manager runs the warehouse where Brightwater Foods' stock is stored?"
     for kind, depth in [(QuestionKind.LOOKUP, 0), (QuestionKind.ENTITY, 1), (QuestionKind.MULTI_HOP, 3)]:
-        graph = _chain()
+        graph = chain_graph()
         traversal = expand(_seed(graph, "org_b"), graph, VISIBLE, question=question, kind=kind, clock=FakeClock())
         assert max((s.depth for s in traversal.steps), default=0) == depth
-    graph = _chain()
+    graph = chain_graph()
     two = expand(
         _seed(graph, "org_b"), graph, VISIBLE, question=question, kind=QuestionKind.MULTI_HOP, clock=FakeClock()
     )
@@ -53,7 +36,7 @@ def test_depth_follows_the_route() -> None:
 
 
 def test_a_hub_reached_on_the_way_is_never_passed_through() -> None:
-    graph = _chain()
+    graph = chain_graph()
     traversal = expand(
         _seed(graph, "org_b"),
         graph,
@@ -69,7 +52,7 @@ def test_a_hub_reached_on_the_way_is_never_passed_through() -> None:
 
 
 def test_a_hub_may_start_the_search_along_the_relations_asked_about() -> None:
-    graph = _chain()
+    graph = chain_graph()
     traversal = expand(
         _seed(graph, "org_nw"),
         graph,
@@ -106,7 +89,7 @@ def test_fan_out_and_beam_cuts_are_reported() -> None:
 
 
 def test_time_budget_stops_the_search_with_what_it_has() -> None:
-    graph = _chain()
+    graph = chain_graph()
     clock = FakeClock()
 
     def tick(what: str) -> None:

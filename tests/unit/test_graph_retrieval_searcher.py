@@ -12,6 +12,7 @@ from tests.unit.test_graph_retrieval_doubles import (
     FakeClock,
     FakeStore,
     InMemoryGraph,
+    chain_graph,
     hybrid_over,
 )
 
@@ -23,19 +24,8 @@ def _world(*, leads_acl_secret: bool = False) -> tuple[FakeStore, InMemoryGraph]
     for chunk_id in ["d_direct", "d2", "d3", "c_served", "c_customer", "c_member", "c_hub_far"]:
         store.add(chunk_id, f"text of {chunk_id}")
     store.add("c_leads", "Oliver Grant runs LEJ-2.", SECRET if leads_acl_secret else PUBLIC)
-    graph = InMemoryGraph()
-    customer = graph.add_entity("org_b", "Brightwater Foods", "Organization")
-    site = graph.add_entity("site_lej", "LEJ-2", "Site")
-    manager = graph.add_entity("p_og", "Oliver Grant", "Person")
-    team = graph.add_entity("team_ops", "Site Ops", "Team")
-    hub = graph.add_entity("org_nw", "Northwind", "Organization", hub=True)
-    far = graph.add_entity("p_far", "Someone Else", "Person")
-    graph.add_edge(customer, "SERVED_AT", site, ["c_served"])
     # The graph's ACL view may lag the store: it still thinks c_leads is public.
-    graph.add_edge(manager, "LEADS", site, ["c_leads"])
-    graph.add_edge(manager, "MEMBER_OF", team, ["c_member"])
-    graph.add_edge(customer, "CUSTOMER_OF", hub, ["c_customer"])
-    graph.add_edge(far, "WORKS_AT", hub, ["c_hub_far"])
+    graph = chain_graph()
     return store, graph
 
 

@@ -14,6 +14,7 @@ from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
 from kgrag_core.connectors import ConnectorItem
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS
@@ -38,6 +39,26 @@ class KgragApp:
     graph_searcher: GraphAssistedSearcher | None = None
     graph_by_default: bool = False
     graph: GraphAdmin | None = None  # the entity API; None when extraction is off
+
+    def require_extraction(self) -> ExtractionAdmin:
+        """The extraction admin, or CONFIGURATION_INVALID when extraction is switched off."""
+        if self.extraction is None:
+            raise KgragError(
+                ErrorCode.CONFIGURATION_INVALID,
+                "Extraction is switched off.",
+                hint="Set KGRAG_EXTRACTION_ENABLED=true (the default) and ingest again.",
+            )
+        return self.extraction
+
+    def require_graph(self) -> GraphAdmin:
+        """The entity API, or CONFIGURATION_INVALID when the knowledge graph is switched off."""
+        if self.graph is None:
+            raise KgragError(
+                ErrorCode.CONFIGURATION_INVALID,
+                "The knowledge graph is switched off.",
+                hint="Set KGRAG_EXTRACTION_ENABLED=true (the default) and ingest again.",
+            )
+        return self.graph
 
     # --- ingestion -----------------------------------------------------------------------------------
 

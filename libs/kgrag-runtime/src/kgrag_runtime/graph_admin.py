@@ -115,7 +115,9 @@ class GraphAdmin:
                 "A merge needs at least two entity ids.",
                 hint="Name the entities to merge, e.g. ent_a ent_b.",
             )
-        unknown = [i for i in ids if self.store.entity(i, None) is None]
+        # A typo must not enter the merge log as a merge of nothing, nor name a canonical id nobody has.
+        unknown = [i for i in dict.fromkeys([*ids, *([canonical_id] if canonical_id else [])])
+                   if self.store.entity(i, None) is None]  # fmt: skip
         if unknown:
             raise KgragError(
                 ErrorCode.ENTITY_NOT_FOUND,

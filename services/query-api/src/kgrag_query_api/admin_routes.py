@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query
 
-from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_query_api.auth import Principal
 from kgrag_query_api.schemas import RerunRequest
 from kgrag_runtime.app import KgragApp
@@ -26,13 +25,7 @@ def extraction_router(
         return out
 
     def admin() -> ExtractionAdmin:
-        if kg.extraction is None:
-            raise KgragError(
-                ErrorCode.CONFIGURATION_INVALID,
-                "Extraction is switched off on this server.",
-                hint="Set KGRAG_EXTRACTION_ENABLED=true.",
-            )
-        return kg.extraction
+        return kg.require_extraction()
 
     @router.get("/admin/ontology")
     def get_ontology(who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:

@@ -5,13 +5,12 @@ documents the token's user and groups cannot read is 404, exactly like one that 
 splits, review decisions and resolution passes need the `admin` scope; each is logged and reversible.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
 from kgrag_core.acl import Caller
-from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_query_api.auth import Principal
 from kgrag_query_api.schemas import EntityMergeRequest, EntityResolveRequest, EntityReviewRequest, EntitySplitRequest
 from kgrag_runtime.app import KgragApp
@@ -26,7 +25,7 @@ def entity_router(
     router = APIRouter(prefix="/v1", tags=["entities"])
 
     def call(fn: Callable[[GraphAdmin], Any]) -> Any:
-        return run(lambda: fn(graph_admin(kg)))
+        return run(lambda: fn(kg.require_graph()))
 
     @router.get("/entities/{entity_id}")
     def get_entity(entity_id: str, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
@@ -65,7 +64,6 @@ def entity_router(
         who.require("admin")
 
         def apply(g: GraphAdmin) -> dict[str, Any]:
-            require_entities(g, [*body.entity_ids, *([body.canonical_id] if body.canonical_id else [])])
             return g.merge(body.entity_ids, canonical_id=body.canonical_id, reason=body.reason)
 
         out: dict[str, Any] = call(apply)
@@ -111,24 +109,3 @@ def entity_router(
         return out
 
     return router
-
-
-def graph_admin(kg: KgragApp) -> GraphAdmin:
-    if kg.graph is None:
-        raise KgragError(
-            ErrorCode.CONFIGURATION_INVALID,
-            "The knowledge graph is switched off on this server.",
-            hint="Set KGRAG_EXTRACTION_ENABLED=true and ingest again.",
-        )
-    return kg.graph
-
-
-def require_entities(graph: GraphAdmin, entity_ids: Sequence[str]) -> None:
-    """A hand merge names entities that exist (with any live evidence): a typo must not enter the merge log."""
-    for entity_id in dict.fromkeys(entity_ids):
-        if graph.store.entity(entity_id, None) is None:
-            raise KgragError(
-                ErrorCode.ENTITY_NOT_FOUND,
-                f"No entity {entity_id!r}.",
-                hint="Find ids with `kgrag entities resolve NAME` or GET /v1/entities/{id}.",
-            )

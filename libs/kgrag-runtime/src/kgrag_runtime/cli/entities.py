@@ -13,7 +13,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.cli import render
 from kgrag_runtime.cli.context import CliState, open_app
@@ -29,24 +28,7 @@ EntityId = Annotated[str, typer.Argument(help="An entity id (ent_…); any membe
 
 
 def _graph(kg: KgragApp) -> GraphAdmin:
-    if kg.graph is None:
-        raise KgragError(
-            ErrorCode.CONFIGURATION_INVALID,
-            "The knowledge graph is switched off.",
-            hint="Unset KGRAG_EXTRACTION_ENABLED (or set it to true) and ingest again.",
-        )
-    return kg.graph
-
-
-def _require_entities(graph: GraphAdmin, entity_ids: Sequence[str]) -> None:
-    # A typo must not enter the merge log as a merge of nothing.
-    for entity_id in dict.fromkeys(entity_ids):
-        if graph.store.entity(entity_id, None) is None:
-            raise KgragError(
-                ErrorCode.ENTITY_NOT_FOUND,
-                f"No entity {entity_id!r}.",
-                hint="Find ids with `kgrag entities resolve NAME`.",
-            )
+    return kg.require_graph()
 
 
 def _edges_table(title: str, edges: Sequence[Mapping[str, Any]]) -> Table:
@@ -183,9 +165,7 @@ def merge(
     """Merge entities by hand. Logged with its reason; `kgrag entities split MERGE_ID` undoes it exactly."""
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
-        graph = _graph(kg)
-        _require_entities(graph, [*entity_ids, *([canonical] if canonical else [])])
-        record = graph.merge(entity_ids, canonical_id=canonical, reason=reason)
+        record = _graph(kg).merge(entity_ids, canonical_id=canonical, reason=reason)
     _show_merge(state, record, "Merged")
 
 

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.records import RerunScope
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.cli import render
@@ -22,13 +21,7 @@ ontology_app = typer.Typer(help="The ontology extraction validates against (vers
 
 
 def _admin(kg: KgragApp) -> ExtractionAdmin:
-    if kg.extraction is None:
-        raise KgragError(
-            ErrorCode.CONFIGURATION_INVALID,
-            "Extraction is switched off.",
-            hint="Unset KGRAG_EXTRACTION_ENABLED (or set it to true) and ingest again.",
-        )
-    return kg.extraction
+    return kg.require_extraction()
 
 
 def _show(state: CliState, payload: Any, title: str) -> None:
