@@ -126,7 +126,12 @@ class Workers:
             group_id=group_id(self.settings, service),
             producer=producer(self.settings, service),
             settings=RunnerSettings(
-                batch_size=batch_size, poll_timeout_s=0.2, backoff_initial_s=0.1, backoff_max_s=1.0, lag_refresh_s=0.5
+                batch_size=batch_size,
+                poll_timeout_s=0.2,
+                backoff_initial_s=0.1,
+                backoff_max_s=1.0,
+                lag_refresh_s=0.5,
+                lag_stale_after_s=3.0,
             ),
             extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
         )

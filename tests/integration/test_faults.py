@@ -123,7 +123,7 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(
 def test_pipeline_resumes_after_a_broker_restart(
     distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
 ) -> None:
-    workers.start(
+    runner = workers.start(
         "chunk-indexer",
         ChunkIndexerHandler(stores.indexer(distributed_settings), name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)),
     )
@@ -144,11 +144,15 @@ def test_pipeline_resumes_after_a_broker_restart(
             ["bash", str(script), "restart", "kafka"], check=True, capture_output=True, timeout=240
         )
     )
+    wait_for(lambda: bool(runner.lag_report()["lag_fresh"]), timeout_s=30, what="a fresh lag reading")
     restart.start()
     time.sleep(1.0)
     # Produced while the broker is going down and coming back: the producer buffers and retries.
     produce(docs[8:])
+    # While the broker is away the lag cannot be measured: readiness must say so, not "lag 0".
+    wait_for(lambda: not runner.lag_report()["lag_fresh"], timeout_s=120, what="lag reading going stale")
     restart.join(timeout=250)
     send.flush(timeout_s=180)
     wait_for(lambda: stores.store.stats().documents == 24, timeout_s=180, what="all documents after the restart")
     assert_consistent(stores, 24)
+    wait_for(lambda: bool(runner.lag_report()["lag_fresh"]) and runner.lag == 0, timeout_s=60, what="lag 0, fresh")

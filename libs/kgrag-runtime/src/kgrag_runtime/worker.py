@@ -50,15 +50,7 @@ def run_worker(
             return {"ok": stalled < LIVENESS_STALL_S, "seconds_since_last_loop": round(stalled, 1)}
 
         def ready() -> dict[str, object]:
-            started = time.perf_counter()
-            stores.store.stats()  # PostgreSQL answers
-            return {
-                "ok": runner.healthy and runner.lag <= cfg.ready_max_lag,
-                "lag": runner.lag,
-                "max_lag": cfg.ready_max_lag,
-                "retrying_a_failing_store": not runner.healthy,
-                "check_ms": round((time.perf_counter() - started) * 1000, 1),
-            }
+            return readiness(runner, stores.store.stats, max_lag=cfg.ready_max_lag)
 
         ops = OpsServer(cfg.ops_host, cfg.ops_port, live=live, ready=ready, registry=runner.metrics.registry)
         ops.start()
@@ -74,6 +66,20 @@ def run_worker(
             runner.run(stop)
         finally:
             ops.stop()
+
+
+def readiness(runner: ConsumerRunner, store_answers: Callable[[], object], *, max_lag: int) -> dict[str, object]:
+    """Ready = the stores answer, the broker answers (a fresh lag reading) and the consumer keeps up."""
+    started = time.perf_counter()
+    store_answers()  # raises when PostgreSQL does not answer: the ops server reports that as not ready
+    lag = runner.lag_report()
+    return {
+        "ok": runner.healthy and bool(lag["lag_fresh"]) and runner.lag <= max_lag,
+        **lag,
+        "max_lag": max_lag,
+        "retrying_a_failing_store": not runner.healthy,
+        "check_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
 
 
 def _stop_on_signals() -> threading.Event:

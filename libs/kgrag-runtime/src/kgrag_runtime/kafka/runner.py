@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from kgrag_core.errors import KgragError
 from kgrag_core.handlers.protocol import Handler, HandlerResult
 from kgrag_runtime.kafka.codec import dead_letter_topic, decode
+from kgrag_runtime.kafka.lag import LagMonitor, LagReading
 from kgrag_runtime.kafka.metrics import RunnerMetrics
 from kgrag_runtime.kafka.producer import EventProducer
 
@@ -37,6 +38,8 @@ class RunnerSettings:
     backoff_max_s: float = 10.0
     unhealthy_after_attempts: int = 5
     lag_refresh_s: float = 5.0
+    # A lag reading older than this, or a failed last refresh, means the broker is not answering.
+    lag_stale_after_s: float = 15.0
 
 
 class ConsumerRunner:
@@ -70,9 +73,16 @@ class ConsumerRunner:
         self._sleep = sleep
         self._failing_attempts = 0
         self._last_loop = time.monotonic()
-        self._last_lag = 0.0
         self._subscribed = False
-        self._lag_at = 0.0
+        self._closing = threading.Event()
+        self.lag_monitor = LagMonitor(
+            bootstrap,
+            group_id,
+            interval_s=self.settings.lag_refresh_s,
+            request_timeout_s=min(5.0, self.settings.lag_stale_after_s / 2),
+            extra_config=extra_config,
+            on_reading=lambda reading: self.metrics.lag.set(reading.total),
+        )
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -81,16 +91,40 @@ class ConsumerRunner:
             while not stop.is_set():
                 self.step(stop)
         finally:
-            self._consumer.close()
+            self.close()
+
+    def close(self) -> None:
+        """Leave the group and stop measuring lag."""
+        self._closing.set()
+        self.lag_monitor.join()
+        self._consumer.close()
+
+    def subscribe(self) -> None:
+        """Join the group once; the lag monitor learns the assignment from the rebalance callbacks."""
+        if self._subscribed:
+            return
+        monitor = self.lag_monitor
+
+        def on_assign(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            monitor.assigned(partitions)
+
+        def on_revoke(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            monitor.revoked(partitions)
+
+        self._consumer.subscribe(
+            [self.producer.topic_prefix + t for t in self.handler.topics],
+            on_assign=on_assign,
+            on_revoke=on_revoke,
+            on_lost=on_revoke,
+        )
+        self._subscribed = True
+        monitor.start(self._closing)
 
     def step(self, stop: threading.Event | None = None) -> int:
         """Consume, handle and commit at most one batch; return how many messages it held."""
-        if not self._subscribed:
-            self._consumer.subscribe([self.producer.topic_prefix + t for t in self.handler.topics])
-            self._subscribed = True
+        self.subscribe()
         self._last_loop = time.monotonic()
         messages = self._consumer.consume(self.settings.batch_size, self.settings.poll_timeout_s)
-        self._refresh_lag()
         messages = [m for m in messages if not self._is_partition_eof(m)]
         if not messages:
             return 0
@@ -110,7 +144,21 @@ class ConsumerRunner:
 
     @property
     def lag(self) -> float:
-        return self._last_lag
+        """Committed lag (log end − committed offset) of the assigned partitions, at the last reading."""
+        return float(self.lag_monitor.reading.total)
+
+    def lag_report(self) -> dict[str, object]:
+        """What readiness needs: the lag, how old the reading is, and whether the broker still answers."""
+        reading: LagReading = self.lag_monitor.reading
+        age = reading.age_s(time.monotonic())
+        fresh = reading.error is None and age is not None and age <= self.settings.lag_stale_after_s
+        return {
+            "lag": reading.total,
+            "lag_age_s": None if age is None else round(age, 1),
+            "lag_fresh": fresh,
+            "assigned_partitions": len(self.lag_monitor.partitions),
+            **({"broker_error": reading.error} if reading.error else {}),
+        }
 
     # --- one batch ---------------------------------------------------------------------------------------
 
@@ -200,27 +248,6 @@ class ConsumerRunner:
         self.metrics.failed.inc()
 
     # --- bookkeeping -----------------------------------------------------------------------------------
-
-    def _refresh_lag(self) -> None:
-        now = time.monotonic()
-        if now - self._lag_at < self.settings.lag_refresh_s:
-            return
-        self._lag_at = now
-        total = 0
-        try:
-            for tp in self._consumer.assignment():
-                # cached=True: the fetcher already learns each partition's high watermark; asking the
-                # broker (cached=False) waits behind its long poll, ~0.5 s a partition, and stalled the
-                # consume loop for seconds (docs/benchmarks.md, distributed section).
-                low, high = self._consumer.get_watermark_offsets(tp, cached=True)
-                (position,) = self._consumer.position([tp])
-                total += max(0, high - (position.offset if position.offset >= 0 else low))
-        except KafkaException as err:
-            # Leadership moves during a broker restart; the lag is a metric, so keep the last value.
-            log.info("consumer lag unavailable for now: %s", err)
-            return
-        self._last_lag = float(total)
-        self.metrics.lag.set(total)
 
     @staticmethod
     def _is_partition_eof(message: Message) -> bool:
