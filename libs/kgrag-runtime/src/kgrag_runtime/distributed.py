@@ -114,7 +114,7 @@ def open_query_app(
         events = producer(settings, "query-api")
         yield KgragApp(
             searcher=searcher,
-            ingestion=KafkaIngest(events),
+            ingestion=KafkaIngest(events, ack_timeout_s=settings.kafka_ack_timeout_s),
             ingest_log=stores.store,
             stats_source=stores.store,
             cache=stores.cache,

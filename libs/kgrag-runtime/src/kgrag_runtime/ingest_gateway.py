@@ -26,14 +26,19 @@ from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 from kgrag_core.ports import IngestLog
 from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.kafka.deliveries import Deliveries
 
 ProgressCallback = Callable[[int], None]
 
 
 class EventSink(Protocol):
-    def produce(self, topic: str, key: str, payload: dict[str, object]) -> None: ...
+    def produce(
+        self, topic: str, key: str, payload: dict[str, object], headers: None = None, *, deliveries: Deliveries
+    ) -> None: ...
 
-    def flush(self, timeout_s: float = 30.0) -> None: ...
+    def flush(self, timeout_s: float, deliveries: Deliveries) -> None: ...
+
+    def require_reachable(self) -> None: ...
 
 
 class IngestGateway(Protocol):
@@ -124,34 +129,44 @@ class EmbeddedIngest:
 
 @dataclass(slots=True)
 class KafkaIngest:
-    """Validate and produce change events; the workers index them. Done when Kafka acknowledged them."""
+    """Validate and produce change events; the workers index them. Done when Kafka acknowledged them.
+
+    A caller never waits on a broker outage: with every broker known down it is refused at once, and an
+    acknowledgement that does not come within `ack_timeout_s` is BROKER_UNAVAILABLE (HTTP 503 with
+    Retry-After), never a client error."""
 
     sink: EventSink
+    ack_timeout_s: float = 5.0
 
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
+        self.sink.require_reachable()
+        deliveries = Deliveries()
         outcomes: list[IngestOutcome] = []
         for item in items:
             if isinstance(item, ConnectorFailure):
                 outcomes.append(_failure_outcome(item))
             else:
-                self.sink.produce(
-                    DOCUMENTS_CHANGED, item.doc_id, document_changed_from_source(item).model_dump(mode="json")
-                )
+                event = document_changed_from_source(item).model_dump(mode="json")
+                self.sink.produce(DOCUMENTS_CHANGED, item.doc_id, event, deliveries=deliveries)
                 outcomes.append(IngestOutcome(item.doc_id, IngestStatus.QUEUED, source=item.source, uri=item.uri))
             if progress:
                 progress(1)
-        self.sink.flush()
+        self.sink.flush(self.ack_timeout_s, deliveries)
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
-        self.sink.produce(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
-        self.sink.flush()
+        self._send_one(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
         return IngestOutcome(doc_id, IngestStatus.QUEUED, message="deletion queued")
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
         event = AclChanged(doc_id=doc_id, acl_principals=list(acl.principals), acl_malformed=acl.malformed)
-        self.sink.produce(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
-        self.sink.flush()
+        self._send_one(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
         return IngestOutcome(doc_id, IngestStatus.QUEUED, message="ACL change queued")
+
+    def _send_one(self, topic: str, key: str, payload: dict[str, object]) -> None:
+        self.sink.require_reachable()
+        deliveries = Deliveries()
+        self.sink.produce(topic, key, payload, deliveries=deliveries)
+        self.sink.flush(self.ack_timeout_s, deliveries)

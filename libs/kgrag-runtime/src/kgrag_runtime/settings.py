@@ -100,6 +100,9 @@ class KgragSettings(BaseSettings):
     kafka_topic_partitions: int = Field(12, ge=1, le=1024)
     kafka_replication_factor: int = Field(1, ge=1, le=5)
     kafka_topic_prefix: str = Field("", description="Prepended to every topic name (isolates environments).")
+    kafka_ack_timeout_s: float = Field(
+        5.0, gt=0, le=120, description="An ingest call waits this long for Kafka's acknowledgement, then answers 503."
+    )
     redis_namespace: str = Field("kgrag", description="Prefix of every Redis key this deployment writes.")
     opensearch_url: str | None = None
     opensearch_user: str | None = None

@@ -26,6 +26,7 @@ from kgrag_query_api.entity_routes import entity_router
 from kgrag_query_api.schemas import AclChangeRequest, AskRequest, IngestDocumentRequest, SearchRequest
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.ingest_gateway import IngestGateway
+from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
 
 T = TypeVar("T")
 ReadyCheck = Callable[[], dict[str, Any]]
@@ -52,6 +53,7 @@ _STATUS = {
     ErrorCode.RUN_NOT_FOUND: 404,
     ErrorCode.ENTITY_NOT_FOUND: 404,
     ErrorCode.LLM_RATE_LIMITED: 503,
+    ErrorCode.BROKER_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
 }
 
@@ -183,6 +185,8 @@ def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
     @api.exception_handler(KgragError)
     async def kgrag_error(_: Request, err: KgragError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if err.code is ErrorCode.UNAUTHENTICATED else None
+        if err.code is ErrorCode.BROKER_UNAVAILABLE:
+            headers = {"Retry-After": str(BROKER_RETRY_AFTER_S)}
         return JSONResponse({"error": err.as_dict()}, status_code=_STATUS.get(err.code, 400), headers=headers)
 
     @api.exception_handler(Exception)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_runtime.kafka.codec import encode
+from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S, Deliveries
 
 
 class EventProducer:
@@ -30,15 +32,23 @@ class EventProducer:
             "linger.ms": 5,
             "compression.type": "lz4",
         }
+        config["error_cb"] = self._on_error
         config.update(extra or {})
         self._producer = Producer(config)
-        self._errors: list[str] = []
+        self._all = Deliveries()
+        self._brokers_down = threading.Event()
 
     def produce(
-        self, topic: str, key: str, payload: Mapping[str, object], headers: Mapping[str, str] | None = None
+        self,
+        topic: str,
+        key: str,
+        payload: Mapping[str, object],
+        headers: Mapping[str, str] | None = None,
+        *,
+        deliveries: Deliveries | None = None,
     ) -> None:
         value = encode(topic, payload)
-        self._send(self.topic_prefix + topic, key, value, headers)
+        self._send(self.topic_prefix + topic, key, value, headers, deliveries)
 
     def produce_raw(
         self, topic: str, key: str | None, value: bytes | None, headers: Mapping[str, str] | None = None
@@ -46,7 +56,15 @@ class EventProducer:
         """Forward bytes as they are (dead letters keep the original message, however malformed)."""
         self._send(self.topic_prefix + topic, key, value, headers)
 
-    def _send(self, topic: str, key: str | None, value: bytes | None, headers: Mapping[str, str] | None) -> None:
+    def _send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes | None,
+        headers: Mapping[str, str] | None,
+        deliveries: Deliveries | None = None,
+    ) -> None:
+        tracker = deliveries or self._all
         while True:
             try:
                 self._producer.produce(
@@ -54,24 +72,55 @@ class EventProducer:
                     value=value,
                     key=key.encode("utf-8") if key is not None else None,
                     headers=list((headers or {}).items()),
-                    on_delivery=self._on_delivery,
+                    on_delivery=tracker,
                 )
+                tracker.expect()
                 break
             except BufferError:
                 # The local queue is full: serve delivery callbacks until there is room (backpressure).
                 self._producer.poll(0.5)
         self._producer.poll(0)
 
-    def flush(self, timeout_s: float = 30.0) -> None:
-        """Wait for every produced event to be acknowledged; raise if any was not."""
-        remaining = self._producer.flush(timeout_s)
-        errors, self._errors = self._errors, []
-        if remaining or errors:
+    def flush(self, timeout_s: float = 30.0, deliveries: Deliveries | None = None) -> None:
+        """Wait (at most `timeout_s`) until the events are acknowledged: the caller's own `deliveries`, or
+        everything produced without one. Unacknowledged in time → BROKER_UNAVAILABLE (the events stay
+        queued and may still land: a retry is safe, every write downstream is idempotent); refused by
+        the broker → INDEX_WRITE_FAILED."""
+        tracker = deliveries or self._all
+        self._producer.flush(timeout_s)
+        pending = tracker.pending
+        errors, tracker.errors = tracker.errors, []
+        if errors:
             raise KgragError(
                 ErrorCode.INDEX_WRITE_FAILED,
-                f"{remaining} events unacknowledged, {len(errors)} failed: {'; '.join(errors[:3])}",
+                f"{len(errors)} events refused by Kafka: {'; '.join(errors[:3])}",
             )
+        if pending:
+            raise _unavailable(f"{pending} events not acknowledged by Kafka within {timeout_s:g} s")
 
-    def _on_delivery(self, err: KafkaError | None, _msg: Message) -> None:
-        if err is not None:
-            self._errors.append(str(err))
+    def reachable(self, timeout_s: float = 1.0) -> bool:
+        """False while librdkafka reports every broker down and a quick metadata request fails too."""
+        if not self._brokers_down.is_set():
+            return True
+        try:
+            self._producer.list_topics(timeout=timeout_s)
+        except KafkaException:
+            return False
+        self._brokers_down.clear()
+        return True
+
+    def require_reachable(self) -> None:
+        if not self.reachable():
+            raise _unavailable("Kafka is unreachable: no broker answers")
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._brokers_down.set()
+
+
+def _unavailable(message: str) -> KgragError:
+    return KgragError(
+        ErrorCode.BROKER_UNAVAILABLE,
+        message,
+        hint=f"Retry in {BROKER_RETRY_AFTER_S} s; a retry is safe (ingestion is idempotent).",
+    )
