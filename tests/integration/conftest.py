@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from kgrag_core.ports import Embedder
+from kgrag_core.ports import Embedder, IngestLog
 from kgrag_runtime.distributed import DistributedStores, open_stores
 from kgrag_runtime.kafka.runner import ConsumerRunner, RunnerSettings
 from kgrag_runtime.kafka.topics import ensure_topics
@@ -117,7 +117,9 @@ class Workers:
         self.settings = settings
         self._threads: list[tuple[threading.Event, threading.Thread, ConsumerRunner]] = []
 
-    def start(self, service: str, handler: object, *, batch_size: int = 16) -> ConsumerRunner:
+    def start(
+        self, service: str, handler: object, *, batch_size: int = 16, outcome_log: IngestLog | None = None
+    ) -> ConsumerRunner:
         from kgrag_runtime.distributed import producer
 
         runner = ConsumerRunner(
@@ -134,6 +136,7 @@ class Workers:
                 lag_stale_after_s=3.0,
             ),
             extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
+            outcome_log=outcome_log,
         )
         stop = threading.Event()
         thread = threading.Thread(target=runner.run, args=(stop,), name=service, daemon=True)

@@ -3,12 +3,15 @@ Neo4j, Redis and S3: the same handlers as the embedded runtime, run by Kafka con
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 from kgrag_core.acl import Caller, acl_from_source
-from kgrag_core.documents import DocumentStatus, SourceDocument
-from kgrag_core.events import DOCUMENTS_CHANGED, DOCUMENTS_DELETED
+from kgrag_core.documents import DocumentStatus
+from kgrag_core.errors import ErrorCode
+from kgrag_core.events import DOCUMENTS_CHANGED, DOCUMENTS_DELETED, document_changed_from_source
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.handlers.graph_writer import GraphWriterHandler
@@ -16,6 +19,7 @@ from kgrag_core.ingest import IngestStatus
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.distributed import DistributedStores, producer
 from kgrag_runtime.ingest_gateway import KafkaIngest
+from kgrag_runtime.kafka.codec import encode
 from kgrag_runtime.settings import KgragSettings
 from tests.integration.conftest import Workers, wait_for
 from tests.pipeline.corpus import corpus
@@ -94,20 +98,32 @@ def test_ingest_search_acl_delete_through_kafka(
     assert sorted(record.chunk_ids) == sorted(chunk_ids["atlas"])
 
 
-def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_on(
+def test_every_rejected_record_goes_to_the_dead_letter_topic_as_it_came_and_the_partition_moves_on(
     distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
 ) -> None:
     from confluent_kafka import Consumer
 
     indexer = stores.indexer(distributed_settings)
     runner = workers.start(
-        "chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,))
+        "chunk-indexer",
+        ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)),
+        outcome_log=stores.store,
     )
     send = producer(distributed_settings, "test")
-    # Same key, so the bad events sit in front of the good one in the same partition.
-    send.produce_raw(DOCUMENTS_CHANGED, "atlas", b"{not json")
-    send.produce_raw(DOCUMENTS_CHANGED, "atlas", b'{"doc_id": "atlas", "title": 7}')
-    KafkaIngest(send).ingest([corpus()[0]])
+    good = corpus()[0]
+    # A valid event whose document bytes are not UTF-8: rejected by the indexer, not by the decoder.
+    latin1 = dataclasses.replace(corpus()[1], doc_id="latin1-notes", body=b"caf\xe9 \xff notes")
+    latin1_bytes = encode(DOCUMENTS_CHANGED, document_changed_from_source(latin1).model_dump(mode="json"))
+    originals = {
+        "MALFORMED_JSON": b"{not json",
+        "MALFORMED_EVENT": b'{"doc_id": "atlas", "title": 7}',
+        "INVALID_UTF8": latin1_bytes,
+    }
+    # Same key for the first two, so the bad events sit in front of the good one in the same partition.
+    send.produce_raw(DOCUMENTS_CHANGED, "atlas", originals["MALFORMED_JSON"])
+    send.produce_raw(DOCUMENTS_CHANGED, "atlas", originals["MALFORMED_EVENT"])
+    send.produce_raw(DOCUMENTS_CHANGED, "latin1-notes", originals["INVALID_UTF8"])
+    KafkaIngest(send).ingest([good])
     wait_for(lambda: stores.store.get_document("atlas") is not None, what="the good event after the bad ones")
 
     consumer = Consumer(
@@ -118,111 +134,28 @@ def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_o
         }
     )
     consumer.subscribe([distributed_settings.kafka_topic_prefix + "chunk-indexer.dlq"])
-    dead: list[dict[str, str]] = []
-    wait_for(lambda: bool(_drain(consumer, dead)) or len(dead) >= 2, what="two dead letters")
+    dead: list[tuple[dict[str, str], bytes]] = []
+    wait_for(lambda: _drain(consumer, dead, 3), what="three dead letters")
     consumer.close()
-    codes = sorted(h["error_code"] for h in dead)
-    assert codes == ["MALFORMED_EVENT", "MALFORMED_JSON"]
-    assert all(h["reason"] for h in dead)
-    assert runner.metrics.dlq._value.get() == 2  # type: ignore[attr-defined]
+    by_code = {headers["error_code"]: (headers, value) for headers, value in dead}
+    assert sorted(by_code) == sorted(originals)
+    source_topic = distributed_settings.kafka_topic_prefix + DOCUMENTS_CHANGED
+    for code, (headers, value) in by_code.items():
+        assert value == originals[code], code  # the original bytes, never a re-serialised copy
+        assert headers["reason"]
+        assert headers["source_topic"] == source_topic
+        assert int(headers["source_partition"]) >= 0 and int(headers["source_offset"]) >= 0
+    assert runner.metrics.dlq._value.get() == 3  # type: ignore[attr-defined]
+    # Every document's outcome is in the ingest log, rejected ones with their code (positive control: the
+    # good one is there as INDEXED).
+    assert [(o.status, o.error_code) for o in stores.store.outcomes_for("latin1-notes")] == [
+        (IngestStatus.REJECTED, ErrorCode.INVALID_UTF8)
+    ]
+    assert stores.store.outcomes_for("atlas")[0].status is IngestStatus.INDEXED
 
 
-def _drain(consumer, out: list[dict[str, str]]) -> bool:  # type: ignore[no-untyped-def]
+def _drain(consumer, out: list[tuple[dict[str, str], bytes]], want: int) -> bool:  # type: ignore[no-untyped-def]
     for message in consumer.consume(10, 0.5):
         if message.error() is None:
-            out.append({k: v.decode() for k, v in (message.headers() or [])})
-    return len(out) >= 2
-
-
-def test_the_extractor_service_builds_facts_from_kafka_and_deletion_removes_them(
-    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
-) -> None:
-    from kgrag_core.extraction.records import RerunScope
-    from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
-    from kgrag_core.handlers.extractor import ExtractorHandler
-    from kgrag_runtime.extraction import build_extractor
-    from kgrag_testing.scripted_llm import ScriptedChatModel
-
-    indexer = stores.indexer(distributed_settings)
-    workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
-    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker", topics=(DOCUMENTS_DELETED,)))
-    model = ScriptedChatModel(lambda messages: '{"entities": [], "relations": [], "claims": []}')
-    extractor = build_extractor(distributed_settings, store=stores.extraction, llm=model)
-    workers.start("extractor", ExtractorHandler(stores.store, extractor))
-    record = SourceDocument(
-        doc_id="record-site-kfk",
-        source="records",
-        uri="records://kfk",
-        title="KFK-1",
-        body=render_record("site", {"code": "KFK-1", "name": "KFK-1", "capacity_pallets": "5000"}).encode(),
-        acl=acl_from_source(None),
-        media_type=RECORD_MEDIA_TYPE,
-    )
-    kg = KgragApp(
-        searcher=stores.searcher(),
-        ingestion=KafkaIngest(producer(distributed_settings, "test")),
-        ingest_log=stores.store,
-        stats_source=stores.store,
-        cache=stores.cache,
-        llm=None,
-    )
-    kg.ingest([*corpus(), record])
-    wait_for(lambda: bool(stores.extraction.claims(entity="KFK-1")), what="tier-1 facts from the record")
-    (claim,) = stores.extraction.claims(entity="KFK-1")
-    assert (claim.attribute, claim.value, claim.doc_id) == ("capacity_pallets", "5000", "record-site-kfk")
-    chunk_ids = [c.chunk_id for c in stores.extraction.chunks_in_scope(RerunScope())]
-    wait_for(lambda: len(stores.extraction.states(chunk_ids)) == len(chunk_ids), what="every chunk extracted")
-    kg.delete("record-site-kfk")
-    wait_for(lambda: stores.extraction.claims(entity="KFK-1") == [], what="the record's facts removed")
-
-
-def test_the_entity_resolver_service_merges_after_extraction(
-    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
-) -> None:
-    from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
-    from kgrag_core.handlers.entity_resolver import EntityResolverHandler
-    from kgrag_core.handlers.extractor import ExtractorHandler
-    from kgrag_runtime.extraction import build_extractor
-    from kgrag_runtime.graph import build_resolution
-
-    indexer = stores.indexer(distributed_settings)
-    workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
-    workers.start(
-        "extractor",
-        ExtractorHandler(stores.store, build_extractor(distributed_settings, store=stores.extraction, llm=None)),
-    )
-    resolver = EntityResolverHandler(
-        build_resolution(distributed_settings, store=stores.store, embedder=stores.embedder)
-    )
-    workers.start("entity-resolver", resolver)
-    # The same person twice: in an HR export (with an email, a strong id) and named in a wiki page (tier 2
-    # finds the name). Extraction keeps them apart; resolution merges them into one canonical entity.
-    record = SourceDocument(
-        doc_id="record-person-dana",
-        source="records",
-        uri="records://dana",
-        title="Dana Smit",
-        body=render_record(
-            "person", {"name": "Dana Smit", "email": "dana.smit@northwind.example", "team": "Routing"}
-        ).encode(),
-        acl=acl_from_source(None),
-        media_type=RECORD_MEDIA_TYPE,
-    )
-    page = SourceDocument(
-        doc_id="wiki-dana",
-        source="wiki",
-        uri="wiki://dana",
-        title="Routing team notes",
-        body=b"# Routing team notes\n\nDana Smit leads the Routing team and reviews every Atlas release.\n",
-        acl=acl_from_source(None),
-    )
-    KafkaIngest(producer(distributed_settings, "test")).ingest([record, page])
-
-    def merged() -> bool:
-        found = stores.store.entities_named(["Dana Smit"], None).get("dana smit", [])
-        return len(found) == 1 and len(found[0].members) >= 2
-
-    wait_for(merged, timeout_s=90, what="the two Dana Smit entities resolved into one")
-    (dana,) = stores.store.entities_named(["Dana Smit"], None)["dana smit"]
-    assert ("email", "dana.smit@northwind.example") in dana.strong_ids
-    assert resolver.last_report is not None and resolver.last_report.merges >= 1
+            out.append(({k: v.decode() for k, v in (message.headers() or [])}, message.value()))
+    return len(out) >= want

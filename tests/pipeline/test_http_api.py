@@ -144,3 +144,23 @@ def test_naive_dates_and_explicit_null_acl(client: TestClient) -> None:
         "/v1/search", json={"query": "pallets due Friday"}, headers=bearer("sam", ["engineering"], ["search"])
     ).json()["hits"]
     assert {h["doc_id"] for h in hits} >= {"memo"} and "memo-null" not in {h["doc_id"] for h in hits}
+
+
+def test_a_documents_outcome_is_queryable_by_id_for_ingest_callers_only(client: TestClient) -> None:
+    ingest = bearer("connector", [], ["ingest"])
+    bad = {"doc_id": "latin1-page", "title": "Bad bytes", "body_b64": base64.b64encode(b"caf\xe9").decode()}
+    assert client.post("/v1/ingest/documents", json=bad, headers=ingest).status_code == 422
+    rejected = client.get("/v1/ingest/documents/latin1-page/status", headers=ingest)
+    assert rejected.status_code == 200, rejected.json()
+    assert rejected.json()["status"] == "REJECTED"
+    assert rejected.json()["outcomes"][0]["error_code"] == "INVALID_UTF8"
+    # Positive control: an indexed document reads INDEXED, and then DELETED after its deletion.
+    assert client.get("/v1/ingest/documents/atlas/status", headers=ingest).json()["status"] == "INDEXED"
+    assert client.delete("/v1/ingest/documents/atlas", headers=ingest).status_code == 200
+    after = client.get("/v1/ingest/documents/atlas/status", headers=ingest).json()
+    assert [o["status"] for o in after["outcomes"][:2]] == ["DELETED", "INDEXED"]
+    never = client.get("/v1/ingest/documents/never-seen/status", headers=ingest)
+    assert never.status_code == 404 and never.json()["error"]["code"] == "DOCUMENT_NOT_FOUND"
+    # A reader learns nothing about which documents exist.
+    reader = bearer("sam", ["engineering"], ["search"])
+    assert client.get("/v1/ingest/documents/salary/status", headers=reader).status_code == 403

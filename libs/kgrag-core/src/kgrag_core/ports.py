@@ -67,6 +67,10 @@ class IngestLog(Protocol):
 
     def recent_outcomes(self, limit: int = 100) -> list[IngestOutcome]: ...
 
+    def outcomes_for(self, doc_id: str, limit: int = 20) -> list[IngestOutcome]:
+        """One document's latest `limit` outcomes, newest first."""
+        ...
+
 
 @runtime_checkable
 class EmbeddingCache(Protocol):

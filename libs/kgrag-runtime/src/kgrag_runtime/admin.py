@@ -2,6 +2,7 @@
 
 init                          apply migrations, create topics, index templates, collections, constraints
 rebuild --projection NAME     rewrite a projection (qdrant, opensearch, neo4j, all) from PostgreSQL alone
+dlq CONSUMER [--replay]       list a consumer's dead letters; --replay re-submits them to their source topics
 """
 
 from __future__ import annotations
@@ -26,9 +27,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     sub.add_parser("init", help="create everything the services expect (idempotent)")
     rebuild = sub.add_parser("rebuild", help="rewrite a projection from PostgreSQL")
     rebuild.add_argument("--projection", choices=["qdrant", "opensearch", "neo4j", "all"], default="all")
+    dlq = sub.add_parser("dlq", help="list (or --replay) the dead letters of one consumer, e.g. chunk-indexer")
+    dlq.add_argument("consumer", help="the consumer whose <prefix><consumer>.dlq topic to read")
+    dlq.add_argument("--replay", action="store_true", help="re-submit every record to its source topic")
+    dlq.add_argument("--limit", type=int, default=10_000, help="records at most (default 10000)")
     args = parser.parse_args(argv)
     settings = KgragSettings()
-    report = init(settings) if args.command == "init" else rebuild_projection(settings, args.projection)
+    if args.command == "init":
+        report = init(settings)
+    elif args.command == "rebuild":
+        report = rebuild_projection(settings, args.projection)
+    else:
+        report = dead_letters(settings, args.consumer, replay=args.replay, limit=args.limit)
     json.dump(report, sys.stdout, indent=2)
     print()
 
@@ -46,6 +56,18 @@ def init(settings: KgragSettings) -> dict[str, object]:
     graph = _neo4j(settings)
     graph.close()
     return {"topics_created": created, "documents": stats.documents, "neo4j": "constraints applied"}
+
+
+def dead_letters(settings: KgragSettings, consumer: str, *, replay: bool, limit: int) -> dict[str, object]:
+    from kgrag_runtime.distributed import producer
+    from kgrag_runtime.kafka.dlq import replay_dead_letters
+
+    events = producer(settings, f"dlq-replay-{consumer}")
+    bootstrap = require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP")
+    report = replay_dead_letters(
+        bootstrap, consumer, producer=events, group_prefix=settings.kafka_group_prefix, replay=replay, limit=limit
+    )
+    return report.as_dict()
 
 
 def rebuild_projection(settings: KgragSettings, projection: str) -> dict[str, object]:

@@ -43,6 +43,8 @@ def run_worker(
             producer=producer(cfg, service),
             # One knob for batch size on both runtimes: events per handler call.
             settings=RunnerSettings(batch_size=cfg.ingest_batch_documents),
+            # Every document's outcome lands in PostgreSQL's ingest log, as on the embedded runtime.
+            outcome_log=stores.store,
         )
 
         def live() -> dict[str, object]:

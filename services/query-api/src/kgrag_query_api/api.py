@@ -23,6 +23,7 @@ from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
 from kgrag_query_api.entity_routes import entity_router
+from kgrag_query_api.ingest_status import ingest_status_router
 from kgrag_query_api.schemas import AclChangeRequest, AskRequest, IngestDocumentRequest, SearchRequest
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.ingest_gateway import IngestGateway
@@ -92,6 +93,7 @@ def create_app(kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | Non
 
     api.include_router(router)
     api.include_router(ingest_router(kg.ingestion, verifier, run))
+    api.include_router(ingest_status_router(kg.ingest_log, who_dep))
     api.include_router(extraction_router(kg, who_dep, run))
     api.include_router(entity_router(kg, who_dep, run))
     return api

@@ -74,6 +74,10 @@ WHERE (c.seq, c.section_path, c.start_byte, c.end_byte, c.text, c.token_count, c
        EXCLUDED.token_count, EXCLUDED.content_hash, EXCLUDED.acl_class_id, EXCLUDED.doc_time)
 """
 
+_SELECT_OUTCOMES = (
+    "SELECT doc_id, status, source, uri, error_code, message, chunks_total, chunks_embedded,"
+    " chunks_removed, at FROM ingest_log"
+)
 _INSERT_OUTCOME = """
 INSERT INTO ingest_log (doc_id, status, source, uri, error_code, message, chunks_total, chunks_embedded,
                         chunks_removed, at)
@@ -287,10 +291,13 @@ class PostgresStore(Closeable):
     def recent_outcomes(self, limit: int = 100) -> list[IngestOutcome]:
         """The latest `limit` outcomes, newest first."""
         with self._lock:
+            rows = self._conn.execute(_SELECT_OUTCOMES + " ORDER BY id DESC LIMIT %s", (limit,)).fetchall()
+        return [_outcome(r) for r in rows]
+
+    def outcomes_for(self, doc_id: str, limit: int = 20) -> list[IngestOutcome]:
+        with self._lock:
             rows = self._conn.execute(
-                "SELECT doc_id, status, source, uri, error_code, message, chunks_total, chunks_embedded,"
-                " chunks_removed, at FROM ingest_log ORDER BY id DESC LIMIT %s",
-                (limit,),
+                _SELECT_OUTCOMES + " WHERE doc_id = %s ORDER BY id DESC LIMIT %s", (doc_id, limit)
             ).fetchall()
         return [_outcome(r) for r in rows]
 

@@ -20,8 +20,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from kgrag_core.errors import KgragError
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.protocol import Handler, HandlerResult
+from kgrag_core.ingest import IngestOutcome, IngestStatus
+from kgrag_core.ports import IngestLog
 from kgrag_runtime.kafka.codec import dead_letter_topic, decode
 from kgrag_runtime.kafka.lag import LagMonitor, LagReading
 from kgrag_runtime.kafka.metrics import RunnerMetrics
@@ -54,8 +56,11 @@ class ConsumerRunner:
         metrics: RunnerMetrics | None = None,
         extra_config: Mapping[str, Any] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        outcome_log: IngestLog | None = None,
     ) -> None:
         self.handler = handler
+        # Where every document's outcome is recorded (PostgreSQL's ingest log), as the embedded bus does.
+        self.outcome_log = outcome_log
         self.settings = settings or RunnerSettings()
         self.metrics = metrics or RunnerMetrics(handler.name)
         self.producer = producer
@@ -206,33 +211,56 @@ class ConsumerRunner:
     def _process(self, messages: Sequence[Message]) -> None:
         for topic, group in _consecutive_by_topic(messages, self.producer.topic_prefix):
             batch: list[tuple[str, Mapping[str, object]]] = []
+            origin = _Origins()
             for message in group:
                 key = (message.key() or b"").decode("utf-8", "replace")
                 try:
-                    batch.append((key, decode(message.value())))
+                    payload = decode(message.value())
                 except KgragError as err:
                     self._dead_letter_raw(message, err.code.value, err.message)
+                    continue
+                batch.append((key, payload))
+                origin.add(key, payload, message)
             if batch:
                 result = self.handler.handle(topic, batch)
-                self._emit(result)
+                self._emit(result, origin)
         self.producer.flush()
         self._consumer.commit(offsets=_next_offsets(messages), asynchronous=False)
         self.metrics.processed.inc(len(messages))
 
-    def _emit(self, result: HandlerResult) -> None:
+    def _emit(self, result: HandlerResult, origin: _Origins) -> None:
         for out in result.outputs:
             self.producer.produce(out.topic, out.key, out.payload)
+        dead_lettered: set[str] = set()
         for dead in result.dead_letters:
-            self.producer.produce_raw(
-                self.dlq_topic,
-                dead.key,
-                _json_bytes(dead.payload),
-                {"error_code": dead.error_code, "reason": dead.reason[:1000]},
-            )
-            self.metrics.dlq.inc()
+            message = origin.find(dead.key, dead.payload)
+            dead_lettered.add(dead.key)
+            if message is not None:
+                self._dead_letter_raw(message, dead.error_code, dead.reason, counted=False)
+            else:  # not from this batch (a handler's own finding): the payload is all there is
+                self.producer.produce_raw(
+                    self.dlq_topic,
+                    dead.key,
+                    _json_bytes(dead.payload),
+                    {"error_code": dead.error_code, "reason": dead.reason[:1000]},
+                )
+                self.metrics.dlq.inc()
+        # A record the handler rejected by outcome (bad bytes inside a valid event, say) is a rejected
+        # record all the same: its original message goes to the DLQ too, so every rejection is visible.
+        for outcome in result.outcomes:
+            if not _is_rejection(outcome) or outcome.doc_id in dead_lettered:
+                continue
+            message = origin.by_key.get(outcome.doc_id)
+            if message is not None:
+                dead_lettered.add(outcome.doc_id)
+                self._dead_letter_raw(message, str(outcome.error_code), outcome.message or "rejected", counted=False)
+        if result.outcomes and self.outcome_log is not None:
+            self.outcome_log.record_outcomes(result.outcomes)
         self.metrics.failed.inc(sum(1 for o in result.outcomes if o.error_code is not None))
 
-    def _dead_letter_raw(self, message: Message, code: str, reason: str) -> None:
+    def _dead_letter_raw(self, message: Message, code: str, reason: str, *, counted: bool = True) -> None:
+        """The original bytes, key and coordinates of `message` onto the DLQ with a stable error code.
+        `counted`: also count it as a failed event (handler rejections are counted from their outcomes)."""
         key = message.key()
         headers = {
             "error_code": code,
@@ -245,7 +273,8 @@ class ConsumerRunner:
             self.dlq_topic, key.decode("utf-8", "replace") if key else None, message.value(), headers
         )
         self.metrics.dlq.inc()
-        self.metrics.failed.inc()
+        if counted:
+            self.metrics.failed.inc()
 
     # --- bookkeeping -----------------------------------------------------------------------------------
 
@@ -265,6 +294,31 @@ class ConsumerRunner:
             raise KafkaException(err)
         log.warning("transient Kafka error, continuing: %s", err)
         return True
+
+
+class _Origins:
+    """Which consumed message each decoded payload came from: by identity (handlers hand back the payload
+    object they were given) and, for outcomes that only name a document, by key (the document ID)."""
+
+    def __init__(self) -> None:
+        self.by_payload: dict[int, Message] = {}
+        self.by_key: dict[str, Message] = {}
+
+    def add(self, key: str, payload: Mapping[str, object], message: Message) -> None:
+        self.by_payload[id(payload)] = message
+        self.by_key[key] = message
+
+    def find(self, key: str, payload: Mapping[str, object]) -> Message | None:
+        return self.by_payload.get(id(payload)) or self.by_key.get(key)
+
+
+def _is_rejection(outcome: IngestOutcome) -> bool:
+    # A delete of an unknown document is an answer, not a bad record.
+    return (
+        outcome.status is IngestStatus.REJECTED
+        and outcome.error_code is not None
+        and outcome.error_code is not ErrorCode.DOCUMENT_NOT_FOUND
+    )
 
 
 def _consecutive_by_topic(messages: Sequence[Message], prefix: str) -> list[tuple[str, list[Message]]]:

@@ -316,6 +316,10 @@ class DocumentStoreContract:
         assert store.recent_outcomes() == list(reversed(outcomes))  # newest first
         assert store.recent_outcomes(limit=2) == [outcomes[2], outcomes[1]]
         assert store.stats().ingest_errors == 1
+        assert store.outcomes_for("doc-1") == [outcomes[2], outcomes[0]]  # one document's, newest first
+        assert store.outcomes_for("doc-1", limit=1) == [outcomes[2]]
+        assert store.outcomes_for("doc-2") == [outcomes[1]]
+        assert store.outcomes_for("doc-3") == []
 
     def test_ingest_outcome_without_time_is_stamped(self, store: FullStore) -> None:
         store.record_outcomes([IngestOutcome("doc-1", IngestStatus.DELETED, chunks_removed=3)])
