@@ -55,3 +55,9 @@ class DeletionRecord:
     object_keys: tuple[str, ...]
     stores: tuple[str, ...]
     at: datetime | None = None
+
+
+def no_active_document(doc_id: str) -> IngestOutcome:
+    """The one answer, on every runtime, to a delete or ACL change of an ID with no active document."""
+    message = f"No active document {doc_id!r}."
+    return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=ErrorCode.DOCUMENT_NOT_FOUND, message=message)

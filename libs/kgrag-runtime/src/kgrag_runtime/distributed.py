@@ -12,10 +12,11 @@ from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.qdrant.vector_index import QdrantVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
+from kgrag_core.documents import DocumentStatus
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import ENTITIES_CHANGED, EntitiesChanged
 from kgrag_core.indexing.indexer import DocumentIndexer
-from kgrag_core.ports import ChatModel, Embedder
+from kgrag_core.ports import ChatModel, DocumentStore, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.graph import build_graph_searcher, build_resolution
@@ -96,6 +97,16 @@ def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) ->
         yield DistributedStores(store, vectors, keywords, objects, cache, model)
 
 
+def active_document_check(store: DocumentStore) -> Callable[[str], bool]:
+    """Whether PostgreSQL holds an active document with this ID (deletes and ACL changes of others: 404)."""
+
+    def is_active(doc_id: str) -> bool:
+        doc = store.get_document(doc_id)
+        return doc is not None and doc.status is DocumentStatus.ACTIVE
+
+    return is_active
+
+
 def producer(settings: KgragSettings, client_id: str) -> EventProducer:
     return EventProducer(
         require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"),
@@ -114,7 +125,9 @@ def open_query_app(
         events = producer(settings, "query-api")
         yield KgragApp(
             searcher=searcher,
-            ingestion=KafkaIngest(events, ack_timeout_s=settings.kafka_ack_timeout_s),
+            ingestion=KafkaIngest(
+                events, ack_timeout_s=settings.kafka_ack_timeout_s, is_active=active_document_check(stores.store)
+            ),
             ingest_log=stores.store,
             stats_source=stores.store,
             cache=stores.cache,

@@ -23,7 +23,7 @@ from kgrag_core.events import (
     document_changed_from_source,
 )
 from kgrag_core.handlers.protocol import Handler
-from kgrag_core.ingest import IngestOutcome, IngestStatus
+from kgrag_core.ingest import IngestOutcome, IngestStatus, no_active_document
 from kgrag_core.ports import IngestLog
 from kgrag_runtime.bus import InProcessBus
 from kgrag_runtime.kafka.deliveries import Deliveries
@@ -137,6 +137,9 @@ class KafkaIngest:
 
     sink: EventSink
     ack_timeout_s: float = 5.0
+    # Whether PostgreSQL holds an active document with this ID: a delete or ACL change of any other ID
+    # answers DOCUMENT_NOT_FOUND, as on the embedded runtime, instead of queueing an event that does nothing.
+    is_active: Callable[[str], bool] | None = None
 
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
@@ -157,10 +160,14 @@ class KafkaIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
+        if self.is_active is not None and not self.is_active(doc_id):
+            return no_active_document(doc_id)
         self._send_one(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
         return IngestOutcome(doc_id, IngestStatus.QUEUED, message="deletion queued")
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        if self.is_active is not None and not self.is_active(doc_id):
+            return no_active_document(doc_id)
         event = AclChanged(doc_id=doc_id, acl_principals=list(acl.principals), acl_malformed=acl.malformed)
         self._send_one(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
         return IngestOutcome(doc_id, IngestStatus.QUEUED, message="ACL change queued")

@@ -38,7 +38,7 @@ class IngestDocumentRequest(BaseModel):
     text: str | None = None
     body_b64: str | None = None
     uri: str | None = Field(None, max_length=4096)
-    acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; malformed = private')
+    acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; null or malformed = private')
     modified_at: datetime | None = None
     media_type: str = "text/markdown"
 
@@ -60,7 +60,7 @@ class IngestDocumentRequest(BaseModel):
 class AclChangeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     doc_id: str = Field(min_length=1, max_length=256)
-    acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; malformed = private')
+    acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; null or malformed = private')
 
     def raw_acl(self) -> object:
         if "acl" not in self.model_fields_set:

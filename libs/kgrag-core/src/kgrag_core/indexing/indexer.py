@@ -17,7 +17,7 @@ from kgrag_core.chunking import chunk_document, estimate_tokens
 from kgrag_core.documents import Chunk, DocumentStatus, SourceDocument, StoredDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ids import chunk_id_for, content_hash
-from kgrag_core.ingest import DeletionRecord, IngestOutcome, IngestStatus
+from kgrag_core.ingest import DeletionRecord, IngestOutcome, IngestStatus, no_active_document
 from kgrag_core.ports import (
     Cache,
     DocumentStore,
@@ -110,8 +110,7 @@ class DocumentIndexer:
                 message="skipped: a newer version arrived after this deletion was requested",
             )
         if existing is None or existing.status is DocumentStatus.DELETED:
-            err = KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"No active document {doc_id!r}.")
-            return IngestOutcome(doc_id, IngestStatus.REJECTED, error_code=err.code, message=err.message)
+            return no_active_document(doc_id)
         # Take IDs from both the store and the indexes, so a half-finished earlier write leaves nothing.
         stored_chunks = self.documents.chunks_of(doc_id)
         chunk_ids = sorted(
@@ -158,12 +157,7 @@ class DocumentIndexer:
         and a reader who gained access waits until the projections are rewritten below.
         """
         if not self.documents.update_acl(doc_id, acl):
-            return IngestOutcome(
-                doc_id,
-                IngestStatus.REJECTED,
-                error_code=ErrorCode.DOCUMENT_NOT_FOUND,
-                message=f"No active document {doc_id!r}.",
-            )
+            return no_active_document(doc_id)
         self.cache.invalidate_all()
         count = self.reproject([doc_id])
         self.cache.invalidate_all()
