@@ -12,6 +12,9 @@ import json
 import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_runtime.distributed import open_stores, require
 from kgrag_runtime.kafka.topics import ensure_topics
 from kgrag_runtime.settings import KgragSettings
@@ -32,18 +35,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     dlq.add_argument("--replay", action="store_true", help="re-submit every record to its source topic")
     dlq.add_argument("--limit", type=int, default=10_000, help="records at most (default 10000)")
     args = parser.parse_args(argv)
-    settings = KgragSettings()
-    if args.command == "init":
-        report = init(settings)
-    elif args.command == "rebuild":
-        report = rebuild_projection(settings, args.projection)
-    else:
-        report = dead_letters(settings, args.consumer, replay=args.replay, limit=args.limit)
+    try:
+        settings = KgragSettings()
+        if args.command == "init":
+            report = init(settings)
+        elif args.command == "rebuild":
+            report = rebuild_projection(settings, args.projection)
+        else:
+            report = dead_letters(settings, args.consumer, replay=args.replay, limit=args.limit)
+    except KgragError as err:
+        # A stable code and what to do next, never a driver's traceback.
+        json.dump({"error": err.as_dict()}, sys.stderr, indent=2)
+        print(file=sys.stderr)
+        raise SystemExit(2) from None
+    except ValidationError as err:
+        problem = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()[:5])
+        bad = KgragError(ErrorCode.CONFIGURATION_INVALID, problem, hint="See docs/configuration.md.")
+        json.dump({"error": bad.as_dict()}, sys.stderr, indent=2)
+        print(file=sys.stderr)
+        raise SystemExit(2) from None
     json.dump(report, sys.stdout, indent=2)
     print()
 
 
 def init(settings: KgragSettings) -> dict[str, object]:
+    """Check every engine first, create the database if it is missing and allowed, then everything else.
+    Re-runnable: each step is idempotent, and nothing is created while any engine is unreachable."""
+    database_created = preflight(settings)
     created = ensure_topics(
         require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP"),
         partitions=settings.kafka_topic_partitions,
@@ -55,7 +73,56 @@ def init(settings: KgragSettings) -> dict[str, object]:
         stats = stores.store.stats()
     graph = _neo4j(settings)
     graph.close()
-    return {"topics_created": created, "documents": stats.documents, "neo4j": "constraints applied"}
+    return {
+        "database_created": database_created,
+        "topics_created": created,
+        "documents": stats.documents,
+        "neo4j": "constraints applied",
+    }
+
+
+def preflight(settings: KgragSettings) -> bool:
+    """Every engine answers (else CONFIGURATION_INVALID naming it); returns whether the database was created."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    from neo4j.exceptions import DriverError, Neo4jError
+    from opensearchpy import OpenSearch
+    from opensearchpy.exceptions import OpenSearchException
+
+    from kgrag_adapters.postgres.provision import ensure_database
+
+    dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
+    bootstrap = require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP")
+    url = require(settings.opensearch_url, "KGRAG_OPENSEARCH_URL")
+    require(settings.neo4j_uri, "KGRAG_NEO4J_URI")
+    try:
+        AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    except KafkaException as err:
+        raise _unreachable("Kafka", "KGRAG_KAFKA_BOOTSTRAP", err) from err
+    auth = None
+    if settings.opensearch_user and settings.opensearch_password:
+        auth = (settings.opensearch_user, settings.opensearch_password.get_secret_value())
+    client = OpenSearch(url, http_auth=auth, timeout=10)
+    try:
+        client.info()
+    except (OpenSearchException, OSError) as err:
+        raise _unreachable("OpenSearch", "KGRAG_OPENSEARCH_URL", err) from err
+    finally:
+        client.close()
+    try:
+        graph = _neo4j(settings)  # verifies connectivity on connect
+    except (DriverError, Neo4jError) as err:
+        raise _unreachable("Neo4j", "KGRAG_NEO4J_URI", err) from err
+    graph.close()
+    return ensure_database(dsn)
+
+
+def _unreachable(engine: str, setting: str, err: BaseException) -> KgragError:
+    return KgragError(
+        ErrorCode.CONFIGURATION_INVALID,
+        f"{engine} is not reachable: {str(err).strip()[:300]}",
+        hint=f"Check {setting} and that {engine} is running; nothing was created, so run init again after.",
+    )
 
 
 def dead_letters(settings: KgragSettings, consumer: str, *, replay: bool, limit: int) -> dict[str, object]:

@@ -107,7 +107,13 @@ class KgragSettings(BaseSettings):
     opensearch_url: str | None = None
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None
-    opensearch_index: str = "kgrag-chunks"
+    opensearch_index: str = Field(
+        "kgrag-chunks",
+        # The index template (schemas/opensearch/chunks-template.json) applies to kgrag-chunks* only; an
+        # index outside it would get OpenSearch's default mapping and search would quietly degrade.
+        pattern=r"^kgrag-chunks[a-z0-9._-]*$",
+        description="OpenSearch index of the chunks: kgrag-chunks followed by lowercase letters, digits, . _ -.",
+    )
     qdrant_url: str | None = Field(None, description="Qdrant server URL.")
     qdrant_path: Path | None = Field(None, description="qdrant-client local mode (tests only).")
     qdrant_api_key: SecretStr | None = None
