@@ -3,9 +3,10 @@ Neo4j, Redis and S3. One function per process kind; adapters are imported here a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from kgrag_adapters.opensearch.keyword_index import OpenSearchKeywordIndex
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
@@ -26,15 +27,89 @@ from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm
 
+T = TypeVar("T")
 
-@dataclass(slots=True)
+
 class DistributedStores:
-    store: PostgresGraphStore  # the document, extraction and graph ports on one connection
-    vectors: QdrantVectorIndex
-    keywords: OpenSearchKeywordIndex
-    objects: S3ObjectStore
-    cache: RedisCache
-    embedder: Embedder
+    """The distributed engines. PostgreSQL is connected at once; every other engine (and the embedding
+    model) on first use, so a worker opens only what its handler touches — the graph-writer and the
+    extractor never open the vector index, an entity-resolver never OpenSearch or S3."""
+
+    def __init__(
+        self, settings: KgragSettings, stack: ExitStack, store: PostgresGraphStore, embedder: Embedder | None
+    ) -> None:
+        self.store = store  # the document, extraction and graph ports on one connection
+        self._settings = settings
+        self._stack = stack
+        self._embedder = embedder
+        self._lock = threading.RLock()  # re-entrant: the vector index asks for the embedder while opening
+        self._opened: dict[str, object] = {}
+
+    def _once(self, name: str, open_engine: Callable[[], T]) -> T:
+        with self._lock:
+            if name not in self._opened:
+                self._opened[name] = open_engine()
+            return cast(T, self._opened[name])
+
+    @property
+    def opened(self) -> frozenset[str]:
+        """The engines connected so far (PostgreSQL always)."""
+        with self._lock:
+            return frozenset({"postgres", *self._opened})
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._once("embedder", lambda: self._embedder or build_embedder(self._settings))
+
+    @property
+    def vectors(self) -> QdrantVectorIndex:
+        def open_vectors() -> QdrantVectorIndex:
+            settings = self._settings
+            if settings.qdrant_url is None and settings.qdrant_path is None:
+                require(None, "KGRAG_QDRANT_URL")
+            vectors = QdrantVectorIndex.connect(
+                settings.qdrant_url,
+                path=settings.qdrant_path,
+                api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
+                collection=settings.qdrant_collection,
+                dimension=self.embedder.dimension,
+            )
+            self._stack.callback(vectors.close)
+            return vectors
+
+        return self._once("qdrant", open_vectors)
+
+    @property
+    def keywords(self) -> OpenSearchKeywordIndex:
+        def open_keywords() -> OpenSearchKeywordIndex:
+            settings = self._settings
+            keywords = OpenSearchKeywordIndex.connect(
+                require(settings.opensearch_url, "KGRAG_OPENSEARCH_URL"),
+                user=settings.opensearch_user,
+                password=settings.opensearch_password.get_secret_value() if settings.opensearch_password else None,
+                index=settings.opensearch_index,
+            )
+            self._stack.callback(keywords.close)
+            return keywords
+
+        return self._once("opensearch", open_keywords)
+
+    @property
+    def objects(self) -> S3ObjectStore:
+        return self._once("s3", lambda: S3ObjectStore.connect(self._settings.s3_endpoint, self._settings.s3_bucket))
+
+    @property
+    def cache(self) -> RedisCache:
+        def open_cache() -> RedisCache:
+            settings = self._settings
+            cache = RedisCache.connect(
+                require(settings.redis_url.get_secret_value() if settings.redis_url else None, "KGRAG_REDIS_URL"),
+                namespace=settings.redis_namespace,
+            )
+            self._stack.callback(cache.close)
+            return cache
+
+        return self._once("redis", open_cache)
 
     def indexer(self, settings: KgragSettings) -> DocumentIndexer:
         return build_indexer(
@@ -70,31 +145,7 @@ def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) ->
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
         store = stack.enter_context(PostgresGraphStore.connect(dsn))
-        model = embedder or build_embedder(settings)
-        if settings.qdrant_url is None and settings.qdrant_path is None:
-            require(None, "KGRAG_QDRANT_URL")
-        vectors = QdrantVectorIndex.connect(
-            settings.qdrant_url,
-            path=settings.qdrant_path,
-            api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
-            collection=settings.qdrant_collection,
-            dimension=model.dimension,
-        )
-        stack.callback(vectors.close)
-        keywords = OpenSearchKeywordIndex.connect(
-            require(settings.opensearch_url, "KGRAG_OPENSEARCH_URL"),
-            user=settings.opensearch_user,
-            password=settings.opensearch_password.get_secret_value() if settings.opensearch_password else None,
-            index=settings.opensearch_index,
-        )
-        stack.callback(keywords.close)
-        objects = S3ObjectStore.connect(settings.s3_endpoint, settings.s3_bucket)
-        cache = RedisCache.connect(
-            require(settings.redis_url.get_secret_value() if settings.redis_url else None, "KGRAG_REDIS_URL"),
-            namespace=settings.redis_namespace,
-        )
-        stack.callback(cache.close)
-        yield DistributedStores(store, vectors, keywords, objects, cache, model)
+        yield DistributedStores(settings, stack, store, embedder)
 
 
 def active_document_check(store: DocumentStore) -> Callable[[str], bool]:
