@@ -11,6 +11,10 @@ MAX_DOC_ID_CHARS = 256
 _BOM = "\ufeff"
 # Control characters, lone surrogates and line/paragraph separators would corrupt logs, URLs and keys.
 _FORBIDDEN_ID_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+MAX_PRINCIPAL_NAME_CHARS = 256
+# Principal names also refuse format characters (Cf: bidi overrides, zero-width joiners, soft hyphens):
+# they make two different names look identical to the person granting access.
+_FORBIDDEN_NAME_CATEGORIES = _FORBIDDEN_ID_CATEGORIES | {"Cf"}
 
 
 def decode_body(body: bytes, *, max_bytes: int) -> str:
@@ -64,6 +68,33 @@ def validate_doc_id(doc_id: str) -> str:
                 f"The document ID {doc_id!r} has a control character (U+{ord(char):04X}) at position {position}.",
             )
     return doc_id
+
+
+def validate_principal_name(name: str, *, field: str = "principal") -> str:
+    """Return a user or group name unchanged if it may name a principal, else raise INVALID_PRINCIPAL.
+
+    A name is 1-256 characters with no surrounding whitespace and no control, format, surrogate or
+    line/paragraph-separator characters. The rule is what keeps an ACL class one set of readers: a
+    name can never smuggle a separator or a second principal into it (docs/security.md, section 5).
+    """
+    if not name.strip():
+        raise KgragError(ErrorCode.INVALID_PRINCIPAL, f"The {field} name is empty or blank.")
+    if len(name) > MAX_PRINCIPAL_NAME_CHARS:
+        raise KgragError(
+            ErrorCode.INVALID_PRINCIPAL,
+            f"The {field} name is {len(name)} characters; at most {MAX_PRINCIPAL_NAME_CHARS} are allowed.",
+        )
+    if name != name.strip():
+        raise KgragError(ErrorCode.INVALID_PRINCIPAL, f"The {field} name {name!r} has surrounding whitespace.")
+    for position, char in enumerate(name):
+        if unicodedata.category(char) in _FORBIDDEN_NAME_CATEGORIES:
+            raise KgragError(
+                ErrorCode.INVALID_PRINCIPAL,
+                f"The {field} name {name!r} has a control or format character (U+{ord(char):04X})"
+                f" at position {position}.",
+                hint="User and group names may not contain control characters, separators or invisible characters.",
+            )
+    return name
 
 
 def parse_timestamp(value: object, *, field: str) -> datetime | None:

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from kgrag_core.acl import acl_from_source
+from kgrag_core.acl import PRIVATE_ACL, acl_from_source
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
@@ -36,6 +36,8 @@ _STATUS = {
     ErrorCode.DOCUMENT_NOT_FOUND: 404,
     ErrorCode.LIMIT_EXCEEDED: 422,
     ErrorCode.INVALID_QUERY: 422,
+    ErrorCode.INVALID_PRINCIPAL: 422,
+    ErrorCode.ACL_CLASS_CONFLICT: 409,
     ErrorCode.MALFORMED_EVENT: 422,
     ErrorCode.MISSING_FIELD: 422,
     ErrorCode.INVALID_UTF8: 422,
@@ -141,7 +143,17 @@ def ingest_router(
     def change_acl(body: AclChangeRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """A document's readers changed at its source; everything derived from it follows, failing closed."""
         who.require("ingest")
-        outcome = run(lambda: ingestion.change_acl(body.doc_id, acl_from_source(body.raw_acl())))
+        try:
+            acl = acl_from_source(body.raw_acl())
+        except KgragError as err:
+            if err.code is not ErrorCode.INVALID_PRINCIPAL:
+                raise
+            # The source changed who may read the document to something no principal can be: fail closed
+            # (admin only) rather than keep the previous readers, and say so.
+            run(lambda: ingestion.change_acl(body.doc_id, PRIVATE_ACL))
+            closed = f"{err.message} The document is private (admin only) until a valid ACL arrives."
+            raise KgragError(err.code, closed, hint=err.hint) from err
+        outcome = run(lambda: ingestion.change_acl(body.doc_id, acl))
         if outcome.error_code is not None:
             raise KgragError(outcome.error_code, outcome.message)
         return {"status": outcome.status.value, "outcome": outcome.as_dict()}
