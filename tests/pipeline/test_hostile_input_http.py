@@ -13,10 +13,16 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from kgrag_core.acl import Caller
+from kgrag_core.events import ACL_CHANGED, AclChanged
+from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
+from kgrag_core.ingest import IngestStatus
+from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.app import KgragApp
-from tests.pipeline.corpus import corpus
+from kgrag_runtime.ingest_gateway import EmbeddedIngest
+from tests.pipeline.corpus import corpus, doc
 
 VERIFIER = TokenVerifier(key="test-key-" + "x" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
 
@@ -131,3 +137,23 @@ def test_a_smuggled_separator_in_a_group_name_cannot_share_a_class(client: TestC
     refused(change, 422, "INVALID_PRINCIPAL")
     assert found(client, "platypus forecast", FINANCE) == {"pair"}
     assert "alone" in found(client, "platypus forecast", ADMIN)
+
+
+def test_an_acl_event_with_a_smuggled_name_is_dead_lettered_and_fails_closed(kg: KgragApp) -> None:
+    # The handler Kafka's acl-propagator runs (embedded: on the in-process bus), fed an event that did not
+    # come through the HTTP edge: one bad event is dead-lettered and its document made admin-only; the
+    # next event in the same batch is applied (positive control).
+    kg.ingest([doc("memo", "Narwhal memo.", acl={"groups": ["finance"]}), doc("note", "Narwhal note.")])
+    ingestion = kg.ingestion
+    assert isinstance(ingestion, EmbeddedIngest)
+    handler = next(h for h in ingestion.handlers if isinstance(h, AclPropagatorHandler))
+    bad = AclChanged(doc_id="memo", acl_principals=["group:finance\x1fgroup:zz"]).model_dump(mode="json")
+    good = AclChanged(doc_id="note", acl_principals=["group:zz"]).model_dump(mode="json")
+    result = handler.handle(ACL_CHANGED, [("memo", bad), ("note", good)])
+    assert [d.error_code for d in result.dead_letters] == ["INVALID_PRINCIPAL"]
+    assert [o.status for o in result.outcomes] == [IngestStatus.REJECTED, IngestStatus.ACL_UPDATED]
+    finance, zz = Caller(groups=("finance",)), Caller(groups=("zz",))
+    hits = {h.doc_id for h in kg.search("narwhal", finance, mode=SearchMode.BM25).hits}
+    assert hits == set()  # memo is admin-only now; note moved to zz
+    assert {h.doc_id for h in kg.search("narwhal", zz, mode=SearchMode.BM25).hits} == {"note"}
+    assert {h.doc_id for h in kg.search("narwhal", Caller(admin=True), mode=SearchMode.BM25).hits} == {"memo", "note"}

@@ -129,7 +129,6 @@ class AclChangeRequest(_Strict):
 
 
 _Name = Annotated[str, Field(pattern=OPTIONAL_TEXT)]
-_NAMES = Field(default_factory=list)
 
 
 class RerunScope(_Strict):
@@ -143,10 +142,10 @@ class RerunScope(_Strict):
             scope_from(value)
         return value
 
-    doc_ids: list[_Name] = _NAMES
-    sources: list[_Name] = _NAMES
-    chunk_ids: list[_Name] = _NAMES
-    contains_any: list[_Name] = _NAMES
+    doc_ids: list[_Name] = Field(default_factory=list)
+    sources: list[_Name] = Field(default_factory=list)
+    chunk_ids: list[_Name] = Field(default_factory=list)
+    contains_any: list[_Name] = Field(default_factory=list)
 
 
 class RerunRequest(_Strict):
