@@ -100,6 +100,14 @@ def test_framework_errors_have_the_error_body_and_allow(client: TestClient) -> N
     refused(client.get("/v1/nothing-here", headers=ADMIN), 404, "NOT_FOUND")
     refused(client.post("/v1/search", json={"query": "atlas", "top_k": 101}, headers=ADMIN), 422, "LIMIT_EXCEEDED")
     assert client.post("/v1/search", json={"query": "atlas", "top_k": 100}, headers=ADMIN).status_code == 200
+    # Strict numbers and flags; no undeclared query parameter slips through.
+    refused(
+        client.post("/v1/ask", json={"question": "atlas?", "evidence_chunks": True}, headers=ADMIN),
+        422,
+        "MALFORMED_EVENT",
+    )
+    refused(client.get("/v1/admin/entities/merges", params={"limt": 5}, headers=ADMIN), 422, "MALFORMED_EVENT")
+    assert client.get("/v1/admin/entities/merges", params={"limit": 5}, headers=ADMIN).status_code == 200
 
 
 def test_every_status_an_operation_answers_is_documented(client: TestClient) -> None:

@@ -164,3 +164,14 @@ def test_principals_must_have_a_known_kind() -> None:
             AclClass.of([bad])
         assert err.value.code is ErrorCode.INVALID_PRINCIPAL
     assert AclClass.of(["public", "user:ann", "group:hr", "role:admin"]).principals[0] == "group:hr"
+
+
+def test_cli_principal_and_group_flags_are_validated() -> None:
+    from kgrag_runtime.cli.options import caller_from
+
+    with pytest.raises(KgragError) as err:
+        caller_from("ann", ["finance\x1fgroup:zz"], False)
+    assert err.value.code is ErrorCode.INVALID_PRINCIPAL
+    with pytest.raises(KgragError):
+        caller_from("ann\t", [], False)
+    assert caller_from("ann", ["finance", "finance"], False).principals() == {"public", "user:ann", "group:finance"}

@@ -10,9 +10,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -174,9 +175,14 @@ def ingest_router(
     return router
 
 
+# Declared as the OpenAPI security scheme (so clients and the schema fuzzer know every /v1 call needs a
+# bearer token); auto_error off so a missing or non-bearer header gets kgrag's own 401 body.
+_BEARER = HTTPBearer(auto_error=False, description="A JWT with `sub`, `groups` and `scope` (docs/http-api.md).")
+
+
 def _principal_dependency(verifier: TokenVerifier) -> Callable[..., Principal]:
-    def principal(authorization: Annotated[str | None, Header()] = None) -> Principal:
-        return verifier.verify(authorization)
+    def principal(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> Principal:
+        return verifier.verify(f"Bearer {credentials.credentials}" if credentials else None)
 
     return principal
 
@@ -189,8 +195,33 @@ def _status_check(kg: KgragApp) -> ReadyCheck:
     return check
 
 
+def _known_query_parameters_only(request: Request) -> None:
+    """Refuse a query parameter the operation does not declare: a typo (`?limt=5`) must not pass silently."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise KgragError(
+            ErrorCode.MALFORMED_EVENT,
+            f"Unknown query parameter(s): {', '.join(repr(u) for u in unknown[:5])}.",
+            hint=f"This operation takes: {', '.join(sorted(known)) or 'no query parameters'}.",
+        )
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    names = {str(p.alias) for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
 def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
-    api = FastAPI(title=title, version="0.1.0", description=description)
+    api = FastAPI(
+        title=title, version="0.1.0", description=description, dependencies=[Depends(_known_query_parameters_only)]
+    )
     registry = CollectorRegistry()
     requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)
     latency = Histogram("kgrag_http_seconds", "HTTP request latency.", ["route"], registry=registry)

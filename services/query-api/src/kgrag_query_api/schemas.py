@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from kgrag_core.errors import ErrorCode
 from kgrag_core.limits import EVIDENCE_CHUNKS, QUERY_CHARS, TOP_K
@@ -33,7 +33,11 @@ _STRICT = ConfigDict(extra="forbid", regex_engine="python-re")
 
 
 class _Strict(BaseModel):
-    """Forbids unknown fields, checks patterns with Python `re`, and refuses lone surrogates anywhere."""
+    """Forbids unknown fields, checks patterns with Python `re`, and refuses lone surrogates anywhere.
+
+    Flags are strict (`1` is not `true`) and counts are `Count`s (`true` is not 1; `20.0` is 20, as JSON
+    Schema's `integer` says).
+    """
 
     model_config = _STRICT
 
@@ -59,6 +63,16 @@ _ACL_DESCRIPTION = (
 )
 
 
+def _a_number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("a count must be a JSON number, not a string or true/false")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_a_number)]
+"""An integer as JSON Schema means it: integral numbers (20 or 20.0), never a boolean or a string."""
+
+
 def _query_text(max_chars: int) -> Any:
     """A free-text field whose refusals keep the codes the core gives them (INVALID_QUERY, LIMIT_EXCEEDED):
     the pattern is published in the schema and applied by `_Strict._coded` (a KgragError passes through
@@ -68,15 +82,19 @@ def _query_text(max_chars: int) -> Any:
 
 class SearchRequest(_Strict):
     query: str = _query_text(QUERY_CHARS.maximum)
-    top_k: int = Field(TOP_K.default, ge=1, le=TOP_K.maximum)
+    top_k: Count = Field(TOP_K.default, ge=1, le=TOP_K.maximum)
     mode: SearchMode = SearchMode.HYBRID
-    graph: bool | None = Field(None, description="Route the question and add graph evidence (default: server setting).")
+    graph: bool | None = Field(
+        None, strict=True, description="Route the question and add graph evidence (default: server setting)."
+    )
 
 
 class AskRequest(_Strict):
     question: str = _query_text(QUERY_CHARS.maximum)
-    evidence_chunks: int = Field(EVIDENCE_CHUNKS.default, ge=1, le=EVIDENCE_CHUNKS.maximum)
-    graph: bool | None = Field(None, description="Route the question and add graph evidence (default: server setting).")
+    evidence_chunks: Count = Field(EVIDENCE_CHUNKS.default, ge=1, le=EVIDENCE_CHUNKS.maximum)
+    graph: bool | None = Field(
+        None, strict=True, description="Route the question and add graph evidence (default: server setting)."
+    )
 
 
 class _IngestFields(_Strict):
@@ -153,7 +171,7 @@ class RerunRequest(_Strict):
 
     scope: RerunScope = Field(default_factory=RerunScope)
     extractor_version: str = _query_text(64)
-    dry_run: bool = True
+    dry_run: bool = Field(True, strict=True)
 
 
 class EntityResolveRequest(_Strict):
@@ -194,4 +212,4 @@ class EntityReviewRequest(_Strict):
 
     a: str = _ENTITY_ID
     b: str = _ENTITY_ID
-    same: bool
+    same: bool = Field(strict=True)
