@@ -5,6 +5,7 @@ Real embedded PostgreSQL; Northwind documents and records resolved by the pass t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,7 +182,16 @@ def test_merge_split_review_and_a_resolution_pass_over_http(northwind: TestClien
 
     # A pass now: it reports what it did, and the log grows by exactly the merges it reports.
     logged = len(ok(c.get("/v1/admin/entities/merges", params={"limit": 1000}, headers=ADMIN))["merges"])
-    report = ok(c.post("/v1/admin/entities/resolution", headers=ADMIN))
+    started = c.post("/v1/admin/entities/resolution", headers=ADMIN)
+    assert started.status_code == 202, started.text
+    run_id = started.json()["run_id"]
+    assert started.headers["location"] == f"/v1/admin/entities/resolution/{run_id}"
+    deadline = time.monotonic() + 60
+    while (status := ok(c.get(f"/v1/admin/entities/resolution/{run_id}", headers=ADMIN)))["status"] == "running":
+        assert time.monotonic() < deadline, "the resolution run did not finish within 60 s"
+        time.sleep(0.05)
+    assert status["status"] == "succeeded", status
+    report = status["result"]
     assert set(report) >= {"profiles", "compared_pairs", "merges", "review", "refused", "hubs"}
     assert report["profiles"] > 0 and report["hubs"] >= 1
     after = ok(c.get("/v1/admin/entities/merges", params={"limit": 1000}, headers=ADMIN))["merges"]

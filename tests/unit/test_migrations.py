@@ -13,7 +13,14 @@ from kgrag_adapters.postgres import migrate
 from kgrag_adapters.postgres.migrate import MIGRATIONS_DIR, applied_versions, apply_migrations
 
 # Every migration in schemas/postgres/migrations, in order; a new file must be added here on purpose.
-ALL = ["0001_init", "0002_event_times", "0003_extraction", "0004_resolution", "0005_resolution_near"]
+ALL = [
+    "0001_init",
+    "0002_event_times",
+    "0003_extraction",
+    "0004_resolution",
+    "0005_resolution_near",
+    "0006_acl_principal_names",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
@@ -142,3 +149,29 @@ def test_schema_keeps_times_in_utc_and_rejects_bad_rows(pg_dsn: str) -> None:
             conn.execute(
                 "INSERT INTO embedding_cache (model_id, content_hash, dimension, vector) VALUES ('m', 'h', 3, '{1,2}')"
             )
+
+
+def test_stored_acl_classes_with_smuggled_separators_fail_closed(pg_dsn: str, tmp_path: Path) -> None:
+    # A data dir from before the injective class ids: apply up to 0005, store classes as the old code could.
+    for path in migrate.migration_files()[:5]:
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    smuggled = ["group:finance\x1fgroup:zz", "role:admin"]
+    rows = {
+        "acl_smuggled00000": smuggled,
+        "acl_bidi000000000": ["group:fin\u202eance", "role:admin"],
+        "acl_padded0000000": ["group: finance", "role:admin"],
+        "acl_clean00000000": ["group:finance", "group:zz", "role:admin"],  # positive control
+        "acl_public0000000": ["public", "role:admin"],
+    }
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert apply_migrations(conn, tmp_path)[-1] == "0005_resolution_near"
+        for class_id, principals in rows.items():
+            conn.execute("INSERT INTO acl_classes (acl_class_id, principals) VALUES (%s, %s)", (class_id, principals))
+        assert apply_migrations(conn) == ["0006_acl_principal_names"]
+        stored = {r[0]: (list(r[1]), r[2]) for r in conn.execute("SELECT * FROM acl_classes").fetchall()}
+    admin_only = (["role:admin"], True)
+    assert stored["acl_smuggled00000"] == admin_only
+    assert stored["acl_bidi000000000"] == admin_only
+    assert stored["acl_padded0000000"] == admin_only
+    assert stored["acl_clean00000000"] == (rows["acl_clean00000000"], False)
+    assert stored["acl_public0000000"] == (rows["acl_public0000000"], False)

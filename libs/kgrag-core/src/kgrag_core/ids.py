@@ -7,6 +7,7 @@ runtime and every replay (invariant 7). Python's `hash()` is salted per process 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 
 _SEP = "\x1f"  # unit separator: cannot appear in the parts we hash without being deliberate
@@ -40,8 +41,21 @@ def chunk_id_for(doc_id: str, chunk_hash: str, occurrence: int = 0) -> str:
 
 
 def acl_class_id_for(principals: Iterable[str]) -> str:
-    """One ID per distinct set of principals, independent of order and duplicates."""
-    return "acl_" + _digest(*sorted(set(principals)), length=16)
+    """One ID per distinct set of principals, independent of order and duplicates.
+
+    The set is encoded injectively before hashing — a JSON array of the sorted names, where every
+    character of a name is quoted or escaped — so no name can contain a separator that splits it into
+    two principals ("finance\x1fgroup:zz" is not ["finance", "zz"]). 128 bits of SHA-256: a birthday
+    collision between two chosen reader sets is out of reach, and the store refuses one anyway
+    (ACL_CLASS_CONFLICT). IDs of the earlier format ("acl_" + 16 hex, a joined string) stay readable;
+    docs/security.md, section 5, says how they are handled.
+    """
+    return "acl_" + sha256_hex(principal_set_encoding(principals).encode("ascii"))[:32]
+
+
+def principal_set_encoding(principals: Iterable[str]) -> str:
+    """The canonical, decodable (hence injective) text of a principal set: a compact ASCII JSON array."""
+    return json.dumps(sorted(set(principals)), ensure_ascii=True, separators=(",", ":"))
 
 
 def stable_partition(key: str, partitions: int) -> int:

@@ -10,14 +10,18 @@ from kgrag_core.errors import ErrorCode, KgragError
 MAX_DOC_ID_CHARS = 256
 _BOM = "\ufeff"
 # Control characters, lone surrogates and line/paragraph separators would corrupt logs, URLs and keys.
-_FORBIDDEN_ID_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+FORBIDDEN_ID_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+MAX_PRINCIPAL_NAME_CHARS = 256
+# Principal names also refuse format characters (Cf: bidi overrides, zero-width joiners, soft hyphens):
+# they make two different names look identical to the person granting access.
+_FORBIDDEN_NAME_CATEGORIES = FORBIDDEN_ID_CATEGORIES | {"Cf"}
 
 
 def decode_body(body: bytes, *, max_bytes: int) -> str:
     """Decode a document body as strict UTF-8; the text is exactly the bytes (a BOM is kept).
 
     Checks, in order: size (cheapest, and a huge body should not be decoded at all), UTF-8 validity,
-    emptiness (nothing but whitespace and BOMs).
+    NUL characters, emptiness (nothing but whitespace and BOMs).
     """
     if len(body) > max_bytes:
         raise KgragError(
@@ -33,6 +37,13 @@ def decode_body(body: bytes, *, max_bytes: int) -> str:
             f"The document is not valid UTF-8: {err.reason} at byte offset {err.start}.",
             hint="Re-encode the file as UTF-8.",
         ) from err
+    if "\x00" in text:
+        # Valid UTF-8, but no store keeps it as text (PostgreSQL refuses NUL) and no document means it.
+        raise KgragError(
+            ErrorCode.MALFORMED_EVENT,
+            f"The document contains a NUL character (U+0000) at byte offset {body.index(0)}.",
+            hint="Remove the NUL bytes; binary files are not documents.",
+        )
     if not text.replace(_BOM, "").strip():
         raise KgragError(
             ErrorCode.EMPTY_DOCUMENT,
@@ -58,12 +69,39 @@ def validate_doc_id(doc_id: str) -> str:
     if doc_id != doc_id.strip():
         raise KgragError(ErrorCode.MALFORMED_EVENT, f"The document ID {doc_id!r} has surrounding whitespace.")
     for position, char in enumerate(doc_id):
-        if unicodedata.category(char) in _FORBIDDEN_ID_CATEGORIES:
+        if unicodedata.category(char) in FORBIDDEN_ID_CATEGORIES:
             raise KgragError(
                 ErrorCode.MALFORMED_EVENT,
                 f"The document ID {doc_id!r} has a control character (U+{ord(char):04X}) at position {position}.",
             )
     return doc_id
+
+
+def validate_principal_name(name: str, *, field: str = "principal") -> str:
+    """Return a user or group name unchanged if it may name a principal, else raise INVALID_PRINCIPAL.
+
+    A name is 1-256 characters with no surrounding whitespace and no control, format, surrogate or
+    line/paragraph-separator characters. The rule is what keeps an ACL class one set of readers: a
+    name can never smuggle a separator or a second principal into it (docs/security.md, section 5).
+    """
+    if not name.strip():
+        raise KgragError(ErrorCode.INVALID_PRINCIPAL, f"The {field} name is empty or blank.")
+    if len(name) > MAX_PRINCIPAL_NAME_CHARS:
+        raise KgragError(
+            ErrorCode.INVALID_PRINCIPAL,
+            f"The {field} name is {len(name)} characters; at most {MAX_PRINCIPAL_NAME_CHARS} are allowed.",
+        )
+    if name != name.strip():
+        raise KgragError(ErrorCode.INVALID_PRINCIPAL, f"The {field} name {name!r} has surrounding whitespace.")
+    for position, char in enumerate(name):
+        if unicodedata.category(char) in _FORBIDDEN_NAME_CATEGORIES:
+            raise KgragError(
+                ErrorCode.INVALID_PRINCIPAL,
+                f"The {field} name {name!r} has a control or format character (U+{ord(char):04X})"
+                f" at position {position}.",
+                hint="User and group names may not contain control characters, separators or invisible characters.",
+            )
+    return name
 
 
 def parse_timestamp(value: object, *, field: str) -> datetime | None:

@@ -7,16 +7,18 @@ calls into it are serialised with a lock; the distributed deployment scales by r
 import base64
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from kgrag_core.acl import acl_from_source
+from kgrag_core.acl import PRIVATE_ACL, acl_from_source
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
@@ -24,7 +26,15 @@ from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
 from kgrag_query_api.entity_routes import entity_router
 from kgrag_query_api.ingest_status import ingest_status_router
-from kgrag_query_api.schemas import AclChangeRequest, AskRequest, IngestDocumentRequest, SearchRequest
+from kgrag_query_api.patterns import DOC_ID, MAX_DOC_ID, DocIdPath, check
+from kgrag_query_api.responses import AUTHENTICATED, errors
+from kgrag_query_api.schemas import (
+    AclChangeRequest,
+    AskRequest,
+    BytesDocumentRequest,
+    IngestDocumentRequest,
+    SearchRequest,
+)
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.ingest_gateway import IngestGateway
 from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
@@ -38,6 +48,11 @@ _STATUS = {
     ErrorCode.DOCUMENT_NOT_FOUND: 404,
     ErrorCode.LIMIT_EXCEEDED: 422,
     ErrorCode.INVALID_QUERY: 422,
+    ErrorCode.INVALID_PRINCIPAL: 422,
+    ErrorCode.MALFORMED_JSON: 422,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.ACL_CLASS_CONFLICT: 409,
     ErrorCode.MALFORMED_EVENT: 422,
     ErrorCode.MISSING_FIELD: 422,
     ErrorCode.INVALID_UTF8: 422,
@@ -74,7 +89,7 @@ def create_app(kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | Non
             return fn()
 
     who_dep = _principal_dependency(verifier)
-    router = APIRouter(prefix="/v1", tags=["query"])
+    router = APIRouter(prefix="/v1", tags=["query"], responses=AUTHENTICATED)
 
     @router.post("/search")
     def search(body: SearchRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
@@ -110,9 +125,9 @@ def ingest_router(
     ingestion: IngestGateway, verifier: TokenVerifier, run: Callable[[Callable[[], Any]], Any]
 ) -> APIRouter:
     who_dep = _principal_dependency(verifier)
-    router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
+    router = APIRouter(prefix="/v1/ingest", tags=["ingest"], responses=AUTHENTICATED)
 
-    @router.post("/documents", status_code=202)
+    @router.post("/documents", status_code=202, responses=errors(409, 413, 415))
     def ingest_document(body: IngestDocumentRequest, who: Annotated[Principal, Depends(who_dep)]) -> JSONResponse:
         """A document was created or changed at its source. Embedded: indexed before this returns;
         distributed: QUEUED once Kafka has acknowledged the event."""
@@ -132,20 +147,31 @@ def ingest_router(
             raise KgragError(outcome.error_code, outcome.message)
         return JSONResponse({"status": outcome.status.value, "outcome": outcome.as_dict()}, status_code=202)
 
-    @router.delete("/documents/{doc_id:path}")
-    def delete_document(doc_id: str, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+    @router.delete("/documents/{doc_id:path}", responses=errors(404))
+    def delete_document(doc_id: DocIdPath, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """Delete a document from every store and cache; the deletion is recorded."""
         who.require("ingest")
+        check(doc_id, DOC_ID, field="doc_id", max_chars=MAX_DOC_ID)
         outcome = run(lambda: ingestion.delete(doc_id))
         if outcome.error_code is not None:
             raise KgragError(outcome.error_code, outcome.message)
         return {"status": outcome.status.value, "outcome": outcome.as_dict()}
 
-    @router.post("/acl")
+    @router.post("/acl", responses=errors(404, 409))
     def change_acl(body: AclChangeRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """A document's readers changed at its source; everything derived from it follows, failing closed."""
         who.require("ingest")
-        outcome = run(lambda: ingestion.change_acl(body.doc_id, acl_from_source(body.raw_acl())))
+        try:
+            acl = acl_from_source(body.raw_acl())
+        except KgragError as err:
+            if err.code is not ErrorCode.INVALID_PRINCIPAL:
+                raise
+            # The source changed who may read the document to something no principal can be: fail closed
+            # (admin only) rather than keep the previous readers, and say so.
+            run(lambda: ingestion.change_acl(body.doc_id, PRIVATE_ACL))
+            closed = f"{err.message} The document is private (admin only) until a valid ACL arrives."
+            raise KgragError(err.code, closed, hint=err.hint) from err
+        outcome = run(lambda: ingestion.change_acl(body.doc_id, acl))
         if outcome.error_code is not None:
             raise KgragError(outcome.error_code, outcome.message)
         return {"status": outcome.status.value, "outcome": outcome.as_dict()}
@@ -153,9 +179,14 @@ def ingest_router(
     return router
 
 
+# Declared as the OpenAPI security scheme (so clients and the schema fuzzer know every /v1 call needs a
+# bearer token); auto_error off so a missing or non-bearer header gets kgrag's own 401 body.
+_BEARER = HTTPBearer(auto_error=False, description="A JWT with `sub`, `groups` and `scope` (docs/http-api.md).")
+
+
 def _principal_dependency(verifier: TokenVerifier) -> Callable[..., Principal]:
-    def principal(authorization: Annotated[str | None, Header()] = None) -> Principal:
-        return verifier.verify(authorization)
+    def principal(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> Principal:
+        return verifier.verify(f"Bearer {credentials.credentials}" if credentials else None)
 
     return principal
 
@@ -168,8 +199,33 @@ def _status_check(kg: KgragApp) -> ReadyCheck:
     return check
 
 
+def _known_query_parameters_only(request: Request) -> None:
+    """Refuse a query parameter the operation does not declare: a typo (`?limt=5`) must not pass silently."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise KgragError(
+            ErrorCode.MALFORMED_EVENT,
+            f"Unknown query parameter(s): {', '.join(repr(u) for u in unknown[:5])}.",
+            hint=f"This operation takes: {', '.join(sorted(known)) or 'no query parameters'}.",
+        )
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route declares, its dependencies' included."""
+    names = {str(p.alias) for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
 def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
-    api = FastAPI(title=title, version="0.1.0", description=description)
+    api = FastAPI(
+        title=title, version="0.1.0", description=description, dependencies=[Depends(_known_query_parameters_only)]
+    )
     registry = CollectorRegistry()
     requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)
     latency = Histogram("kgrag_http_seconds", "HTTP request latency.", ["route"], registry=registry)
@@ -205,15 +261,32 @@ def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
 
     @api.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, err: RequestValidationError) -> JSONResponse:
-        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()[:5])
-        return JSONResponse({"error": {"code": ErrorCode.MALFORMED_EVENT.value, "message": detail}}, status_code=422)
+        problems = err.errors()
+        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in problems[:5])
+        return JSONResponse({"error": {"code": _validation_code(problems).value, "message": detail}}, status_code=422)
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
+        # The framework's own errors (no such route, wrong method, an unparseable body) in the same shape;
+        # its headers (`Allow` on a 405) are kept.
+        if err.status_code == 400:  # "There was an error parsing the body": not JSON at all
+            body = {"code": ErrorCode.MALFORMED_JSON.value, "message": "The request body is not valid JSON."}
+            return JSONResponse({"error": body}, status_code=422)
+        code = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}.get(
+            err.status_code, ErrorCode.INVALID_QUERY
+        )
+        return JSONResponse(
+            {"error": {"code": code.value, "message": str(err.detail)}},
+            status_code=err.status_code,
+            headers=dict(err.headers or {}),
+        )
 
     @api.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:
         """Liveness: the process serves requests."""
         return {"status": "ok"}
 
-    @api.get("/readyz", tags=["operations"])
+    @api.get("/readyz", tags=["operations"], responses={503: {"description": "A store does not answer."}})
     def readyz() -> JSONResponse:
         """Readiness: the stores answer."""
         try:
@@ -230,14 +303,26 @@ def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
 
 
 def _body_bytes(body: IngestDocumentRequest) -> bytes:
-    if (body.text is None) == (body.body_b64 is None):
-        raise KgragError(ErrorCode.MISSING_FIELD, "Give exactly one of 'text' or 'body_b64'.")
-    if body.text is not None:
+    if isinstance(body, BytesDocumentRequest):
         try:
-            return body.text.encode("utf-8")
-        except UnicodeEncodeError as err:
-            raise KgragError(ErrorCode.INVALID_UTF8, f"text is not valid Unicode: {err.reason}") from err
+            return base64.b64decode(body.body_b64, validate=True)
+        except ValueError as err:
+            raise KgragError(ErrorCode.MALFORMED_EVENT, "body_b64 is not valid base64.") from err
     try:
-        return base64.b64decode(body.body_b64 or "", validate=True)
-    except ValueError as err:
-        raise KgragError(ErrorCode.MALFORMED_EVENT, "body_b64 is not valid base64.") from err
+        return body.text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise KgragError(ErrorCode.INVALID_UTF8, f"text is not valid Unicode: {err.reason}") from err
+
+
+# Pydantic's error types that mean "outside a numeric range or over a length": LIMIT_EXCEEDED, as the core's
+# bounds report them.
+_OVER_A_LIMIT = frozenset({"less_than_equal", "less_than", "greater_than_equal", "greater_than", "too_long"})
+
+
+def _validation_code(problems: Sequence[Any]) -> ErrorCode:
+    types = {str(p.get("type")) for p in problems}
+    if "json_invalid" in types:
+        return ErrorCode.MALFORMED_JSON
+    if types and types <= _OVER_A_LIMIT:
+        return ErrorCode.LIMIT_EXCEEDED
+    return ErrorCode.MALFORMED_EVENT

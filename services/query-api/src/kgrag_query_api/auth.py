@@ -78,7 +78,10 @@ class TokenVerifier:
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
             raise KgragError(ErrorCode.UNAUTHENTICATED, "The token's 'groups' claim must be a list of strings.")
         scopes = frozenset(str(claims.get("scope", "")).split()) & frozenset(SCOPES)
-        caller = Caller(user=str(claims["sub"]), groups=tuple(sorted(set(groups))), admin="admin" in scopes)
+        try:
+            caller = Caller(user=str(claims["sub"]), groups=tuple(sorted(set(groups))), admin="admin" in scopes)
+        except KgragError as err:  # a name no principal may have (INVALID_PRINCIPAL): no identity at all
+            raise KgragError(ErrorCode.UNAUTHENTICATED, f"The token names an invalid principal: {err.message}") from err
         return Principal(caller, scopes)
 
     def issue(self, sub: str, *, groups: list[str], scopes: list[str], ttl_s: int = 3600) -> str:

@@ -15,19 +15,22 @@ from fastapi import APIRouter, Depends, Query
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ports import IngestLog
 from kgrag_query_api.auth import Principal
+from kgrag_query_api.patterns import DOC_ID, MAX_DOC_ID, DocIdPath, check
+from kgrag_query_api.responses import AUTHENTICATED, errors
 
 
 def ingest_status_router(ingest_log: IngestLog, who_dep: Callable[..., Principal]) -> APIRouter:
-    router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
+    router = APIRouter(prefix="/v1/ingest", tags=["ingest"], responses=AUTHENTICATED)
 
-    @router.get("/documents/{doc_id:path}/status")
+    @router.get("/documents/{doc_id:path}/status", responses=errors(404))
     def document_status(
-        doc_id: str,
+        doc_id: DocIdPath,
         who: Annotated[Principal, Depends(who_dep)],
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
     ) -> dict[str, Any]:
         """The document's latest outcomes, newest first; 404 DOCUMENT_NOT_FOUND if none was ever recorded."""
         who.require("ingest")
+        check(doc_id, DOC_ID, field="doc_id", max_chars=MAX_DOC_ID)
         outcomes = ingest_log.outcomes_for(doc_id, limit=limit)
         if not outcomes:
             raise KgragError(

@@ -1,46 +1,110 @@
-"""Request bodies of the HTTP API (responses are the core's documented dicts)."""
+"""Request bodies of the HTTP API (responses are the core's documented dicts).
+
+Every field says in the schema what the server accepts — lengths, ranges, enums and character patterns
+(kgrag_query_api.patterns) — and the models enforce exactly that, with Python `re` semantics, so a
+schema-valid request is never refused for its shape and a schema-invalid one always is.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from kgrag_core.errors import ErrorCode
+from kgrag_core.limits import EVIDENCE_CHUNKS, QUERY_CHARS, TOP_K
 from kgrag_core.retrieval.hybrid import SearchMode
+from kgrag_query_api.patterns import (
+    BODY_TEXT,
+    DOC_ID,
+    KEY,
+    MAX_DOC_ID,
+    MAX_KEY_CHARS,
+    OPTIONAL_TEXT,
+    TEXT,
+    check,
+    has_lone_surrogate,
+)
+from kgrag_runtime.extraction_admin import scope_from
 
-# Sizes and counts are checked by the core's bounds (kgrag_core.limits), so that going over a maximum
-# is reported as LIMIT_EXCEEDED with the maximum, exactly as on the CLI.
+_STRICT = ConfigDict(extra="forbid", regex_engine="python-re")
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    query: str
-    top_k: int = 10
+class _Strict(BaseModel):
+    """Forbids unknown fields, checks patterns with Python `re`, and refuses lone surrogates anywhere.
+
+    Flags are strict (`1` is not `true`) and counts are `Count`s (`true` is not 1; `20.0` is 20, as JSON
+    Schema's `integer` says).
+    """
+
+    model_config = _STRICT
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_lone_surrogates(cls, value: Any) -> Any:
+        # JSON may spell one ("\ud800"); it is no character, so no store or encoder can take it.
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(t, str) and has_lone_surrogate(t) for t in texts):
+            raise ValueError("a string holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)")
+        return value
+
+    @field_validator("query", "question", "extractor_version", mode="after", check_fields=False)
+    @classmethod
+    def _coded(cls, value: str, info: ValidationInfo) -> str:
+        limit = {"extractor_version": 64}.get(str(info.field_name), QUERY_CHARS.maximum)
+        return check(value, TEXT, field=str(info.field_name), max_chars=limit, code=ErrorCode.INVALID_QUERY)
+
+
+_ACL_DESCRIPTION = (
+    '{"groups": [...], "users": [...]}; absent = everyone; null or malformed = private. A name with a control or'
+    " format character, surrounding whitespace or over 256 characters is refused (INVALID_PRINCIPAL)."
+)
+
+
+def _a_number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("a count must be a JSON number, not a string or true/false")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_a_number)]
+"""An integer as JSON Schema means it: integral numbers (20 or 20.0), never a boolean or a string."""
+
+
+def _query_text(max_chars: int) -> Any:
+    """A free-text field whose refusals keep the codes the core gives them (INVALID_QUERY, LIMIT_EXCEEDED):
+    the pattern is published in the schema and applied by `_Strict._coded` (a KgragError passes through
+    pydantic untouched and reaches the error handler with its code)."""
+    return Field(json_schema_extra={"pattern": TEXT, "minLength": 1, "maxLength": max_chars})
+
+
+class SearchRequest(_Strict):
+    query: str = _query_text(QUERY_CHARS.maximum)
+    top_k: Count = Field(TOP_K.default, ge=1, le=TOP_K.maximum)
     mode: SearchMode = SearchMode.HYBRID
-    graph: bool | None = Field(None, description="Route the question and add graph evidence (default: server setting).")
+    graph: bool | None = Field(
+        None, strict=True, description="Route the question and add graph evidence (default: server setting)."
+    )
 
 
-class AskRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    question: str
-    evidence_chunks: int = 8
-    graph: bool | None = Field(None, description="Route the question and add graph evidence (default: server setting).")
+class AskRequest(_Strict):
+    question: str = _query_text(QUERY_CHARS.maximum)
+    evidence_chunks: Count = Field(EVIDENCE_CHUNKS.default, ge=1, le=EVIDENCE_CHUNKS.maximum)
+    graph: bool | None = Field(
+        None, strict=True, description="Route the question and add graph evidence (default: server setting)."
+    )
 
 
-class IngestDocumentRequest(BaseModel):
-    """A change event from a source system. Give `text`, or `body_b64` for exact bytes."""
-
-    model_config = ConfigDict(extra="forbid")
-    doc_id: str = Field(min_length=1, max_length=256)
-    source: str = Field("api", min_length=1, max_length=128)
-    title: str = Field(max_length=1024)
-    text: str | None = None
-    body_b64: str | None = None
-    uri: str | None = Field(None, max_length=4096)
-    acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; null or malformed = private')
+class _IngestFields(_Strict):
+    doc_id: str = Field(min_length=1, max_length=MAX_DOC_ID, pattern=DOC_ID)
+    source: str = Field("api", min_length=1, max_length=128, pattern=TEXT)
+    title: str = Field(max_length=1024, pattern=OPTIONAL_TEXT)
+    uri: str | None = Field(None, max_length=4096, pattern=OPTIONAL_TEXT)
+    acl: Any = Field(None, description=_ACL_DESCRIPTION)
     modified_at: datetime | None = None
-    media_type: str = "text/markdown"
+    media_type: str = Field("text/markdown", min_length=1, max_length=128, pattern=TEXT)
 
     @field_validator("modified_at")
     @classmethod
@@ -57,10 +121,24 @@ class IngestDocumentRequest(BaseModel):
         return self.acl if self.acl is not None else "null"
 
 
-class AclChangeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    doc_id: str = Field(min_length=1, max_length=256)
-    acl: Any = Field(None, description='{"groups": [...], "users": [...]}; absent = everyone; null or malformed = private')
+class TextDocumentRequest(_IngestFields):
+    """A change event whose body is text (sent as UTF-8)."""
+
+    text: str = Field(min_length=1, pattern=BODY_TEXT, description="Over KGRAG_MAX_DOCUMENT_BYTES as UTF-8: 413.")
+
+
+class BytesDocumentRequest(_IngestFields):
+    """A change event whose body is exact bytes, base64-encoded."""
+
+    body_b64: str = Field(pattern=r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?(?![\s\S])")
+
+
+IngestDocumentRequest = TextDocumentRequest | BytesDocumentRequest
+
+
+class AclChangeRequest(_Strict):
+    doc_id: str = Field(min_length=1, max_length=MAX_DOC_ID, pattern=DOC_ID)
+    acl: Any = Field(None, description=_ACL_DESCRIPTION)
 
     def raw_acl(self) -> object:
         if "acl" not in self.model_fields_set:
@@ -68,43 +146,70 @@ class AclChangeRequest(BaseModel):
         return self.acl if self.acl is not None else "null"
 
 
-class RerunRequest(BaseModel):
+_Name = Annotated[str, Field(pattern=OPTIONAL_TEXT)]
+
+
+class RerunScope(_Strict):
+    """What to re-extract; every list empty (the default) means everything."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, value: Any) -> Any:
+        # The core's checks first, so an unknown key or a non-list keeps its INVALID_QUERY code.
+        if isinstance(value, Mapping):
+            scope_from(value)
+        return value
+
+    doc_ids: list[_Name] = Field(default_factory=list)
+    sources: list[_Name] = Field(default_factory=list)
+    chunk_ids: list[_Name] = Field(default_factory=list)
+    contains_any: list[_Name] = Field(default_factory=list)
+
+
+class RerunRequest(_Strict):
     """Re-extraction of a scope with an extractor version; a dry run unless told otherwise."""
 
-    model_config = ConfigDict(extra="forbid")
-    scope: dict[str, Any] = Field(
-        default_factory=dict, description="doc_ids, sources, chunk_ids, contains_any (lists); empty means all."
-    )
-    extractor_version: str = Field(min_length=1, max_length=64)
-    dry_run: bool = True
+    scope: RerunScope = Field(default_factory=RerunScope)
+    extractor_version: str = _query_text(64)
+    dry_run: bool = Field(True, strict=True)
 
 
-class EntityResolveRequest(BaseModel):
+class EntityResolveRequest(_Strict):
     """A name to look up among the entities the caller may see; `type` narrows it (e.g. Person)."""
 
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=256)
-    type: str | None = Field(None, min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=256, pattern=TEXT)
+    type: str | None = Field(None, min_length=1, max_length=64, pattern=TEXT)
 
 
-class EntityMergeRequest(BaseModel):
+_ENTITY_ID = Field(min_length=1, max_length=MAX_KEY_CHARS, pattern=KEY)
+
+
+class EntityMergeRequest(_Strict):
     """A hand merge: logged with its reason, reversible with a split."""
 
-    model_config = ConfigDict(extra="forbid")
-    entity_ids: list[str] = Field(min_length=2, max_length=100)
-    canonical_id: str | None = Field(None, min_length=1, max_length=64, description="Default: the smallest id.")
-    reason: str = Field(min_length=1, max_length=1000)
+    entity_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_KEY_CHARS, pattern=KEY)]] = Field(
+        min_length=2, max_length=100, description="Distinct entity ids.", json_schema_extra={"uniqueItems": True}
+    )
+    canonical_id: str | None = Field(
+        None, min_length=1, max_length=MAX_KEY_CHARS, pattern=KEY, description="Default: the smallest id."
+    )
+    reason: str = Field(min_length=1, max_length=1000, pattern=TEXT)
+
+    @field_validator("entity_ids")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("the entity ids must be distinct")
+        return value
 
 
-class EntitySplitRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    merge_id: str = Field(min_length=1, max_length=64)
+class EntitySplitRequest(_Strict):
+    merge_id: str = _ENTITY_ID
 
 
-class EntityReviewRequest(BaseModel):
+class EntityReviewRequest(_Strict):
     """A person's decision on a queued "possibly the same" pair; `same` merges them (reversibly)."""
 
-    model_config = ConfigDict(extra="forbid")
-    a: str = Field(min_length=1, max_length=64)
-    b: str = Field(min_length=1, max_length=64)
-    same: bool
+    a: str = _ENTITY_ID
+    b: str = _ENTITY_ID
+    same: bool = Field(strict=True)

@@ -34,9 +34,10 @@ _CHUNK_COLUMNS: LiteralString = (
     " c.content_hash, c.acl_class_id, c.doc_time"
 )
 
-# The ID is a hash of the principals, so an existing row already says the same thing. DO NOTHING (unlike
-# DO UPDATE) also takes no row lock: concurrent commits sharing a class (most documents share PUBLIC) do
-# not queue behind each other on it.
+# The ID is an injective hash of the principals, so an existing row should say the same thing; the row
+# that is there is checked (never trusted) so a collision can't hand one reader set's documents to another.
+# DO NOTHING (unlike DO UPDATE) also takes no row lock: concurrent commits sharing a class (most documents
+# share PUBLIC) do not queue behind each other on it.
 _UPSERT_ACL = """
 INSERT INTO acl_classes (acl_class_id, principals, malformed) VALUES (%s, %s, %s)
 ON CONFLICT (acl_class_id) DO NOTHING
@@ -188,7 +189,7 @@ class PostgresStore(Closeable):
                 raise ValueError(f"chunk {ch.chunk_id} belongs to {ch.doc_id}, not {doc.doc_id}")
         keep = [ch.chunk_id for ch in chunks]
         with self._lock, self._conn.transaction():
-            self._conn.execute(_UPSERT_ACL, (acl.acl_class_id, list(acl.principals), acl.malformed))
+            _store_acl_class(self._conn, acl)
             self._conn.execute(
                 _UPSERT_DOC,
                 (
@@ -213,7 +214,7 @@ class PostgresStore(Closeable):
 
     def update_acl(self, doc_id: str, acl: AclClass) -> bool:
         with self._lock, self._conn.transaction():
-            self._conn.execute(_UPSERT_ACL, (acl.acl_class_id, list(acl.principals), acl.malformed))
+            _store_acl_class(self._conn, acl)
             found = self._conn.execute(
                 "UPDATE documents SET acl_class_id = %s WHERE doc_id = %s AND status = 'ACTIVE' RETURNING doc_id",
                 (acl.acl_class_id, doc_id),
@@ -426,3 +427,21 @@ def _outcome(r: Row) -> IngestOutcome:
         chunks_removed=r[8] or 0,
         at=_utc(r[9]),
     )
+
+
+def _store_acl_class(conn: psycopg.Connection[Row], acl: AclClass) -> None:
+    """Record an ACL class, or check that the stored row with its ID names exactly the same principals.
+
+    Raising inside the caller's transaction rolls the whole commit back: the document is refused
+    (ACL_CLASS_CONFLICT), never filed under another reader set.
+    """
+    inserted = conn.execute(_UPSERT_ACL, (acl.acl_class_id, list(acl.principals), acl.malformed)).rowcount
+    if inserted:
+        return
+    row = conn.execute("SELECT principals FROM acl_classes WHERE acl_class_id = %s", (acl.acl_class_id,)).fetchone()
+    if row is None or sorted(row[0]) != sorted(acl.principals):
+        raise KgragError(
+            ErrorCode.ACL_CLASS_CONFLICT,
+            f"ACL class {acl.acl_class_id} is already stored for a different set of principals.",
+            hint="Nothing was written. Report this: class IDs are meant to be collision-free.",
+        )

@@ -154,6 +154,26 @@ class DocumentStoreContract:
         assert [c.chunk_id for c in store.chunks_of("doc-1")] == ids(chunks)
         assert store.update_acl("missing", hr) is False
 
+    def test_a_class_id_never_stands_for_two_reader_sets(self, store: FullStore) -> None:
+        # A forged class with ENG's id but other readers (what a hash collision would give) is refused,
+        # both on commit and on an ACL change; ENG's documents and readers are untouched.
+        commit(store, "doc-eng", ["engineering only"])
+        forged = AclClass(ENG.acl_class_id, ("group:outsiders", "role:admin"))
+        doc, chunks = make_document("doc-forged", ["outsider text"], acl=forged)
+        with pytest.raises(KgragError) as err:
+            store.commit_document(doc, forged, chunks)
+        assert err.value.code is ErrorCode.ACL_CLASS_CONFLICT
+        assert store.get_document("doc-forged") is None
+        with pytest.raises(KgragError) as err:
+            store.update_acl("doc-eng", forged)
+        assert err.value.code is ErrorCode.ACL_CLASS_CONFLICT
+        assert [c for c in store.acl_classes() if c.acl_class_id == ENG.acl_class_id] == [ENG]
+        stored = store.get_document("doc-eng")
+        assert stored is not None and stored.acl_class_id == ENG.acl_class_id
+        # Positive control: the same class with the same readers is shared, as it should be.
+        commit(store, "doc-eng-2", ["more engineering"])
+        assert {d.acl_class_id for d in store.get_documents(["doc-eng", "doc-eng-2"]).values()} == {ENG.acl_class_id}
+
     def test_chunks_come_back_in_seq_order(self, store: FullStore) -> None:
         doc, chunks = make_document("doc-1", ["one", "two", "three", "four"])
         store.commit_document(doc, ENG, list(reversed(chunks)))
