@@ -10,8 +10,8 @@ from psycopg import sql
 
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_adapters.postgres.store import PostgresStore
-from kgrag_core.extraction.identity import entity_id
 from kgrag_core.extraction.model import ClaimItem, EntityMention
+from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY
 from kgrag_testing.contracts.extraction_store import (
     ONTOLOGY,
     PRIYA,
@@ -31,6 +31,7 @@ def stores(pg_dsn: str) -> Iterator[Stores]:
     # Documents through a plain PostgresStore on its own connection, as the chunk indexer writes them:
     # the clean-up of facts must not depend on the extraction store doing the deleting.
     with PostgresExtractionStore.connect(pg_dsn) as extraction, PostgresStore.connect(pg_dsn) as documents:
+        extraction.use_entity_id_key(CONTRACT_ENTITY_KEY)
         yield Stores(extraction, documents)
 
 
@@ -68,7 +69,7 @@ def test_chunk_deletion_does_not_wait_for_or_undo_a_concurrent_save(stores: Stor
     [gone] = commit_doc(stores, "doc-gone", ["Routing team notes"])
     [kept] = commit_doc(stores, "doc-kept", ["More about Routing"])
     stores.extraction.save([result(gone, entities=[mention("Routing", "Team")])])
-    routing = entity_id("Team", "Routing")
+    routing = stores.extraction.entity_id_for("Team", "Routing")
     with psycopg.connect(pg_dsn) as saving:  # not autocommit: the transaction stays open
         # What save does for `kept`: upsert the entity (locking it), then add its mention.
         saving.execute(

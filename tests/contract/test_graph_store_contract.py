@@ -18,6 +18,7 @@ from kgrag_core.graph.ports import GraphReader, ResolutionStore
 from kgrag_core.ingest import DeletionRecord
 from kgrag_core.ports import ExtractionStore
 from kgrag_testing.contracts.document_store import ENG, make_document
+from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY
 from kgrag_testing.contracts.graph_store import (
     ADMIN,
     DANA,
@@ -73,6 +74,7 @@ class PostgresWorld:
 @pytest.fixture
 def world(pg_dsn: str) -> Iterator[PostgresWorld]:
     with PostgresGraphStore.connect(pg_dsn) as graph, PostgresStore.connect(pg_dsn) as documents:
+        graph.use_entity_id_key(CONTRACT_ENTITY_KEY)
         yield PostgresWorld(graph, documents)
 
 
@@ -86,6 +88,7 @@ class TestPostgresResolutionStore(ResolutionStoreContract):
 
 def test_one_object_serves_every_postgres_port(pg_dsn: str) -> None:
     with PostgresGraphStore.connect(pg_dsn) as store:
+        store.use_entity_id_key(CONTRACT_ENTITY_KEY)
         for port in (GraphReader, ResolutionStore, ExtractionStore):
             assert isinstance(store, port), port.__name__
         build_world(PostgresWorld(store, store))

@@ -8,17 +8,18 @@ Shape (every node carries `ns`, so several projections can share one database; k
 
     (:KgEntity {entity_id, canonical_id, name, type, norm_name, strong_ids, seen_acl[], seen_active[]})
         -[:SEEN_IN]->(:KgDoc {doc_id})            the documents whose chunks name it (scopes a re-projection)
-        -[:KNOWN_AS {name, acl, active, uses}]->(:KgName {norm})   surface forms, per reach
+        -[:KNOWN_AS {name, acl, active, uses, strong_ids}]->(:KgName {norm})   surface forms, per reach
     (:KgCanonical {canonical_id})-[:KG_EDGE {relation_id, relation, polarity, modality, valid_from,
         ev_chunk[], ev_acl[], ev_active[], ev_conf[], ev_written[], ev_valid_to[]}]->(:KgCanonical)
     (:KgClaim {claim_id, entity_id, attribute, value, ..., ev_*[] per evidence row})
-    (:KgHub {entity_id}), (:KgOntology {attributes[], cardinalities[]})
+    (:KgHub {entity_id, min_degree}), (:KgOntology {attributes[], cardinalities[]})
 
 Edges join canonical entities and are MERGEd by their canonical relation ID (a hash of subject, relation,
 object, valid_from, polarity and modality). Each stores, per evidence chunk, the chunk's ACL class and
 whether its document is ACTIVE, so visibility is decided inside the query: an edge, entity or claim exists
-for a caller only through evidence it may read, and degrees and counts use that evidence only. Absent dates
-are stored as "" (Neo4j lists hold no nulls).
+for a caller only through evidence it may read, and degrees, counts, hub flags, ids, names and strong ids
+use that evidence only (docs/security.md, sections 1-3). Absent dates are stored as "" (Neo4j lists hold
+no nulls).
 """
 
 from __future__ import annotations
@@ -73,15 +74,31 @@ MATCH (:KgDoc {ns: $ns, doc_id: $doc_id})<-[:SEEN_IN]-(e:KgEntity)
 RETURN e.entity_id AS entity_id
 """
 
-# Members of each canonical ID (the label's own entity has canonical_id = its ID), visible or not.
+# Members of each canonical ID (the label's own entity has canonical_id = its ID), visible or not, with the
+# strong identifiers of their visible mentions.
 _MEMBER_ROWS: LiteralString = (
     """
 UNWIND $cids AS cid
 MATCH (x:KgEntity {ns: $ns, canonical_id: cid})
-RETURN cid, x.entity_id AS entity_id, x.name AS name, x.type AS type, x.strong_ids AS strong_ids, """
+OPTIONAL MATCH (x)-[a:KNOWN_AS]->()
+WHERE a.active AND ($admin OR a.acl IN $acl)
+WITH cid, x, collect(a.strong_ids) AS ids
+RETURN cid, x.entity_id AS entity_id, x.name AS name, x.type AS type, ids, """
     + _SEEN
     + """ AS visible
 ORDER BY cid, entity_id
+"""
+)
+
+# Which of $ids (as given, members or labels) visible evidence names.
+_VISIBLE_IDS: LiteralString = (
+    """
+UNWIND $ids AS id
+MATCH (x:KgEntity {ns: $ns, entity_id: id})
+WHERE """
+    + _SEEN
+    + """
+RETURN x.entity_id AS entity_id
 """
 )
 
@@ -113,7 +130,16 @@ RETURN cid, count(x) AS degree
 _HUBS: LiteralString = """
 UNWIND $cids AS cid
 MATCH (h:KgHub {ns: $ns, entity_id: cid})
-RETURN h.entity_id AS entity_id
+RETURN h.entity_id AS entity_id, h.min_degree AS min_degree
+"""
+
+# One canonical entity's distinct visible edges, counted up to $cap: whether it reaches a hub threshold.
+_DEGREE_AT_LEAST: LiteralString = """
+MATCH (:KgCanonical {ns: $ns, canonical_id: $cid})-[x:KG_EDGE]-()
+WITH DISTINCT x
+WHERE any(i IN range(0, size(x.ev_chunk) - 1) WHERE x.ev_active[i] AND ($admin OR x.ev_acl[i] IN $acl))
+WITH x LIMIT $cap
+RETURN count(x) AS degree
 """
 
 # Strongest first: more visible evidence chunks, higher confidence, then relation ID (as the SQL store).
@@ -144,7 +170,7 @@ CALL (norm) {
   RETURN e
   UNION
   MATCH (x:KgEntity {ns: $ns, norm_name: norm})
-  WHERE """
+  WHERE x.strong_ids = '[]' AND """
     + _SEEN
     + """
   RETURN x AS e
@@ -226,7 +252,7 @@ CALL (e, row) {
   UNWIND row.aliases AS a
   MERGE (n:KgName {ns: $ns, norm: a.norm})
   MERGE (e)-[k:KNOWN_AS {name: a.name, acl: a.acl, active: a.active}]->(n)
-  SET k.uses = a.uses
+  SET k.uses = a.uses, k.strong_ids = a.strong_ids
 }
 """
 
@@ -270,7 +296,11 @@ CALL () {
 
 _DROP_HUBS: LiteralString = "MATCH (h:KgHub {ns: $ns}) WHERE NOT h.entity_id IN $ids DELETE h"
 
-_PUT_HUBS: LiteralString = "UNWIND $ids AS id MERGE (:KgHub {ns: $ns, entity_id: id})"
+_PUT_HUBS: LiteralString = """
+UNWIND $hubs AS hub
+MERGE (h:KgHub {ns: $ns, entity_id: hub.entity_id})
+SET h.min_degree = hub.min_degree
+"""
 
 _DROP_NAMESPACE: LiteralString = """
 MATCH (n {ns: $ns})
@@ -349,22 +379,29 @@ class Neo4jKnowledgeGraph:
             hits = [(r["norm"], r["cid"]) for r in tx.run(_NAMED, self._params(acl_class_ids, names=wanted))]
             return hits, self._summaries(tx, list(dict.fromkeys(c for _, c in hits)), acl_class_ids)
 
-        hits, summaries = self._read(work)
+        hits, found_summaries = self._read(work)
         for norm, cid in hits:
-            summary = summaries.get(cid)
+            summary = found_summaries.get(cid)
             if summary is not None and summary not in out[norm]:
                 out[norm].append(summary)
         for found in out.values():
             found.sort(key=lambda s: (-s.degree, s.entity.name, s.entity.entity_id))
         return out
 
-    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
-        """The ids (as given) whose canonical entity is labelled a hub."""
+    def hubs_among(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> set[str]:
+        """The visible ids (as given) whose canonical entity is a hub to this caller (as PostgresGraphStore)."""
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return set()
 
         def work(tx: ManagedTransaction) -> set[str]:
-            canonical = self._canonical(tx, list(entity_ids))
-            cids = sorted(set(canonical.values()))
-            hubs = {r["entity_id"] for r in tx.run(_HUBS, {"ns": self._ns, "cids": cids})}
+            canonical = self._canonical(tx, self._visible_ids(tx, ids, acl_class_ids))
+            thresholds = self._hub_thresholds(tx, sorted(set(canonical.values())))
+            hubs = set()
+            for cid, cap in sorted(thresholds.items()):
+                record = tx.run(_DEGREE_AT_LEAST, self._params(acl_class_ids, cid=cid, cap=cap)).single()
+                if record is not None and int(record["degree"]) >= cap:
+                    hubs.add(cid)
             return {given for given, cid in canonical.items() if cid in hubs}
 
         return self._read(work)
@@ -372,7 +409,11 @@ class Neo4jKnowledgeGraph:
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
         def work(tx: ManagedTransaction) -> EntitySummary | None:
             cid = self._canonical(tx, [entity_id])[entity_id]
-            return self._summaries(tx, [cid], acl_class_ids).get(cid)
+            clusters = self._clusters(tx, [cid], acl_class_ids)
+            view = clusters.get(cid)
+            if view is None or entity_id not in view.members:  # as for an unknown id (section 1, security.md)
+                return None
+            return self._summarise(tx, clusters, acl_class_ids)[cid]
 
         return self._read(work)
 
@@ -388,6 +429,8 @@ class Neo4jKnowledgeGraph:
             return []
 
         def work(tx: ManagedTransaction) -> list[Edge]:
+            if not self._visible_ids(tx, [entity_id], acl_class_ids):
+                return []
             cid = self._canonical(tx, [entity_id])[entity_id]
             params = self._params(
                 acl_class_ids, cid=cid, relations=list(relations) if relations is not None else None, limit=limit
@@ -404,7 +447,7 @@ class Neo4jKnowledgeGraph:
             return []
 
         def work(tx: ManagedTransaction) -> tuple[list[ClaimRecord], Mapping[str, Cardinality]]:
-            canonical = self._canonical(tx, list(entity_ids))
+            canonical = self._canonical(tx, self._visible_ids(tx, list(entity_ids), acl_class_ids))
             cids = list(dict.fromkeys(canonical.values()))
             owner = {cid: cid for cid in cids}
             for member in tx.run(_MEMBER_ROWS, self._params(acl_class_ids, cids=cids)):
@@ -465,12 +508,13 @@ class Neo4jKnowledgeGraph:
         with self._session() as session:
             session.execute_write(work)
 
-    def project_hubs(self, entity_ids: Sequence[str]) -> None:
-        ids = sorted(set(entity_ids))
+    def project_hubs(self, hubs: Mapping[str, int]) -> None:
+        ids = sorted(hubs)
+        rows = [{"entity_id": i, "min_degree": int(hubs[i])} for i in ids]
 
         def work(tx: ManagedTransaction) -> None:
             tx.run(_DROP_HUBS, ns=self._ns, ids=ids).consume()
-            tx.run(_PUT_HUBS, ns=self._ns, ids=ids).consume()
+            tx.run(_PUT_HUBS, ns=self._ns, hubs=rows).consume()
 
         with self._session() as session:
             session.execute_write(work)
@@ -503,6 +547,15 @@ class Neo4jKnowledgeGraph:
             out[r["id"]] = r["cid"]
         return out
 
+    def _visible_ids(
+        self, tx: ManagedTransaction, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> list[str]:
+        params = self._params(acl_class_ids, ids=list(dict.fromkeys(entity_ids)))
+        return [r["entity_id"] for r in tx.run(_VISIBLE_IDS, params)]
+
+    def _hub_thresholds(self, tx: ManagedTransaction, cids: Sequence[str]) -> dict[str, int]:
+        return {r["entity_id"]: int(r["min_degree"]) for r in tx.run(_HUBS, {"ns": self._ns, "cids": list(cids)})}
+
     def _cardinality(self, tx: ManagedTransaction) -> dict[str, Cardinality]:
         record = tx.run(_CARDINALITY, ns=self._ns).single()
         if record is None:
@@ -518,7 +571,8 @@ class Neo4jKnowledgeGraph:
         params = self._params(acl_class_ids, cids=list(dict.fromkeys(cids)))
         members: dict[str, list[MemberRow]] = {}
         for r in tx.run(_MEMBER_ROWS, params):
-            row = MemberRow(r["entity_id"], str(r["name"]), str(r["type"]), _strong_ids(r["strong_ids"]), r["visible"])
+            ids = tuple(sorted({pair for stored in r["ids"] for pair in _strong_ids(stored)}))
+            row = MemberRow(r["entity_id"], str(r["name"]), str(r["type"]), ids, r["visible"])
             members.setdefault(r["cid"], []).append(row)
         aliases: dict[str, dict[str, int]] = {}
         for record in tx.run(_ALIAS_COUNTS, params):
@@ -528,13 +582,16 @@ class Neo4jKnowledgeGraph:
     def _summaries(
         self, tx: ManagedTransaction, cids: Sequence[str], acl_class_ids: Sequence[str] | None
     ) -> dict[str, EntitySummary]:
-        clusters = self._clusters(tx, cids, acl_class_ids)
+        return self._summarise(tx, self._clusters(tx, cids, acl_class_ids), acl_class_ids)
+
+    def _summarise(
+        self, tx: ManagedTransaction, clusters: Mapping[str, ClusterView], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
         if not clusters:
             return {}
         params = self._params(acl_class_ids, cids=list(clusters))
         degrees = {r["cid"]: int(r["degree"]) for r in tx.run(_DEGREES, params)}
-        hubs = {r["entity_id"] for r in tx.run(_HUBS, params)}
-        return summaries(clusters, degrees, hubs)
+        return summaries(clusters, degrees, self._hub_thresholds(tx, list(clusters)))
 
 
 # --- rows and records -------------------------------------------------------------------------------------
@@ -606,7 +663,14 @@ def _entity_row(e: ProjectedEntity) -> dict[str, Any]:
         "seen_active": [r.active for r in e.reaches],
         "docs": list(e.doc_ids),
         "aliases": [
-            {"name": a.name, "norm": a.norm_name, "acl": a.reach.acl_class_id, "active": a.reach.active, "uses": a.uses}
+            {
+                "name": a.name,
+                "norm": a.norm_name,
+                "acl": a.reach.acl_class_id,
+                "active": a.reach.active,
+                "uses": a.uses,
+                "strong_ids": json.dumps([list(p) for p in a.strong_ids]),
+            }
             for a in e.aliases
         ],
     }

@@ -18,7 +18,6 @@ import pytest
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, DocumentStatus
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.extraction.identity import entity_id
 from kgrag_core.extraction.model import (
     ChunkExtraction,
     ClaimItem,
@@ -44,6 +43,7 @@ from kgrag_core.extraction.records import (
 from kgrag_core.ingest import DeletionRecord
 from kgrag_core.ports import DocumentStore, ExtractionStore
 from kgrag_testing.contracts.document_store import ENG, make_document
+from kgrag_testing.contracts.entity_ids import contract_entity_id
 
 
 class DocumentWriter(DocumentStore, Protocol):
@@ -560,4 +560,4 @@ class ExtractionStoreContract:
         [chunk] = commit_doc(stores, "doc-1", ["LEJ-2 holds 24,500 pallets."])
         stores.extraction.save([result(chunk, claims=[capacity(" lej-2.", "24,500", "24,500 pallets")])])
         [claim] = stores.extraction.claims(entity="LEJ-2")
-        assert claim.entity_id == entity_id("Site", "LEJ-2")
+        assert claim.entity_id == contract_entity_id("Site", "LEJ-2")
