@@ -33,7 +33,7 @@ from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimum
 
 from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 from kgrag_core.extraction.claims import timeline
-from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.extraction.identity import normalise_name, relation_id
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.ontology import Cardinality
 from kgrag_core.extraction.records import ClaimRecord
@@ -142,7 +142,9 @@ WITH x LIMIT $cap
 RETURN count(x) AS degree
 """
 
-# Strongest first: more visible evidence chunks, higher confidence, then relation ID (as the SQL store).
+# Strongest first: more visible evidence chunks, then higher confidence; the first $limit with their ties
+# (as the SQL store's FETCH FIRST ... WITH TIES), since the relation ID that breaks ties is the caller's
+# (computed from the ids the caller is shown) and is known only once the ends are named.
 _NEIGHBOURS: LiteralString = (
     """
 MATCH (:KgCanonical {ns: $ns, canonical_id: $cid})-[x:KG_EDGE]-()
@@ -152,11 +154,18 @@ WITH DISTINCT x
     + _VISIBLE_EVIDENCE
     + """
 WITH x, chunks, conf, written, first_written, valid_to WHERE size(chunks) > 0
-RETURN x.relation_id AS relation_id, startNode(x).canonical_id AS subject, x.relation AS relation,
+WITH x, chunks, conf, written, first_written, valid_to ORDER BY size(chunks) DESC, conf DESC
+WITH collect({x: x, chunks: chunks, conf: conf, written: written, first_written: first_written,
+              valid_to: valid_to}) AS rows
+WITH rows, CASE WHEN size(rows) > $limit THEN rows[$limit - 1] ELSE null END AS last
+UNWIND rows AS r
+WITH r, last
+WHERE last IS NULL OR size(r.chunks) > size(last.chunks) OR (size(r.chunks) = size(last.chunks) AND r.conf >= last.conf)
+WITH r.x AS x, r.chunks AS chunks, r.conf AS conf, r.written AS written, r.first_written AS first_written,
+     r.valid_to AS valid_to
+RETURN startNode(x).canonical_id AS subject, x.relation AS relation,
        endNode(x).canonical_id AS object, x.polarity AS polarity, x.modality AS modality,
        x.valid_from AS valid_from, valid_to, chunks, conf, written, first_written
-ORDER BY size(chunks) DESC, conf DESC, relation_id
-LIMIT $limit
 """
 )
 
@@ -438,7 +447,9 @@ class Neo4jKnowledgeGraph:
             rows = [r.data() for r in tx.run(_NEIGHBOURS, params)]
             ends = list(dict.fromkeys(e for r in rows for e in (r["subject"], r["object"])))
             clusters = self._clusters(tx, ends, acl_class_ids)
-            return [e for e in (_edge(r, clusters) for r in rows) if e is not None]
+            edges = [e for e in (_edge(r, clusters) for r in rows) if e is not None]
+            edges.sort(key=lambda e: (-e.evidence_count, -e.confidence, e.relation_id))
+            return edges[:limit]
 
         return self._read(work)
 
@@ -613,14 +624,17 @@ def _edge(row: Mapping[str, Any], clusters: Mapping[str, ClusterView]) -> Edge |
     subject, obj = row["subject"], row["object"]
     if subject not in clusters or obj not in clusters:  # only while the far end awaits its projection
         return None
+    s_ref, o_ref = clusters[subject].ref, clusters[obj].ref
+    polarity, modality, valid_from = Polarity(row["polarity"]), Modality(row["modality"]), _date(row["valid_from"])
     return Edge(
-        relation_id=row["relation_id"],
-        subject=clusters[subject].ref,
+        # Keyed by the ids this caller is shown, as PostgresGraphStore keys it.
+        relation_id=relation_id(s_ref.entity_id, row["relation"], o_ref.entity_id, valid_from, polarity, modality),
+        subject=s_ref,
         relation=row["relation"],
-        object=clusters[obj].ref,
-        polarity=Polarity(row["polarity"]),
-        modality=Modality(row["modality"]),
-        valid_from=_date(row["valid_from"]),
+        object=o_ref,
+        polarity=polarity,
+        modality=modality,
+        valid_from=valid_from,
         valid_to=_date(row["valid_to"]),
         evidence_chunk_ids=tuple(sorted(row["chunks"])),
         confidence=float(row["conf"]),

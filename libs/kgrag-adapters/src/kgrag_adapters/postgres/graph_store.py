@@ -682,11 +682,14 @@ def _edge(row: Row, clusters: Mapping[str, ClusterView]) -> Edge | None:
     if subject not in clusters or obj not in clusters:  # cannot happen: visible evidence shows both ends
         return None
     polarity, modality = Polarity(row[3]), Modality(row[4])
+    s_ref, o_ref = clusters[subject].ref, clusters[obj].ref
     return Edge(
-        relation_id=relation_id(subject, relation, obj, row[5], polarity, modality),
-        subject=clusters[subject].ref,
+        # Keyed by the ids this caller is shown: one keyed by a label they may not see would tell them (the
+        # formula is public) that the cluster has a member they cannot read.
+        relation_id=relation_id(s_ref.entity_id, relation, o_ref.entity_id, row[5], polarity, modality),
+        subject=s_ref,
         relation=relation,
-        object=clusters[obj].ref,
+        object=o_ref,
         polarity=polarity,
         modality=modality,
         valid_from=row[5],

@@ -412,6 +412,10 @@ class GraphReaderContract:
         assert named.entity.entity_id == PRIYA
         [leads] = r.neighbours(PRIYA, ENG_READER)
         assert (leads.subject.entity_id, leads.subject.name) == (PRIYA, "Priya Raman")
+        # The edge's id is keyed by the ids shown: one keyed by DANA would tell (the formula is public) that
+        # the cluster has a member this reader cannot see.
+        fact = (None, Polarity.POSITIVE, Modality.FACT)
+        assert leads.relation_id == relation_id(PRIYA, "LEADS", ROUTING, *fact)
         assert {c.entity_id for c in r.claims_of([PRIYA], ENG_READER)} == {PRIYA}
         # Asking for the label by id answers exactly as an unknown id does.
         assert r.entity(DANA, ENG_READER) is None and r.entity("ent_unknown", ENG_READER) is None
@@ -422,6 +426,8 @@ class GraphReaderContract:
         assert admin is not None
         assert (admin.entity.entity_id, admin.entity.name) == (DANA, "Dana Lee")
         assert admin.members == tuple(sorted([PRIYA, DANA]))
+        admin_leads = next(e for e in r.neighbours(PRIYA, ADMIN) if e.relation == "LEADS")
+        assert admin_leads.relation_id == relation_id(DANA, "LEADS", ROUTING, *fact)
         hr = r.entity(DANA, HR_READER)
         assert hr is not None
         assert (hr.entity.entity_id, hr.entity.name, hr.degree) == (DANA, "Dana Lee", 2)  # LEADS, REPORTS_TO (a loop)
