@@ -12,6 +12,7 @@ import secrets
 import statistics
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +62,43 @@ RECORDS = [
 ]
 
 
-@pytest.fixture
-def client(tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder) -> Iterator[TestClient]:
+def person(doc_id: str, name: str, team: str, *, groups: list[str] | None = None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": doc_id,
+        "title": "Person",
+        "source": "records",
+        "record": {"type": "person", "fields": {"name": name, "email": f"{doc_id}@northwind.example", "team": team}},
+    }
+    if groups is not None:
+        record["acl"] = {"groups": groups}
+    return record
+
+
+# Team Falcon: one public member, three HR-only ones. With a hub threshold of 3 it is a hub by all its edges.
+HUB_RECORDS = [
+    person("p-public", "Avery Public", "Falcon"),
+    *(person(f"p-secret-{i}", f"Secret Member {i}", "Falcon", groups=["hr"]) for i in range(3)),
+]
+
+
+@contextmanager
+def serving(
+    tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder, records: list[dict[str, Any]]
+) -> Iterator[TestClient]:
     path = tmp_path / "records.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
-    settings = KgragSettings(data_dir=tmp_path / "index", pg_dsn=pg_dsn, max_document_bytes=20_000)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    settings = KgragSettings(
+        data_dir=tmp_path / "index", pg_dsn=pg_dsn, max_document_bytes=20_000, resolution_hub_min_degree=3
+    )
     with open_embedded(settings, embedder=embedder) as kg, TestClient(create_app(kg, VERIFIER)) as c:
         outcomes = kg.ingest(list(iter_path(path)))
         assert all(o.error_code is None for o in outcomes), [o.as_dict() for o in outcomes]
+        yield c
+
+
+@pytest.fixture
+def client(tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder) -> Iterator[TestClient]:
+    with serving(tmp_path, pg_dsn, embedder, RECORDS) as c:
         yield c
 
 
@@ -120,3 +150,30 @@ def test_records_sharing_an_email_show_the_outsider_only_the_public_record(clien
     assert ["user_id", SECRET_USER] in insider["strong_ids"]
     admin = c.get(f"/v1/entities/{public['entity_id']}", headers=ADMIN)
     assert admin.status_code == 200 and SECRET_USER in admin.text
+
+
+def test_a_hub_by_restricted_edges_is_no_hub_to_an_outsider(
+    tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder
+) -> None:
+    with serving(tmp_path, pg_dsn, embedder, HUB_RECORDS) as c:
+        [team] = [t for t in resolve(c, "Falcon", OUTSIDER) if t["type"] == "Team"]
+        assert (team["degree"], team["is_hub"]) == (1, False)
+        [avery] = resolve(c, "Avery Public", OUTSIDER)
+
+        def walk(start: str, headers: dict[str, str]) -> dict[str, Any]:
+            response = c.get(f"/v1/entities/{start}/neighbors", params={"depth": 2}, headers=headers)
+            assert response.status_code == 200, response.text
+            body: dict[str, Any] = response.json()
+            return body
+
+        outsider = walk(avery["entity_id"], OUTSIDER)
+        assert "hub: Falcon" not in outsider["truncated"]
+        assert {(e["subject"]["name"], e["object"]["name"]) for e in outsider["edges"]} == {("Avery Public", "Falcon")}
+        # Positive controls: to HR readers (public records too) and admins Falcon is a hub of 4, and walks stop there.
+        [hr_team] = [t for t in resolve(c, "Falcon", READER) if t["type"] == "Team"]
+        assert (hr_team["entity_id"], hr_team["degree"], hr_team["is_hub"]) == (team["entity_id"], 4, True)
+        [secret] = resolve(c, "Secret Member 0", READER)
+        assert "hub: Falcon" in walk(secret["entity_id"], READER)["truncated"]
+        admin = c.get(f"/v1/entities/{team['entity_id']}", headers=ADMIN).json()
+        assert (admin["degree"], admin["is_hub"]) == (4, True)
+        assert "hub: Falcon" in walk(avery["entity_id"], ADMIN)["truncated"]
