@@ -104,8 +104,15 @@ ON CONFLICT (claim_id, chunk_id, quote_key) DO UPDATE SET
 """
 
 # acl_class_id, doc_id and the date written come from the chunk row, not a copy (see 0003_extraction.sql).
+# The entity is named as the claim's own evidence chunk names it (a claim's subject is the mention of its
+# chunk): the stored name of an entity keyed by a strong identifier is the first any record gave it, maybe
+# a restricted one (docs/security.md, section 3). For the same reason a name finds an entity through the
+# mentions the caller may read, or through the stored name only of an entity keyed by that name.
 _SELECT_CLAIMS: LiteralString = """
-SELECT cl.claim_id, cl.entity_id, e.name, e.type, cl.attribute, cl.value, ev.quote, cl.modality, cl.polarity,
+SELECT cl.claim_id, cl.entity_id,
+       COALESCE((SELECT m.name FROM kg_mentions m WHERE m.chunk_id = ev.chunk_id AND m.entity_id = cl.entity_id
+                 ORDER BY m.confidence DESC, m.name LIMIT 1), e.name),
+       e.type, cl.attribute, cl.value, ev.quote, cl.modality, cl.polarity,
        cl.valid_from, cl.valid_to, (c.doc_time AT TIME ZONE 'UTC')::date, ev.chunk_id, c.doc_id, c.acl_class_id,
        ev.tier, ev.confidence
 FROM kg_claims cl
@@ -114,8 +121,10 @@ JOIN kg_claim_evidence ev ON ev.claim_id = cl.claim_id
 JOIN chunks c ON c.chunk_id = ev.chunk_id
 JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'
 WHERE (%(entity)s::text IS NULL OR cl.entity_id IN (
-          SELECT entity_id FROM kg_entities WHERE norm_name = %(entity)s
-          UNION SELECT entity_id FROM kg_mentions WHERE norm_name = %(entity)s))
+          SELECT entity_id FROM kg_entities WHERE norm_name = %(entity)s AND strong_ids = '[]'::jsonb
+          UNION SELECT m.entity_id FROM kg_mentions m JOIN chunks mc ON mc.chunk_id = m.chunk_id
+          JOIN documents md ON md.doc_id = mc.doc_id AND md.status = 'ACTIVE'
+          WHERE m.norm_name = %(entity)s AND (%(admin)s OR mc.acl_class_id = ANY(%(acl)s::text[]))))
   AND (%(attribute)s::text IS NULL OR cl.attribute = %(attribute)s)
   AND (%(admin)s OR c.acl_class_id = ANY(%(acl)s::text[]))
 """
