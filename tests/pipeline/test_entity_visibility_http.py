@@ -177,3 +177,24 @@ def test_a_hub_by_restricted_edges_is_no_hub_to_an_outsider(
         admin = c.get(f"/v1/entities/{team['entity_id']}", headers=ADMIN).json()
         assert (admin["degree"], admin["is_hub"]) == (4, True)
         assert "hub: Falcon" in walk(avery["entity_id"], ADMIN)["truncated"]
+
+
+def test_graph_search_seeds_and_paths_hold_only_visible_entities(client: TestClient) -> None:
+    c = client
+    [team] = [t for t in resolve(c, "Osprey Restructuring", READER) if t["type"] == "Team"]
+    [blake] = resolve(c, "J. Blake", OUTSIDER)
+    question = {"query": "Who leads the Osprey Restructuring team, and what does J. Blake plan?", "graph": True}
+
+    def searched(headers: dict[str, str]) -> dict[str, Any]:
+        response = c.post("/v1/search", json=question, headers=headers)
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    insider = searched(READER)
+    assert insider["traversal"] is not None and team["entity_id"] in insider["traversal"]["seeds"]  # control
+    outsider = searched(OUTSIDER)
+    assert outsider["traversal"] is not None and outsider["traversal"]["seeds"] == [blake["entity_id"]]
+    text = json.dumps({k: v for k, v in outsider.items() if k != "query"})  # the question echoed names them
+    assert team["entity_id"] not in text and "Osprey Restructuring" not in text
+    assert SECRET_NAME not in text and SECRET_USER not in text
