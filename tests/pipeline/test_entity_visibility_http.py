@@ -18,13 +18,16 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 
 from kgrag_adapters.connectors import iter_path
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_core.extraction.identity import entity_id
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import open_embedded
+from kgrag_runtime.wiring import adopt_entity_id_key, open_embedded
 
 VERIFIER = TokenVerifier(key="test-key-" + "y" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
 
@@ -198,3 +201,18 @@ def test_graph_search_seeds_and_paths_hold_only_visible_entities(client: TestCli
     text = json.dumps({k: v for k, v in outsider.items() if k != "query"})  # the question echoed names them
     assert team["entity_id"] not in text and "Osprey Restructuring" not in text
     assert SECRET_NAME not in text and SECRET_USER not in text
+
+
+def test_kgrag_entity_id_key_keys_the_installation(pg_dsn: str, tmp_path: Path) -> None:
+    """KGRAG_ENTITY_ID_KEY, set before the first entity, becomes the installation's key for every process."""
+    key = "operator-managed-entity-key-0123456789"
+    with PostgresGraphStore.connect(pg_dsn) as store:
+        generated = store.entity_id_for("Team", "Routing")
+        adopt_entity_id_key(store, KgragSettings(data_dir=tmp_path, pg_dsn=pg_dsn))  # unset: nothing changes
+        assert store.entity_id_for("Team", "Routing") == generated
+        adopt_entity_id_key(store, KgragSettings(data_dir=tmp_path, pg_dsn=pg_dsn, entity_id_key=key))
+        assert store.entity_id_for("Team", "Routing") == entity_id("Team", "Routing", key=key.encode()) != generated
+    with PostgresGraphStore.connect(pg_dsn) as later:  # another process, without the setting
+        assert later.entity_id_for("Team", "Routing") == entity_id("Team", "Routing", key=key.encode())
+    with pytest.raises(ValidationError):
+        KgragSettings(data_dir=tmp_path, entity_id_key="too short")
