@@ -156,12 +156,19 @@ _NAMED: LiteralString = (
     " AND e.strong_ids = '[]'::jsonb AND " + _ENTITY_VISIBLE
 )
 
-# One canonical entity's distinct visible edges, counted up to %(cap)s: whether it reaches a hub threshold.
-_DEGREE_AT_LEAST: LiteralString = (
+# One canonical entity's visible relation rows as edge keys, at most %(rows)s of them: no DISTINCT, so the
+# scan stops after %(rows)s rows instead of reading every edge of a hub. Several mention-level relations can
+# share a key (and a self-loop comes twice), so fewer distinct keys than rows means "count them all".
+_VISIBLE_EDGE_ROWS: LiteralString = (
     "WITH " + _MEMBERS_CTE + ", rel AS (SELECT r.* FROM kg_relations r JOIN mb ON r.subject_id = mb.entity_id"
-    " UNION SELECT r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id), g AS ("
-    + _EDGE_KEYS
-    + ") SELECT count(*) FROM (SELECT 1 FROM g LIMIT %(cap)s) AS capped"
+    " UNION ALL SELECT r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id)"
+    " SELECT COALESCE(cs.canonical_id, r.subject_id), r.relation, COALESCE(co.canonical_id, r.object_id),"
+    " r.polarity, r.modality, r.valid_from"
+    " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
+    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " WHERE EXISTS (SELECT 1 FROM kg_relation_evidence ev JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND ev.relation_id = r.relation_id) LIMIT %(rows)s"
 )
 
 # The columns PostgresExtractionStore's `_claim` reads.
@@ -304,11 +311,7 @@ class PostgresGraphStore(PostgresExtractionStore):
             visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**acl, "ids": ids})]
             canonical = _canonical(conn, visible)
             thresholds = _hub_thresholds(conn, list(set(canonical.values())))
-            hubs = {
-                cid
-                for cid, cap in sorted(thresholds.items())
-                if _count(conn.execute(_DEGREE_AT_LEAST, {**acl, "ids": [cid], "cap": cap}).fetchone()) >= cap
-            }
+            hubs = {cid for cid, cap in sorted(thresholds.items()) if _visible_degree_reaches(conn, cid, cap, acl)}
         return {given for given, cid in canonical.items() if cid in hubs}
 
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
@@ -621,8 +624,15 @@ def _hub_thresholds(conn: psycopg.Connection[Row], cids: Sequence[str]) -> dict[
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-def _count(row: Row | None) -> int:
-    return int(row[0]) if row is not None else 0
+def _visible_degree_reaches(conn: psycopg.Connection[Row], cid: str, cap: int, acl: Mapping[str, Any]) -> bool:
+    """Whether the canonical entity has at least `cap` distinct edges the caller sees, reading as few as it can."""
+    rows = conn.execute(_VISIBLE_EDGE_ROWS, {**acl, "ids": [cid], "rows": cap}).fetchall()
+    if len(set(rows)) >= cap:
+        return True
+    if len(rows) < cap:  # every visible relation row was read
+        return False
+    degrees = {r[0]: int(r[1]) for r in conn.execute(_DEGREES, {**acl, "ids": [cid]})}
+    return degrees.get(cid, 0) >= cap
 
 
 def _acl(acl_class_ids: Sequence[str] | None) -> dict[str, Any]:
