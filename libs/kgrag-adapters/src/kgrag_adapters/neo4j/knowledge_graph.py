@@ -127,9 +127,12 @@ WHERE any(i IN range(0, size(x.ev_chunk) - 1) WHERE x.ev_active[i] AND ($admin O
 RETURN cid, count(x) AS degree
 """
 
+# A hub projected before labels carried their threshold counts as none until the next labelling re-projects
+# it: no threshold, no way to tell whether the caller's visible edges reach it.
 _HUBS: LiteralString = """
 UNWIND $cids AS cid
 MATCH (h:KgHub {ns: $ns, entity_id: cid})
+WHERE h.min_degree IS NOT NULL
 RETURN h.entity_id AS entity_id, h.min_degree AS min_degree
 """
 
