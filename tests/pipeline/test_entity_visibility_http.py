@@ -128,7 +128,7 @@ def test_an_entity_only_restricted_evidence_names_is_a_404_like_an_unknown_id(cl
     # Timing: both go through the same queries and stop at the same check. Alternate the two requests and
     # compare medians (printed for the report); a gap would have to be far above request noise to count.
     took: dict[str, list[float]] = {"hidden": [], "unknown": []}
-    for _ in range(40):
+    for _ in range(60):
         for label, entity in (("hidden", team_id), ("unknown", unknown_id)):
             started = time.perf_counter()
             assert c.get(f"/v1/entities/{entity}", headers=OUTSIDER).status_code == 404
