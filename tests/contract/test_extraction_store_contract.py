@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 import psycopg
@@ -10,8 +11,9 @@ from psycopg import sql
 
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_adapters.postgres.store import PostgresStore
-from kgrag_core.extraction.identity import entity_id
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.model import ClaimItem, EntityMention
+from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY, contract_entity_id
 from kgrag_testing.contracts.extraction_store import (
     ONTOLOGY,
     PRIYA,
@@ -31,6 +33,7 @@ def stores(pg_dsn: str) -> Iterator[Stores]:
     # Documents through a plain PostgresStore on its own connection, as the chunk indexer writes them:
     # the clean-up of facts must not depend on the extraction store doing the deleting.
     with PostgresExtractionStore.connect(pg_dsn) as extraction, PostgresStore.connect(pg_dsn) as documents:
+        extraction.use_entity_id_key(CONTRACT_ENTITY_KEY)
         yield Stores(extraction, documents)
 
 
@@ -68,7 +71,7 @@ def test_chunk_deletion_does_not_wait_for_or_undo_a_concurrent_save(stores: Stor
     [gone] = commit_doc(stores, "doc-gone", ["Routing team notes"])
     [kept] = commit_doc(stores, "doc-kept", ["More about Routing"])
     stores.extraction.save([result(gone, entities=[mention("Routing", "Team")])])
-    routing = entity_id("Team", "Routing")
+    routing = stores.extraction.entity_id_for("Team", "Routing")
     with psycopg.connect(pg_dsn) as saving:  # not autocommit: the transaction stays open
         # What save does for `kept`: upsert the entity (locking it), then add its mention.
         saving.execute(
@@ -116,3 +119,25 @@ def test_long_quotes_are_stored(stores: Stores) -> None:
     [claim] = stores.extraction.claims(entity="Routing")
     assert claim.quote == text
     assert counts(stores, "mentions", "claim_evidence") == (1, 1)
+
+
+def test_entity_ids_are_keyed_per_installation(pg_dsn: str) -> None:
+    """An installation's ids come from its own generated key: not computable from a name by an outsider
+    (neither the unkeyed formula nor another installation's key gives them), yet the same on every call."""
+    with PostgresExtractionStore.connect(pg_dsn) as store:
+        [chunk] = commit_doc(Stores(store, store), "doc-1", ["Routing team notes"])
+        store.save([result(chunk, entities=[mention("Routing", "Team")])])
+        with psycopg.connect(pg_dsn) as conn:
+            [(stored,)] = conn.execute("SELECT entity_id FROM kg_entities").fetchall()
+        assert stored == store.entity_id_for("Team", " routing.")
+        assert stored != contract_entity_id("Team", "Routing")  # another key
+        assert stored != "ent_" + hashlib.sha256(b"Team\x1frouting").hexdigest()[:20]  # no key
+        with PostgresExtractionStore.connect(pg_dsn) as again:  # the key is the installation's, not the process's
+            assert again.entity_id_for("Team", "Routing") == stored
+        # With entities stored, another key would give the same name a second id: refused, nothing changes.
+        with pytest.raises(KgragError) as err:
+            store.use_entity_id_key(b"an operator's new key, too late")
+        assert err.value.code is ErrorCode.CONFIGURATION_INVALID
+        assert store.entity_id_for("Team", "Routing") == stored
+        with pytest.raises(KgragError):
+            store.use_entity_id_key(b"short")

@@ -18,6 +18,7 @@ from kgrag_core.graph.ports import GraphReader, ResolutionStore
 from kgrag_core.ingest import DeletionRecord
 from kgrag_core.ports import ExtractionStore
 from kgrag_testing.contracts.document_store import ENG, make_document
+from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY
 from kgrag_testing.contracts.graph_store import (
     ADMIN,
     DANA,
@@ -73,6 +74,7 @@ class PostgresWorld:
 @pytest.fixture
 def world(pg_dsn: str) -> Iterator[PostgresWorld]:
     with PostgresGraphStore.connect(pg_dsn) as graph, PostgresStore.connect(pg_dsn) as documents:
+        graph.use_entity_id_key(CONTRACT_ENTITY_KEY)
         yield PostgresWorld(graph, documents)
 
 
@@ -86,6 +88,7 @@ class TestPostgresResolutionStore(ResolutionStoreContract):
 
 def test_one_object_serves_every_postgres_port(pg_dsn: str) -> None:
     with PostgresGraphStore.connect(pg_dsn) as store:
+        store.use_entity_id_key(CONTRACT_ENTITY_KEY)
         for port in (GraphReader, ResolutionStore, ExtractionStore):
             assert isinstance(store, port), port.__name__
         build_world(PostgresWorld(store, store))
@@ -152,3 +155,20 @@ def test_facts_of_a_document_that_is_not_active_are_invisible(world: PostgresWor
     assert world.graph.neighbours(PRIYA, ADMIN) == []
     assert world.graph.entities_named(["Priya Raman"], ADMIN) == {"priya raman": []}
     assert world.graph.label_hubs(1) == 0
+
+
+def test_hub_check_counts_distinct_edges_when_relation_rows_repeat_a_key(world: PostgresWorld) -> None:
+    """`hubs_among` reads at most threshold-many relation rows; two members' relations that are one canonical
+    edge fill that quota with one edge, and the check must then count exactly, not call it a hub or not."""
+    build_world(world)
+    [chunk] = world.add_document("doc-lead-2", ["P. Raman leads Routing."], acl=ENG, at=FEB)
+    key = ExtractionKey(chunk.content_hash, "graph-test", "1")
+    mentions = (EntityMention("P. Raman", "Person", chunk.text, 0.9), EntityMention("Routing", "Team", chunk.text, 0.9))
+    leads = RelationItem("P. Raman", "Person", "LEADS", "Routing", "Team", chunk.text, 0.8)
+    world.extract([ChunkExtraction(chunk.chunk_id, key, Tier.LLM, mentions, (leads,), ())])
+    world.merge(merge("m1", PRIYA, P_RAMAN))  # LEADS Routing from both members: one edge of the cluster
+    assert world.label_hubs(3) == 1  # LEADS, REPORTS_TO, OWNS
+    assert world.graph.hubs_among([PRIYA], ADMIN) == {PRIYA}
+    assert world.graph.hubs_among([PRIYA], ENG_READER) == set()  # LEADS (two rows) and OWNS: two edges
+    summary = world.graph.entity(P_RAMAN, ENG_READER)
+    assert summary is not None and (summary.degree, summary.is_hub) == (2, False)

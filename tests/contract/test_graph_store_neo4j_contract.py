@@ -39,6 +39,7 @@ from kgrag_core.handlers.knowledge_projection import (
 )
 from kgrag_core.ingest import DeletionRecord
 from kgrag_testing.contracts.document_store import ENG, make_document
+from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY
 from kgrag_testing.contracts.graph_store import (
     ADMIN,
     ENG_READER,
@@ -143,6 +144,7 @@ def world(pg_dsn: str, neo4j_graph: Neo4jKnowledgeGraph) -> Iterator[Neo4jWorld]
         PostgresStore.connect(pg_dsn) as documents,
         PostgresKnowledgeSource.connect(pg_dsn) as source,
     ):
+        pg.use_entity_id_key(CONTRACT_ENTITY_KEY)
         yield Neo4jWorld(pg, documents, source, neo4j_graph)
 
 

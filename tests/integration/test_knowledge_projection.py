@@ -29,6 +29,7 @@ from kgrag_core.graph.ports import GraphReader
 from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_core.ingest import DeletionRecord
 from kgrag_testing.contracts.document_store import make_document
+from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY
 from kgrag_testing.contracts.graph_store import (
     ADMIN,
     ATLAS,
@@ -105,6 +106,7 @@ def neo(neo4j_uri: str) -> Iterator[Neo4jKnowledgeGraph]:
 @pytest.fixture
 def world(pg_dsn: str) -> Iterator[PostgresOnly]:
     with PostgresGraphStore.connect(pg_dsn) as pg, PostgresStore.connect(pg_dsn) as documents:
+        pg.use_entity_id_key(CONTRACT_ENTITY_KEY)
         yield PostgresOnly(pg, documents)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 from datetime import date
 
@@ -10,7 +12,8 @@ import pytest
 
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import as_written_by, current_values, timeline
-from kgrag_core.extraction.identity import claim_id, entity_id, normalise_name, relation_id
+from kgrag_core.extraction.identity import claim_id, normalise_name, relation_id
+from kgrag_core.extraction.identity import entity_id as keyed_entity_id
 from kgrag_core.extraction.model import (
     ChunkExtraction,
     ClaimItem,
@@ -28,7 +31,8 @@ from kgrag_core.extraction.ontology import Cardinality, parse_ontology
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
 from kgrag_core.extraction.serialise import extraction_from_dict, extraction_to_dict
 
-SITE = entity_id("Site", "LEJ-2")
+KEY = b"unit-test-entity-id-key"
+SITE = keyed_entity_id("Site", "LEJ-2", key=KEY)
 SINGLE = {"capacity_pallets": Cardinality.SINGLE, "language": Cardinality.MULTI}
 JAN, FEB, MAR = date(2024, 1, 10), date(2024, 2, 10), date(2024, 3, 10)
 
@@ -178,7 +182,7 @@ def test_unknown_attributes_count_as_single_valued() -> None:
 
 
 def test_entities_and_attributes_are_separate_timelines() -> None:
-    other = entity_id("Site", "LEJ-3")
+    other = keyed_entity_id("Site", "LEJ-3", key=KEY)
     got = timeline([claim("1", JAN), claim("2", FEB, entity=other), claim("3", MAR, attribute="headcount")], SINGLE)
     assert [r.status for r in got] == [ClaimStatus.CURRENT] * 3
 
@@ -225,6 +229,7 @@ def test_normalise_name(raw: str, expected: str) -> None:
 
 
 def test_entity_id_from_name_or_strong_id() -> None:
+    entity_id = functools.partial(keyed_entity_id, key=KEY)
     assert entity_id("Person", "Priya Raman") == entity_id("Person", " priya  raman.")
     assert entity_id("Person", "Priya Raman") != entity_id("Team", "Priya Raman")
     assert entity_id("Person", "Priya Raman").startswith("ent_")
@@ -235,8 +240,19 @@ def test_entity_id_from_name_or_strong_id() -> None:
     assert entity_id("Person", "Priya", both) == entity_id("Person", "x", list(reversed(both)))
 
 
+def test_entity_ids_are_keyed_by_the_installation_secret() -> None:
+    """Nobody without the key computes an id from a name: another key gives other ids, no key none at all."""
+    ours = keyed_entity_id("Person", "Dana Lee", key=KEY)
+    assert ours == keyed_entity_id("Person", "dana  LEE", key=KEY)  # deterministic within the installation
+    assert ours != keyed_entity_id("Person", "Dana Lee", key=b"another installation's key")
+    unkeyed = "ent_" + hashlib.sha256(b"Person\x1fdana lee").hexdigest()[:20]  # the old formula
+    assert ours != unkeyed
+    with pytest.raises(ValueError, match="key"):
+        keyed_entity_id("Person", "Dana Lee", key=b"")
+
+
 def test_relation_and_claim_ids_separate_what_differs() -> None:
-    a, b = entity_id("Person", "A"), entity_id("Team", "B")
+    a, b = keyed_entity_id("Person", "A", key=KEY), keyed_entity_id("Team", "B", key=KEY)
     plain = relation_id(a, "LEADS", b, None, Polarity.POSITIVE, Modality.FACT)
     assert plain.startswith("rel_")
     assert plain == relation_id(a, "LEADS", b, None, Polarity.POSITIVE, Modality.FACT)

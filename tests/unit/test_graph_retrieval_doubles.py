@@ -161,7 +161,7 @@ class InMemoryGraph:
                     out.setdefault(name, []).append(visible)
         return out
 
-    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
+    def hubs_among(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> set[str]:
         self._enter("hubs_among", ",".join(entity_ids))
         return {e for e in entity_ids if e in self.entities and self.entities[e].is_hub}
 

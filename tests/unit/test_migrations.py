@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +21,7 @@ ALL = [
     "0004_resolution",
     "0005_resolution_near",
     "0006_acl_principal_names",
+    "0007_visibility_by_evidence",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +49,7 @@ TABLES = {
     "er_canonical",
     "er_review_queue",
     "kg_hubs",
+    "kg_installation",
 }
 
 
@@ -167,7 +170,7 @@ def test_stored_acl_classes_with_smuggled_separators_fail_closed(pg_dsn: str, tm
         assert apply_migrations(conn, tmp_path)[-1] == "0005_resolution_near"
         for class_id, principals in rows.items():
             conn.execute("INSERT INTO acl_classes (acl_class_id, principals) VALUES (%s, %s)", (class_id, principals))
-        assert apply_migrations(conn) == ["0006_acl_principal_names"]
+        assert apply_migrations(conn)[0] == "0006_acl_principal_names"
         stored = {r[0]: (list(r[1]), r[2]) for r in conn.execute("SELECT * FROM acl_classes").fetchall()}
     admin_only = (["role:admin"], True)
     assert stored["acl_smuggled00000"] == admin_only
@@ -175,3 +178,36 @@ def test_stored_acl_classes_with_smuggled_separators_fail_closed(pg_dsn: str, tm
     assert stored["acl_padded0000000"] == admin_only
     assert stored["acl_clean00000000"] == (rows["acl_clean00000000"], False)
     assert stored["acl_public0000000"] == (rows["acl_public0000000"], False)
+
+
+def test_an_older_store_keeps_each_mentions_key_identifier(pg_dsn: str, tmp_path: Path) -> None:
+    """0007 gives every mention of an entity keyed by a strong identifier that identifier (and no other one)."""
+    for path in migrate.migration_files()[:5]:  # the schema before 0006/0007
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    unkeyed = "ent_" + hashlib.sha256(b"Person\x1femail:jb@x.org").hexdigest()[:20]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        apply_migrations(conn, tmp_path)
+        conn.execute("INSERT INTO acl_classes (acl_class_id, principals) VALUES ('acl_p', '{public}')")
+        conn.execute(
+            "INSERT INTO documents (doc_id, source, uri, title, version, content_hash, acl_class_id, media_type,"
+            " byte_length) VALUES ('d1', 's', 'u', 't', 1, 'h', 'acl_p', 'text/plain', 9)"
+        )
+        conn.execute(
+            "INSERT INTO chunks (chunk_id, doc_id, seq, section_path, start_byte, end_byte, text, token_count,"
+            " content_hash, acl_class_id) VALUES ('c1', 'd1', 0, '{}', 0, 9, 'J. Blake.', 2, 'h', 'acl_p')"
+        )
+        conn.execute(
+            "INSERT INTO kg_entities (entity_id, type, name, norm_name, strong_ids) VALUES"
+            " (%s, 'Person', 'Jordan Blake', 'jordan blake', '[[\"email\", \"JB@x.org\"], [\"user_id\", \"u1\"]]'),"
+            " ('ent_name', 'Team', 'Falcon', 'falcon', '[]')",
+            (unkeyed,),
+        )
+        conn.execute(
+            "INSERT INTO kg_mentions (chunk_id, entity_id, name, norm_name, tier, quote, confidence) VALUES"
+            " ('c1', %s, 'J. Blake', 'j. blake', 1, 'J. Blake.', 1.0),"
+            " ('c1', 'ent_name', 'Falcon', 'falcon', 1, 'x', 1)",
+            (unkeyed,),
+        )
+        assert "0007_visibility_by_evidence" in apply_migrations(conn)
+        rows = dict(conn.execute("SELECT entity_id, strong_ids FROM kg_mentions").fetchall())
+        assert rows == {unkeyed: [["email", "JB@x.org"]], "ent_name": []}

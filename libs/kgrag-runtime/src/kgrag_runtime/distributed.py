@@ -25,7 +25,7 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm
+from kgrag_runtime.wiring import adopt_entity_id_key, build_embedder, build_indexer, build_llm
 
 T = TypeVar("T")
 
@@ -145,6 +145,7 @@ def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) ->
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
         store = stack.enter_context(PostgresGraphStore.connect(dsn))
+        adopt_entity_id_key(store, settings)
         yield DistributedStores(settings, stack, store, embedder)
 
 

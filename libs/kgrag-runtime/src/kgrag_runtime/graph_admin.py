@@ -83,7 +83,7 @@ class GraphAdmin:
             if hop == depth:
                 break  # the last hop expands nothing: a hub reached here cut nothing off
             frontier = []
-            hubs = self.store.hubs_among(next_frontier) if next_frontier else set()
+            hubs = self.store.hubs_among(next_frontier, visible) if next_frontier else set()
             for node in next_frontier:
                 if node in hubs:
                     summary = self.store.entity(node, visible)

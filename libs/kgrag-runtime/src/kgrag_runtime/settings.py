@@ -81,6 +81,12 @@ class KgragSettings(BaseSettings):
         1.0, gt=0, description="Budget of the whole graph layer; over it the answer is hybrid's, flagged degraded."
     )
     resolution_enabled: bool = Field(True, description="Resolve entities after every extraction.")
+    entity_id_key: SecretStr | None = Field(
+        None,
+        min_length=16,
+        description="Secret that keys entity ids (at least 16 characters); unset: the key PostgreSQL generated "
+        "once (kg_installation). Settable only before the first entity is stored, or to the key already in use.",
+    )
     resolution_hub_min_degree: int = Field(25, ge=2, description="Entities with this many edges are hubs.")
     resolution_full_pass_every_s: float = Field(
         3600.0,

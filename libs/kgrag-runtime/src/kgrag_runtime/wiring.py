@@ -40,6 +40,12 @@ from kgrag_runtime.ingest_gateway import EmbeddedIngest
 from kgrag_runtime.settings import KgragSettings
 
 
+def adopt_entity_id_key(store: PostgresGraphStore, settings: KgragSettings) -> None:
+    """Key entity ids with KGRAG_ENTITY_ID_KEY when it is set (else PostgreSQL's generated key stays)."""
+    if settings.entity_id_key is not None:
+        store.use_entity_id_key(settings.entity_id_key.get_secret_value().encode("utf-8"))
+
+
 def build_embedder(settings: KgragSettings) -> Embedder:
     if settings.embedder == "openai":
         if not (settings.embeddings_base_url and settings.embeddings_model):
@@ -141,6 +147,7 @@ def open_embedded(
         else:
             dsn = stack.enter_context(EmbeddedPostgres(data_dir / "postgres")).dsn
         store = stack.enter_context(PostgresGraphStore.connect(dsn))
+        adopt_entity_id_key(store, settings)
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
         stack.callback(vectors.close)

@@ -8,17 +8,18 @@ Shape (every node carries `ns`, so several projections can share one database; k
 
     (:KgEntity {entity_id, canonical_id, name, type, norm_name, strong_ids, seen_acl[], seen_active[]})
         -[:SEEN_IN]->(:KgDoc {doc_id})            the documents whose chunks name it (scopes a re-projection)
-        -[:KNOWN_AS {name, acl, active, uses}]->(:KgName {norm})   surface forms, per reach
+        -[:KNOWN_AS {name, acl, active, uses, strong_ids}]->(:KgName {norm})   surface forms, per reach
     (:KgCanonical {canonical_id})-[:KG_EDGE {relation_id, relation, polarity, modality, valid_from,
         ev_chunk[], ev_acl[], ev_active[], ev_conf[], ev_written[], ev_valid_to[]}]->(:KgCanonical)
     (:KgClaim {claim_id, entity_id, attribute, value, ..., ev_*[] per evidence row})
-    (:KgHub {entity_id}), (:KgOntology {attributes[], cardinalities[]})
+    (:KgHub {entity_id, min_degree}), (:KgOntology {attributes[], cardinalities[]})
 
 Edges join canonical entities and are MERGEd by their canonical relation ID (a hash of subject, relation,
 object, valid_from, polarity and modality). Each stores, per evidence chunk, the chunk's ACL class and
 whether its document is ACTIVE, so visibility is decided inside the query: an edge, entity or claim exists
-for a caller only through evidence it may read, and degrees and counts use that evidence only. Absent dates
-are stored as "" (Neo4j lists hold no nulls).
+for a caller only through evidence it may read, and degrees, counts, hub flags, ids, names and strong ids
+use that evidence only (docs/security.md, sections 1-3). Absent dates are stored as "" (Neo4j lists hold
+no nulls).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimum
 
 from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 from kgrag_core.extraction.claims import timeline
-from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.extraction.identity import normalise_name, relation_id
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.ontology import Cardinality
 from kgrag_core.extraction.records import ClaimRecord
@@ -73,15 +74,31 @@ MATCH (:KgDoc {ns: $ns, doc_id: $doc_id})<-[:SEEN_IN]-(e:KgEntity)
 RETURN e.entity_id AS entity_id
 """
 
-# Members of each canonical ID (the label's own entity has canonical_id = its ID), visible or not.
+# Members of each canonical ID (the label's own entity has canonical_id = its ID), visible or not, with the
+# strong identifiers of their visible mentions.
 _MEMBER_ROWS: LiteralString = (
     """
 UNWIND $cids AS cid
 MATCH (x:KgEntity {ns: $ns, canonical_id: cid})
-RETURN cid, x.entity_id AS entity_id, x.name AS name, x.type AS type, x.strong_ids AS strong_ids, """
+OPTIONAL MATCH (x)-[a:KNOWN_AS]->()
+WHERE a.active AND ($admin OR a.acl IN $acl)
+WITH cid, x, collect(a.strong_ids) AS ids
+RETURN cid, x.entity_id AS entity_id, x.name AS name, x.type AS type, ids, """
     + _SEEN
     + """ AS visible
 ORDER BY cid, entity_id
+"""
+)
+
+# Which of $ids (as given, members or labels) visible evidence names.
+_VISIBLE_IDS: LiteralString = (
+    """
+UNWIND $ids AS id
+MATCH (x:KgEntity {ns: $ns, entity_id: id})
+WHERE """
+    + _SEEN
+    + """
+RETURN x.entity_id AS entity_id
 """
 )
 
@@ -110,13 +127,27 @@ WHERE any(i IN range(0, size(x.ev_chunk) - 1) WHERE x.ev_active[i] AND ($admin O
 RETURN cid, count(x) AS degree
 """
 
+# A hub projected before labels carried their threshold counts as none until the next labelling re-projects
+# it: no threshold, no way to tell whether the caller's visible edges reach it.
 _HUBS: LiteralString = """
 UNWIND $cids AS cid
 MATCH (h:KgHub {ns: $ns, entity_id: cid})
-RETURN h.entity_id AS entity_id
+WHERE h.min_degree IS NOT NULL
+RETURN h.entity_id AS entity_id, h.min_degree AS min_degree
 """
 
-# Strongest first: more visible evidence chunks, higher confidence, then relation ID (as the SQL store).
+# One canonical entity's distinct visible edges, counted up to $cap: whether it reaches a hub threshold.
+_DEGREE_AT_LEAST: LiteralString = """
+MATCH (:KgCanonical {ns: $ns, canonical_id: $cid})-[x:KG_EDGE]-()
+WITH DISTINCT x
+WHERE any(i IN range(0, size(x.ev_chunk) - 1) WHERE x.ev_active[i] AND ($admin OR x.ev_acl[i] IN $acl))
+WITH x LIMIT $cap
+RETURN count(x) AS degree
+"""
+
+# Strongest first: more visible evidence chunks, then higher confidence; the first $limit with their ties
+# (as the SQL store's FETCH FIRST ... WITH TIES), since the relation ID that breaks ties is the caller's
+# (computed from the ids the caller is shown) and is known only once the ends are named.
 _NEIGHBOURS: LiteralString = (
     """
 MATCH (:KgCanonical {ns: $ns, canonical_id: $cid})-[x:KG_EDGE]-()
@@ -126,11 +157,18 @@ WITH DISTINCT x
     + _VISIBLE_EVIDENCE
     + """
 WITH x, chunks, conf, written, first_written, valid_to WHERE size(chunks) > 0
-RETURN x.relation_id AS relation_id, startNode(x).canonical_id AS subject, x.relation AS relation,
+WITH x, chunks, conf, written, first_written, valid_to ORDER BY size(chunks) DESC, conf DESC
+WITH collect({x: x, chunks: chunks, conf: conf, written: written, first_written: first_written,
+              valid_to: valid_to}) AS rows
+WITH rows, CASE WHEN size(rows) > $limit THEN rows[$limit - 1] ELSE null END AS last
+UNWIND rows AS r
+WITH r, last
+WHERE last IS NULL OR size(r.chunks) > size(last.chunks) OR (size(r.chunks) = size(last.chunks) AND r.conf >= last.conf)
+WITH r.x AS x, r.chunks AS chunks, r.conf AS conf, r.written AS written, r.first_written AS first_written,
+     r.valid_to AS valid_to
+RETURN startNode(x).canonical_id AS subject, x.relation AS relation,
        endNode(x).canonical_id AS object, x.polarity AS polarity, x.modality AS modality,
        x.valid_from AS valid_from, valid_to, chunks, conf, written, first_written
-ORDER BY size(chunks) DESC, conf DESC, relation_id
-LIMIT $limit
 """
 )
 
@@ -144,7 +182,7 @@ CALL (norm) {
   RETURN e
   UNION
   MATCH (x:KgEntity {ns: $ns, norm_name: norm})
-  WHERE """
+  WHERE x.strong_ids = '[]' AND """
     + _SEEN
     + """
   RETURN x AS e
@@ -226,7 +264,7 @@ CALL (e, row) {
   UNWIND row.aliases AS a
   MERGE (n:KgName {ns: $ns, norm: a.norm})
   MERGE (e)-[k:KNOWN_AS {name: a.name, acl: a.acl, active: a.active}]->(n)
-  SET k.uses = a.uses
+  SET k.uses = a.uses, k.strong_ids = a.strong_ids
 }
 """
 
@@ -270,7 +308,11 @@ CALL () {
 
 _DROP_HUBS: LiteralString = "MATCH (h:KgHub {ns: $ns}) WHERE NOT h.entity_id IN $ids DELETE h"
 
-_PUT_HUBS: LiteralString = "UNWIND $ids AS id MERGE (:KgHub {ns: $ns, entity_id: id})"
+_PUT_HUBS: LiteralString = """
+UNWIND $hubs AS hub
+MERGE (h:KgHub {ns: $ns, entity_id: hub.entity_id})
+SET h.min_degree = hub.min_degree
+"""
 
 _DROP_NAMESPACE: LiteralString = """
 MATCH (n {ns: $ns})
@@ -349,22 +391,29 @@ class Neo4jKnowledgeGraph:
             hits = [(r["norm"], r["cid"]) for r in tx.run(_NAMED, self._params(acl_class_ids, names=wanted))]
             return hits, self._summaries(tx, list(dict.fromkeys(c for _, c in hits)), acl_class_ids)
 
-        hits, summaries = self._read(work)
+        hits, found_summaries = self._read(work)
         for norm, cid in hits:
-            summary = summaries.get(cid)
+            summary = found_summaries.get(cid)
             if summary is not None and summary not in out[norm]:
                 out[norm].append(summary)
         for found in out.values():
             found.sort(key=lambda s: (-s.degree, s.entity.name, s.entity.entity_id))
         return out
 
-    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
-        """The ids (as given) whose canonical entity is labelled a hub."""
+    def hubs_among(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> set[str]:
+        """The visible ids (as given) whose canonical entity is a hub to this caller (as PostgresGraphStore)."""
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return set()
 
         def work(tx: ManagedTransaction) -> set[str]:
-            canonical = self._canonical(tx, list(entity_ids))
-            cids = sorted(set(canonical.values()))
-            hubs = {r["entity_id"] for r in tx.run(_HUBS, {"ns": self._ns, "cids": cids})}
+            canonical = self._canonical(tx, self._visible_ids(tx, ids, acl_class_ids))
+            thresholds = self._hub_thresholds(tx, sorted(set(canonical.values())))
+            hubs = set()
+            for cid, cap in sorted(thresholds.items()):
+                record = tx.run(_DEGREE_AT_LEAST, self._params(acl_class_ids, cid=cid, cap=cap)).single()
+                if record is not None and int(record["degree"]) >= cap:
+                    hubs.add(cid)
             return {given for given, cid in canonical.items() if cid in hubs}
 
         return self._read(work)
@@ -372,7 +421,11 @@ class Neo4jKnowledgeGraph:
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
         def work(tx: ManagedTransaction) -> EntitySummary | None:
             cid = self._canonical(tx, [entity_id])[entity_id]
-            return self._summaries(tx, [cid], acl_class_ids).get(cid)
+            clusters = self._clusters(tx, [cid], acl_class_ids)
+            view = clusters.get(cid)
+            if view is None or entity_id not in view.members:  # as for an unknown id (section 1, security.md)
+                return None
+            return self._summarise(tx, clusters, acl_class_ids)[cid]
 
         return self._read(work)
 
@@ -388,6 +441,8 @@ class Neo4jKnowledgeGraph:
             return []
 
         def work(tx: ManagedTransaction) -> list[Edge]:
+            if not self._visible_ids(tx, [entity_id], acl_class_ids):
+                return []
             cid = self._canonical(tx, [entity_id])[entity_id]
             params = self._params(
                 acl_class_ids, cid=cid, relations=list(relations) if relations is not None else None, limit=limit
@@ -395,7 +450,9 @@ class Neo4jKnowledgeGraph:
             rows = [r.data() for r in tx.run(_NEIGHBOURS, params)]
             ends = list(dict.fromkeys(e for r in rows for e in (r["subject"], r["object"])))
             clusters = self._clusters(tx, ends, acl_class_ids)
-            return [e for e in (_edge(r, clusters) for r in rows) if e is not None]
+            edges = [e for e in (_edge(r, clusters) for r in rows) if e is not None]
+            edges.sort(key=lambda e: (-e.evidence_count, -e.confidence, e.relation_id))
+            return edges[:limit]
 
         return self._read(work)
 
@@ -404,7 +461,7 @@ class Neo4jKnowledgeGraph:
             return []
 
         def work(tx: ManagedTransaction) -> tuple[list[ClaimRecord], Mapping[str, Cardinality]]:
-            canonical = self._canonical(tx, list(entity_ids))
+            canonical = self._canonical(tx, self._visible_ids(tx, list(entity_ids), acl_class_ids))
             cids = list(dict.fromkeys(canonical.values()))
             owner = {cid: cid for cid in cids}
             for member in tx.run(_MEMBER_ROWS, self._params(acl_class_ids, cids=cids)):
@@ -465,12 +522,13 @@ class Neo4jKnowledgeGraph:
         with self._session() as session:
             session.execute_write(work)
 
-    def project_hubs(self, entity_ids: Sequence[str]) -> None:
-        ids = sorted(set(entity_ids))
+    def project_hubs(self, hubs: Mapping[str, int]) -> None:
+        ids = sorted(hubs)
+        rows = [{"entity_id": i, "min_degree": int(hubs[i])} for i in ids]
 
         def work(tx: ManagedTransaction) -> None:
             tx.run(_DROP_HUBS, ns=self._ns, ids=ids).consume()
-            tx.run(_PUT_HUBS, ns=self._ns, ids=ids).consume()
+            tx.run(_PUT_HUBS, ns=self._ns, hubs=rows).consume()
 
         with self._session() as session:
             session.execute_write(work)
@@ -503,6 +561,15 @@ class Neo4jKnowledgeGraph:
             out[r["id"]] = r["cid"]
         return out
 
+    def _visible_ids(
+        self, tx: ManagedTransaction, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> list[str]:
+        params = self._params(acl_class_ids, ids=list(dict.fromkeys(entity_ids)))
+        return [r["entity_id"] for r in tx.run(_VISIBLE_IDS, params)]
+
+    def _hub_thresholds(self, tx: ManagedTransaction, cids: Sequence[str]) -> dict[str, int]:
+        return {r["entity_id"]: int(r["min_degree"]) for r in tx.run(_HUBS, {"ns": self._ns, "cids": list(cids)})}
+
     def _cardinality(self, tx: ManagedTransaction) -> dict[str, Cardinality]:
         record = tx.run(_CARDINALITY, ns=self._ns).single()
         if record is None:
@@ -518,7 +585,8 @@ class Neo4jKnowledgeGraph:
         params = self._params(acl_class_ids, cids=list(dict.fromkeys(cids)))
         members: dict[str, list[MemberRow]] = {}
         for r in tx.run(_MEMBER_ROWS, params):
-            row = MemberRow(r["entity_id"], str(r["name"]), str(r["type"]), _strong_ids(r["strong_ids"]), r["visible"])
+            ids = tuple(sorted({pair for stored in r["ids"] for pair in _strong_ids(stored)}))
+            row = MemberRow(r["entity_id"], str(r["name"]), str(r["type"]), ids, r["visible"])
             members.setdefault(r["cid"], []).append(row)
         aliases: dict[str, dict[str, int]] = {}
         for record in tx.run(_ALIAS_COUNTS, params):
@@ -528,13 +596,16 @@ class Neo4jKnowledgeGraph:
     def _summaries(
         self, tx: ManagedTransaction, cids: Sequence[str], acl_class_ids: Sequence[str] | None
     ) -> dict[str, EntitySummary]:
-        clusters = self._clusters(tx, cids, acl_class_ids)
+        return self._summarise(tx, self._clusters(tx, cids, acl_class_ids), acl_class_ids)
+
+    def _summarise(
+        self, tx: ManagedTransaction, clusters: Mapping[str, ClusterView], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
         if not clusters:
             return {}
         params = self._params(acl_class_ids, cids=list(clusters))
         degrees = {r["cid"]: int(r["degree"]) for r in tx.run(_DEGREES, params)}
-        hubs = {r["entity_id"] for r in tx.run(_HUBS, params)}
-        return summaries(clusters, degrees, hubs)
+        return summaries(clusters, degrees, self._hub_thresholds(tx, list(clusters)))
 
 
 # --- rows and records -------------------------------------------------------------------------------------
@@ -556,14 +627,17 @@ def _edge(row: Mapping[str, Any], clusters: Mapping[str, ClusterView]) -> Edge |
     subject, obj = row["subject"], row["object"]
     if subject not in clusters or obj not in clusters:  # only while the far end awaits its projection
         return None
+    s_ref, o_ref = clusters[subject].ref, clusters[obj].ref
+    polarity, modality, valid_from = Polarity(row["polarity"]), Modality(row["modality"]), _date(row["valid_from"])
     return Edge(
-        relation_id=row["relation_id"],
-        subject=clusters[subject].ref,
+        # Keyed by the ids this caller is shown, as PostgresGraphStore keys it.
+        relation_id=relation_id(s_ref.entity_id, row["relation"], o_ref.entity_id, valid_from, polarity, modality),
+        subject=s_ref,
         relation=row["relation"],
-        object=clusters[obj].ref,
-        polarity=Polarity(row["polarity"]),
-        modality=Modality(row["modality"]),
-        valid_from=_date(row["valid_from"]),
+        object=o_ref,
+        polarity=polarity,
+        modality=modality,
+        valid_from=valid_from,
         valid_to=_date(row["valid_to"]),
         evidence_chunk_ids=tuple(sorted(row["chunks"])),
         confidence=float(row["conf"]),
@@ -606,7 +680,14 @@ def _entity_row(e: ProjectedEntity) -> dict[str, Any]:
         "seen_active": [r.active for r in e.reaches],
         "docs": list(e.doc_ids),
         "aliases": [
-            {"name": a.name, "norm": a.norm_name, "acl": a.reach.acl_class_id, "active": a.reach.active, "uses": a.uses}
+            {
+                "name": a.name,
+                "norm": a.norm_name,
+                "acl": a.reach.acl_class_id,
+                "active": a.reach.active,
+                "uses": a.uses,
+                "strong_ids": json.dumps([list(p) for p in a.strong_ids]),
+            }
             for a in e.aliases
         ],
     }

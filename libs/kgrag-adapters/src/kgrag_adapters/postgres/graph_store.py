@@ -6,7 +6,9 @@ extraction, resolution state and graph reads.
 Facts keep their mention-level entity IDs; canonical entities exist only as the mapping in er_canonical, which
 reads apply at query time (0004_resolution.sql). Every read goes through evidence: an entity, edge or claim is
 visible to a caller only through evidence chunks whose ACL class the caller holds and whose document is
-ACTIVE, and counts, degrees, names and aliases use visible evidence only.
+ACTIVE, and counts, degrees, hub flags, ids, names, types, aliases and strong identifiers use visible
+evidence only (docs/security.md, sections 1-3): an id the caller asks for that no visible evidence names
+answers exactly as an unknown id does.
 
 An entity counts as visible when any visible chunk names it: a mention, or the evidence of a relation or
 claim about it. Extraction creates relation endpoints and claim subjects without a mention row, so "has a
@@ -67,12 +69,21 @@ _MEMBERS_CTE: LiteralString = (
     " UNION SELECT ec.canonical_id, ec.entity_id FROM er_canonical ec WHERE ec.canonical_id = ANY(%(ids)s::text[]))"
 )
 
+# Each member with the strong identifiers of its visible mentions (not the entity row's union over every
+# mention) and whether visible evidence names it.
 _MEMBER_ROWS: LiteralString = (
-    "WITH "
-    + _MEMBERS_CTE
-    + " SELECT mb.cid, e.entity_id, e.name, e.type, e.strong_ids, "
+    "WITH " + _MEMBERS_CTE + " SELECT mb.cid, e.entity_id, e.name, e.type,"
+    " (SELECT COALESCE(jsonb_agg(DISTINCT x.pair ORDER BY x.pair), '[]'::jsonb) FROM kg_mentions m"
+    " CROSS JOIN LATERAL jsonb_array_elements(m.strong_ids) AS x(pair) JOIN chunks c ON c.chunk_id = m.chunk_id"
+    + _SEES
+    + " AND m.entity_id = e.entity_id), "
     + _ENTITY_VISIBLE
     + " FROM mb JOIN kg_entities e ON e.entity_id = mb.entity_id ORDER BY mb.cid, e.entity_id"
+)
+
+# Which of %(ids)s (as given, members or labels) visible evidence names.
+_VISIBLE_IDS: LiteralString = (
+    "SELECT e.entity_id FROM kg_entities e WHERE e.entity_id = ANY(%(ids)s::text[]) AND " + _ENTITY_VISIBLE
 )
 
 _ALIAS_COUNTS: LiteralString = (
@@ -135,12 +146,29 @@ _ALL_DEGREES: LiteralString = (
     + " GROUP BY cid HAVING count(*) >= %(min_degree)s"
 )
 
+# A stored name counts only for an entity keyed by its name: every piece of its evidence names it so. An
+# entity keyed by a strong identifier stores the first name any record gave it, perhaps a restricted one.
 _NAMED: LiteralString = (
     "SELECT m.norm_name, m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
     + _SEES
     + " AND m.norm_name = ANY(%(names)s::text[])"
-    " UNION SELECT e.norm_name, e.entity_id FROM kg_entities e WHERE e.norm_name = ANY(%(names)s::text[]) AND "
-    + _ENTITY_VISIBLE
+    " UNION SELECT e.norm_name, e.entity_id FROM kg_entities e WHERE e.norm_name = ANY(%(names)s::text[])"
+    " AND e.strong_ids = '[]'::jsonb AND " + _ENTITY_VISIBLE
+)
+
+# One canonical entity's visible relation rows as edge keys, at most %(rows)s of them: no DISTINCT, so the
+# scan stops after %(rows)s rows instead of reading every edge of a hub. Several mention-level relations can
+# share a key (and a self-loop comes twice), so fewer distinct keys than rows means "count them all".
+_VISIBLE_EDGE_ROWS: LiteralString = (
+    "WITH " + _MEMBERS_CTE + ", rel AS (SELECT r.* FROM kg_relations r JOIN mb ON r.subject_id = mb.entity_id"
+    " UNION ALL SELECT r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id)"
+    " SELECT COALESCE(cs.canonical_id, r.subject_id), r.relation, COALESCE(co.canonical_id, r.object_id),"
+    " r.polarity, r.modality, r.valid_from"
+    " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
+    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " WHERE EXISTS (SELECT 1 FROM kg_relation_evidence ev JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND ev.relation_id = r.relation_id) LIMIT %(rows)s"
 )
 
 # The columns PostgresExtractionStore's `_claim` reads.
@@ -261,7 +289,8 @@ class PostgresGraphStore(PostgresExtractionStore):
         with self._reading() as conn:
             hits = conn.execute(_NAMED, params).fetchall()
             canonical = _canonical(conn, [h[1] for h in hits])
-            summaries = self._summaries(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+            clusters = _clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+            summaries = _summarise(conn, clusters, acl_class_ids)
         for norm, raw in hits:
             summary = summaries.get(canonical[raw])
             if summary is not None and summary not in out[norm]:
@@ -270,20 +299,31 @@ class PostgresGraphStore(PostgresExtractionStore):
             found.sort(key=lambda s: (-s.degree, s.entity.name, s.entity.entity_id))
         return out
 
-    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
-        """The ids (as given) whose canonical entity is labelled a hub."""
-        with self._lock:
-            canonical = _canonical(self._conn, list(entity_ids))
-            rows = self._conn.execute(
-                "SELECT entity_id FROM kg_hubs WHERE entity_id = ANY(%s)", (sorted(set(canonical.values())),)
-            ).fetchall()
-        hubs = {str(r[0]) for r in rows}
+    def hubs_among(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> set[str]:
+        """The visible ids (as given) whose canonical entity is a hub to this caller: labelled one, and its
+        visible edges reach the labelling threshold. Only labelled hubs (few) are counted, and only up to
+        the threshold."""
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return set()
+        acl = _acl(acl_class_ids)
+        with self._reading() as conn:
+            visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**acl, "ids": ids})]
+            canonical = _canonical(conn, visible)
+            thresholds = _hub_thresholds(conn, list(set(canonical.values())))
+            hubs = {cid for cid, cap in sorted(thresholds.items()) if _visible_degree_reaches(conn, cid, cap, acl)}
         return {given for given, cid in canonical.items() if cid in hubs}
 
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
+        """The entity's cluster as this caller sees it, or None when no visible evidence names `entity_id`
+        itself (whatever its cluster's other members), exactly as for an id that does not exist."""
         with self._reading() as conn:
             cid = _canonical(conn, [entity_id])[entity_id]
-            return self._summaries(conn, [cid], acl_class_ids).get(cid)
+            clusters = _clusters(conn, [cid], acl_class_ids)
+            view = clusters.get(cid)
+            if view is None or entity_id not in view.members:
+                return None
+            return _summarise(conn, clusters, acl_class_ids)[cid]
 
     def neighbours(
         self,
@@ -300,6 +340,8 @@ class PostgresGraphStore(PostgresExtractionStore):
         if limit <= 0:
             return []
         with self._reading() as conn:
+            if not conn.execute(_VISIBLE_IDS, {**_acl(acl_class_ids), "ids": [entity_id]}).fetchall():
+                return []
             cid = _canonical(conn, [entity_id])[entity_id]
             params = {
                 **_acl(acl_class_ids),
@@ -323,7 +365,8 @@ class PostgresGraphStore(PostgresExtractionStore):
         if not entity_ids:
             return []
         with self._reading() as conn:
-            canonical = _canonical(conn, list(entity_ids))
+            visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**_acl(acl_class_ids), "ids": list(entity_ids)})]
+            canonical = _canonical(conn, visible)
             cids = list(dict.fromkeys(canonical.values()))
             members = _members(conn, cids)
             owner = {m: cid for cid, ms in members.items() for m in ms}
@@ -529,8 +572,9 @@ class PostgresGraphStore(PostgresExtractionStore):
     def label_hubs(self, min_degree: int) -> int:
         """Replace the hub set with the canonical entities that have at least `min_degree` distinct edges.
 
-        Degree here counts every live edge (hubs are a property of the graph, not of a reader); readers'
-        `degree` counts only what they may see.
+        Degree here counts every live edge: the label is where traversal looks first. A reader sees the
+        label only when the edges they may see reach `min_degree` too (stored with each hub), so edges only
+        restricted evidence supports never make an entity a hub to someone who cannot read them.
         """
         if min_degree < 1:
             raise ValueError(f"min_degree must be at least 1, got {min_degree}")
@@ -540,8 +584,9 @@ class PostgresGraphStore(PostgresExtractionStore):
             conn.execute("DELETE FROM kg_hubs")
             if rows:
                 conn.execute(
-                    "INSERT INTO kg_hubs (entity_id, degree) SELECT * FROM unnest(%s::text[], %s::int[])",
-                    ([r[0] for r in rows], [int(r[1]) for r in rows]),
+                    "INSERT INTO kg_hubs (entity_id, degree, min_degree)"
+                    " SELECT k.e, k.d, %s FROM unnest(%s::text[], %s::int[]) AS k(e, d)",
+                    (min_degree, [r[0] for r in rows], [int(r[1]) for r in rows]),
                 )
         return len(rows)
 
@@ -556,19 +601,38 @@ class PostgresGraphStore(PostgresExtractionStore):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
-    def _summaries(
-        self, conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
-    ) -> dict[str, EntitySummary]:
-        clusters = _clusters(conn, cids, acl_class_ids)
-        if not clusters:
-            return {}
-        ids = list(clusters)
-        degrees = {r[0]: int(r[1]) for r in conn.execute(_DEGREES, {**_acl(acl_class_ids), "ids": ids})}
-        hubs = {r[0] for r in conn.execute("SELECT entity_id FROM kg_hubs WHERE entity_id = ANY(%s)", (ids,))}
-        return summaries(clusters, degrees, hubs)
-
 
 # --- module helpers ---------------------------------------------------------------------------------------
+
+
+def _summarise(
+    conn: psycopg.Connection[Row], clusters: Mapping[str, ClusterView], acl_class_ids: Sequence[str] | None
+) -> dict[str, EntitySummary]:
+    """The clusters with their visible degree and this caller's hub flag."""
+    if not clusters:
+        return {}
+    ids = list(clusters)
+    degrees = {r[0]: int(r[1]) for r in conn.execute(_DEGREES, {**_acl(acl_class_ids), "ids": ids})}
+    return summaries(clusters, degrees, _hub_thresholds(conn, ids))
+
+
+def _hub_thresholds(conn: psycopg.Connection[Row], cids: Sequence[str]) -> dict[str, int]:
+    """The labelled hubs among `cids`, with the degree that labelled them."""
+    if not cids:
+        return {}
+    rows = conn.execute("SELECT entity_id, min_degree FROM kg_hubs WHERE entity_id = ANY(%s)", (sorted(cids),))
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def _visible_degree_reaches(conn: psycopg.Connection[Row], cid: str, cap: int, acl: Mapping[str, Any]) -> bool:
+    """Whether the canonical entity has at least `cap` distinct edges the caller sees, reading as few as it can."""
+    rows = conn.execute(_VISIBLE_EDGE_ROWS, {**acl, "ids": [cid], "rows": cap}).fetchall()
+    if len(set(rows)) >= cap:
+        return True
+    if len(rows) < cap:  # every visible relation row was read
+        return False
+    degrees = {r[0]: int(r[1]) for r in conn.execute(_DEGREES, {**acl, "ids": [cid]})}
+    return degrees.get(cid, 0) >= cap
 
 
 def _acl(acl_class_ids: Sequence[str] | None) -> dict[str, Any]:
@@ -628,11 +692,14 @@ def _edge(row: Row, clusters: Mapping[str, ClusterView]) -> Edge | None:
     if subject not in clusters or obj not in clusters:  # cannot happen: visible evidence shows both ends
         return None
     polarity, modality = Polarity(row[3]), Modality(row[4])
+    s_ref, o_ref = clusters[subject].ref, clusters[obj].ref
     return Edge(
-        relation_id=relation_id(subject, relation, obj, row[5], polarity, modality),
-        subject=clusters[subject].ref,
+        # Keyed by the ids this caller is shown: one keyed by a label they may not see would tell them (the
+        # formula is public) that the cluster has a member they cannot read.
+        relation_id=relation_id(s_ref.entity_id, relation, o_ref.entity_id, row[5], polarity, modality),
+        subject=s_ref,
         relation=relation,
-        object=clusters[obj].ref,
+        object=o_ref,
         polarity=polarity,
         modality=modality,
         valid_from=row[5],

@@ -68,7 +68,7 @@ _PG_SIGHTINGS: LiteralString = (
 )
 
 _PG_ALIASES: LiteralString = (
-    "SELECT m.entity_id, m.name, m.norm_name, c.acl_class_id, " + _ACTIVE + ", count(*)"
+    "SELECT m.entity_id, m.name, m.norm_name, c.acl_class_id, " + _ACTIVE + ", count(*), jsonb_agg(m.strong_ids)"
     " FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id" + _DOC + " WHERE m.entity_id = ANY(%(ids)s::text[])"
     " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5"
 )
@@ -138,9 +138,10 @@ class PostgresKnowledgeSource:
         with self._lock:
             return [r[0] for r in self._conn.execute(_PG_MEMBERS, {"cids": list(canonical_ids)})]
 
-    def hubs(self) -> list[str]:
+    def hubs(self) -> dict[str, int]:
         with self._lock:
-            return sorted(r[0] for r in self._conn.execute("SELECT entity_id FROM kg_hubs"))
+            rows = self._conn.execute("SELECT entity_id, min_degree FROM kg_hubs ORDER BY entity_id")
+            return {str(r[0]): int(r[1]) for r in rows}
 
     def snapshot(self, canonical_ids: Sequence[str], entity_ids: Sequence[str]) -> KnowledgeSnapshot:
         cids = sorted(set(canonical_ids))
@@ -159,8 +160,9 @@ class PostgresKnowledgeSource:
             reaches.setdefault(ent, set()).add(Reach(acl, bool(active)))
             docs.setdefault(ent, set()).add(doc_id)
         aliases: dict[str, list[AliasUse]] = {}
-        for ent, name, norm, acl, active, uses in alias_rows:
-            aliases.setdefault(ent, []).append(AliasUse(name, norm, Reach(acl, bool(active)), int(uses)))
+        for ent, name, norm, acl, active, uses, ids in alias_rows:
+            pairs = tuple(sorted({(str(k), str(v)) for mention in ids for k, v in mention}))
+            aliases.setdefault(ent, []).append(AliasUse(name, norm, Reach(acl, bool(active)), int(uses), pairs))
         entities = tuple(
             ProjectedEntity(
                 entity_id=ent,

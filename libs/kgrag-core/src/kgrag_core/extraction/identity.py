@@ -8,6 +8,8 @@ two people may share a name but not an email.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import unicodedata
 from collections.abc import Sequence
 from datetime import date
@@ -48,12 +50,22 @@ def _day(value: date | None) -> str:
     return value.isoformat() if value is not None else ""
 
 
-def entity_id(entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = ()) -> str:
-    """`ent_…`: from the first strong identifier (sorted) if there is one, else from type and normalised name."""
+def entity_id(entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = (), *, key: bytes) -> str:
+    """`ent_…`: from the first strong identifier (sorted) if there is one, else from type and normalised name,
+    keyed by the installation's secret `key` (HMAC-SHA256).
+
+    Unkeyed, anyone could compute the id of "Person / Dana Lee" or of an e-mail address and ask the entity
+    API whether it exists; keyed, ids are deterministic within one installation (same input, same id) and
+    meaningless outside it. The store holds the key (`kg_installation`, or KGRAG_ENTITY_ID_KEY).
+    """
+    if not key:
+        raise ValueError("entity ids need the installation's key (an empty key would make them computable)")
     if strong_ids:
         kind, value = min((k.strip().casefold(), v.strip().casefold()) for k, v in strong_ids)
-        return _key("ent_", entity_type, f"{kind}:{value}")
-    return _key("ent_", entity_type, normalise_name(name))
+        basis = _SEP.join((entity_type, f"{kind}:{value}"))
+    else:
+        basis = _SEP.join((entity_type, normalise_name(name)))
+    return "ent_" + hmac.new(key, basis.encode("utf-8"), hashlib.sha256).hexdigest()[:_HASH_LENGTH]
 
 
 def relation_id(

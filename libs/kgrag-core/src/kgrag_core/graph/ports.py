@@ -21,12 +21,15 @@ class GraphReader(Protocol):
         ...
 
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
-        """A canonical entity (a member's id resolves to its canonical one), or None if nothing is visible."""
+        """A canonical entity (a member's id resolves to its canonical one) as this caller sees it: id, name,
+        type, aliases and strong ids from visible members only. None when no visible evidence names
+        `entity_id` itself, exactly as for an unknown id."""
         ...
 
-    def hubs_among(self, entity_ids: Sequence[str]) -> set[str]:
-        """Which of these ids (members resolve to their canonical id) name a hub. Hubs are a structural
-        label (set by `label_hubs`), so this is one index lookup, not a degree count."""
+    def hubs_among(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> set[str]:
+        """Which of these visible ids (members resolve to their canonical id) name a hub to this caller:
+        labelled one by `label_hubs` AND with at least the labelling degree of edges the caller sees. The
+        label narrows the count to the few hubs; an invisible id is never a hub."""
         ...
 
     def neighbours(
@@ -37,7 +40,8 @@ class GraphReader(Protocol):
         relations: Sequence[str] | None = None,
         limit: int = 50,
     ) -> list[Edge]:
-        """Edges touching the entity with at least one visible evidence chunk, strongest first."""
+        """Edges touching the entity with at least one visible evidence chunk, strongest first ([] when no
+        visible evidence names `entity_id`)."""
         ...
 
     def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:

@@ -236,9 +236,10 @@ def _expand_node(
     traversal: Traversal,
 ) -> list[tuple[float, Edge, EntityRef]]:
     is_hub = node.is_hub
-    # A reached entity is checked with the hub label alone: counting its degree (`entity()`) took 80-100 ms
-    # on a 5,000-edge hub at 100k entities, the slowest part of a depth-2 expansion.
-    if node.depth >= 1 and graph.hubs_among([node.entity.entity_id]):
+    # A reached entity is a hub only by the edges this caller sees (docs/security.md, section 2); the reader
+    # counts them only for labelled hubs, and only up to the threshold (a full `entity()` count took 80-100
+    # ms on a 5,000-edge hub at 100k entities).
+    if node.depth >= 1 and graph.hubs_among([node.entity.entity_id], acl_class_ids):
         traversal.truncated.append(f"hub not passed: {node.entity.name}")
         return []
     # From a hub seed follow only what the question asks about, if it asks about anything (seed 003, 6.3).

@@ -46,12 +46,14 @@ class Reach:
 
 @dataclass(frozen=True, slots=True)
 class AliasUse:
-    """How often an entity is mentioned under one surface form in chunks of one reach."""
+    """How often an entity is mentioned under one surface form in chunks of one reach, and the strong
+    identifiers those mentions carried (a reader is shown only those of mentions it may read)."""
 
     name: str
     norm_name: str
     reach: Reach
     uses: int
+    strong_ids: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +216,9 @@ class KnowledgeSource(Protocol):
         """The state of a closed scope, read in one consistent transaction."""
         ...
 
-    def hubs(self) -> list[str]: ...
+    def hubs(self) -> dict[str, int]:
+        """The labelled hubs, each with the degree that labelled it."""
+        ...
 
     def exclusive(self, name: str) -> AbstractContextManager[None]:
         """Hold the lock called `name` while the block runs; every replica asking for it waits. Projecting
@@ -242,8 +246,8 @@ class KnowledgeProjection(Protocol):
 
     def project(self, snapshot: KnowledgeSnapshot) -> None: ...
 
-    def project_hubs(self, entity_ids: Sequence[str]) -> None:
-        """Replace the hub set."""
+    def project_hubs(self, hubs: Mapping[str, int]) -> None:
+        """Replace the hub set (canonical id -> the degree that labelled it)."""
         ...
 
 

@@ -18,7 +18,6 @@ import pytest
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, DocumentStatus
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.extraction.identity import entity_id
 from kgrag_core.extraction.model import (
     ChunkExtraction,
     ClaimItem,
@@ -44,6 +43,7 @@ from kgrag_core.extraction.records import (
 from kgrag_core.ingest import DeletionRecord
 from kgrag_core.ports import DocumentStore, ExtractionStore
 from kgrag_testing.contracts.document_store import ENG, make_document
+from kgrag_testing.contracts.entity_ids import contract_entity_id
 
 
 class DocumentWriter(DocumentStore, Protocol):
@@ -556,8 +556,28 @@ class ExtractionStoreContract:
         stores.documents.commit_document(hidden, ENG, chunks)
         assert x.chunks_in_scope(RerunScope(contains_any=("leads",))) == [a[0]]
 
+    def test_claims_show_and_find_an_entity_only_by_names_the_caller_may_read(self, stores: Stores) -> None:
+        """Two records share an e-mail, so one entity, stored under the restricted record's name (written
+        first). The public record's claim must be listed under the public name, and not found by the other."""
+        email = ("email", "jb@example.com")
+        [secret] = commit_doc(stores, "doc-secret", ["Jordan Blake, jb@example.com"], acl=HR)
+        [public] = commit_doc(stores, "doc-public", ["J. Blake (jb@example.com) works from Leipzig"], acl=ENG)
+        x = stores.extraction
+        x.save([result(secret, entities=[mention("Jordan Blake", "Person", strong_ids=(email,))])])
+        office = ClaimItem("J. Blake", "Person", "office", "Leipzig", public.text, 0.9)
+        x.save([result(public, entities=[mention("J. Blake", "Person", strong_ids=(email,))], claims=[office])])
+        eng = [ENG.acl_class_id]
+        [claim] = x.claims(entity="J. Blake", acl_class_ids=eng)
+        assert (claim.entity_name, claim.value) == ("J. Blake", "Leipzig")
+        assert [c.entity_name for c in x.claims(attribute="office", acl_class_ids=eng)] == ["J. Blake"]
+        assert x.claims(entity="Jordan Blake", acl_class_ids=eng) == []
+        # Positive control: a reader of the restricted record finds the same claim by the restricted name.
+        both = [ENG.acl_class_id, HR.acl_class_id]
+        assert [c.claim_id for c in x.claims(entity="Jordan Blake", acl_class_ids=both)] == [claim.claim_id]
+        assert [c.claim_id for c in x.claims(entity="Jordan Blake")] == [claim.claim_id]
+
     def test_entity_ids_are_deterministic(self, stores: Stores) -> None:
         [chunk] = commit_doc(stores, "doc-1", ["LEJ-2 holds 24,500 pallets."])
         stores.extraction.save([result(chunk, claims=[capacity(" lej-2.", "24,500", "24,500 pallets")])])
         [claim] = stores.extraction.claims(entity="LEJ-2")
-        assert claim.entity_id == entity_id("Site", "LEJ-2")
+        assert claim.entity_id == contract_entity_id("Site", "LEJ-2")

@@ -7,7 +7,9 @@ saved for their chunks, merges, hub labels. For PostgreSQL the builder commits d
 saves extractions with `save()`; a Neo4j builder writes the same to PostgreSQL and projects it before returning.
 Every builder call returns only when its effect is visible to `world.reader`.
 
-Entity IDs are the deterministic keys of `kgrag_core.extraction.identity`, so the suite names entities itself.
+Entity IDs are the deterministic keys of `kgrag_core.extraction.identity`, keyed with the suite's public key
+(`kgrag_testing.contracts.entity_ids`: the world's store adopts it before anything is stored), so the suite
+names entities itself.
 Readers: `ENG_READER` holds only the engineering class, `HR_READER` only the HR class, `ADMIN` (None) all.
 """
 
@@ -23,7 +25,7 @@ import pytest
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.extraction.identity import entity_id, relation_id
+from kgrag_core.extraction.identity import relation_id
 from kgrag_core.extraction.model import (
     ChunkExtraction,
     ClaimItem,
@@ -38,6 +40,7 @@ from kgrag_core.extraction.records import ClaimStatus
 from kgrag_core.graph.model import DecisionKind, Edge, MergeRecord, PairDecision
 from kgrag_core.graph.ports import GraphReader, ResolutionStore
 from kgrag_testing.contracts.document_store import ENG
+from kgrag_testing.contracts.entity_ids import contract_entity_id
 
 HR = AclClass.of(["group:hr"])
 ENG_READER: tuple[str, ...] = (ENG.acl_class_id,)
@@ -47,13 +50,13 @@ ADMIN = None
 JAN = datetime(2024, 1, 15, 9, 0, tzinfo=UTC)
 FEB = datetime(2024, 2, 15, 9, 0, tzinfo=UTC)
 
-PRIYA = entity_id("Person", "Priya Raman")
-P_RAMAN = entity_id("Person", "P. Raman")
-DANA = entity_id("Person", "Dana Lee")
-ROUTING = entity_id("Team", "Routing")
-ATLAS = entity_id("System", "Atlas")
-MERCURY_SITE = entity_id("Site", "Mercury")
-MERCURY_SYSTEM = entity_id("System", "Mercury")
+PRIYA = contract_entity_id("Person", "Priya Raman")
+P_RAMAN = contract_entity_id("Person", "P. Raman")
+DANA = contract_entity_id("Person", "Dana Lee")
+ROUTING = contract_entity_id("Team", "Routing")
+ATLAS = contract_entity_id("System", "Atlas")
+MERCURY_SITE = contract_entity_id("Site", "Mercury")
+MERCURY_SYSTEM = contract_entity_id("System", "Mercury")
 
 
 class GraphWorld(Protocol):
@@ -385,28 +388,50 @@ class GraphReaderContract:
         r = world.reader
         summary = r.entity(PRIYA, ENG_READER)
         assert summary is not None
-        assert summary.entity.name == "Priya Raman"  # the label's own name is gone with its evidence
+        # The label's own id and name are gone with its evidence: the cluster goes by its visible member.
+        assert (summary.entity.entity_id, summary.entity.name) == (PRIYA, "Priya Raman")
         assert summary.members == (PRIYA,)
         assert summary.aliases == ("Priya Raman",)
         [leads] = r.neighbours(PRIYA, ENG_READER)
         assert leads.subject == summary.entity
         assert r.entity(summary.entity.entity_id, ENG_READER) == summary
+        # The label id itself has no evidence left: it answers as an unknown id, to an admin too.
+        assert r.entity(P_RAMAN, ADMIN) is None and r.neighbours(P_RAMAN, ADMIN) == []
 
     def test_a_cluster_shows_only_what_the_reader_may_see(self, world: GraphWorld) -> None:
-        """Labelled by an entity named only in the HR document, the cluster must not leak that name."""
+        """Labelled by an entity named only in the HR document, the cluster must not leak that id or name."""
         build_world(world)
         world.merge(merge("m1", DANA, PRIYA))
         r = world.reader
         eng = r.entity(PRIYA, ENG_READER)
         assert eng is not None
-        assert (eng.entity.entity_id, eng.entity.name) == (DANA, "Priya Raman")
+        assert (eng.entity.entity_id, eng.entity.name) == (PRIYA, "Priya Raman")  # never the label DANA
         assert (eng.aliases, eng.members, eng.degree) == (("Priya Raman",), (PRIYA,), 1)
         assert r.entities_named(["Dana Lee"], ENG_READER) == {"dana lee": []}
-        [leads] = r.neighbours(DANA, ENG_READER)
-        assert (leads.subject.entity_id, leads.subject.name) == (DANA, "Priya Raman")
+        [named] = r.entities_named(["Priya Raman"], ENG_READER)["priya raman"]
+        assert named.entity.entity_id == PRIYA
+        [leads] = r.neighbours(PRIYA, ENG_READER)
+        assert (leads.subject.entity_id, leads.subject.name) == (PRIYA, "Priya Raman")
+        # The edge's id is keyed by the ids shown: one keyed by DANA would tell (the formula is public) that
+        # the cluster has a member this reader cannot see.
+        fact = (None, Polarity.POSITIVE, Modality.FACT)
+        assert leads.relation_id == relation_id(PRIYA, "LEADS", ROUTING, *fact)
+        assert {c.entity_id for c in r.claims_of([PRIYA], ENG_READER)} == {PRIYA}
+        # Asking for the label by id answers exactly as an unknown id does.
+        assert r.entity(DANA, ENG_READER) is None and r.entity("ent_unknown", ENG_READER) is None
+        assert r.neighbours(DANA, ENG_READER) == [] == r.neighbours("ent_unknown", ENG_READER)
+        assert r.claims_of([DANA], ENG_READER) == [] == r.claims_of(["ent_unknown"], ENG_READER)
+        # Positive controls: readers of the HR document and admins see the label, its name and its edges.
         admin = r.entity(PRIYA, ADMIN)
         assert admin is not None
-        assert (admin.entity.name, admin.members) == ("Dana Lee", tuple(sorted([PRIYA, DANA])))
+        assert (admin.entity.entity_id, admin.entity.name) == (DANA, "Dana Lee")
+        assert admin.members == tuple(sorted([PRIYA, DANA]))
+        admin_leads = next(e for e in r.neighbours(PRIYA, ADMIN) if e.relation == "LEADS")
+        assert admin_leads.relation_id == relation_id(DANA, "LEADS", ROUTING, *fact)
+        hr = r.entity(DANA, HR_READER)
+        assert hr is not None
+        assert (hr.entity.entity_id, hr.entity.name, hr.degree) == (DANA, "Dana Lee", 2)  # LEADS, REPORTS_TO (a loop)
+        assert {e.subject.entity_id for e in r.neighbours(DANA, HR_READER)} == {DANA}
 
     def test_hubs_are_labelled_and_flagged(self, world: GraphWorld) -> None:
         build_world(world)
@@ -415,9 +440,14 @@ class GraphReaderContract:
         assert world.label_hubs(2) == 3
         hubs = {e for e in (PRIYA, ROUTING, ATLAS, P_RAMAN, DANA) if (s := r.entity(e, ADMIN)) and s.is_hub}
         assert hubs == {PRIYA, ROUTING, ATLAS}
+        # A hub to a reader only by the edges that reader sees: engineering sees one of Priya's two edges.
         eng_priya = r.entity(PRIYA, ENG_READER)
         assert eng_priya is not None
-        assert (eng_priya.is_hub, eng_priya.degree) == (True, 1)  # a graph property, not the reader's count
+        assert (eng_priya.is_hub, eng_priya.degree) == (False, 1)
+        hr_priya = r.entity(PRIYA, HR_READER)
+        assert hr_priya is not None
+        assert (hr_priya.is_hub, hr_priya.degree) == (True, 2)  # positive control: HR sees both
+        assert r.hubs_among([PRIYA], ENG_READER) == set() and r.hubs_among([PRIYA], HR_READER) == {PRIYA}
         assert world.label_hubs(3) == 0  # replaces the set
         routing = r.entity(ROUTING, ADMIN)
         assert routing is not None
@@ -427,8 +457,78 @@ class GraphReaderContract:
         merged = r.entity(P_RAMAN, ADMIN)
         assert merged is not None
         assert (merged.entity.entity_id, merged.is_hub, merged.degree) == (PRIYA, True, 3)
-        # The constant-time check traversal uses agrees, and a member id answers for its cluster.
-        assert r.hubs_among([PRIYA, P_RAMAN, ROUTING, ATLAS, "ent_missing"]) == {PRIYA, P_RAMAN}
+        # The check traversal uses agrees, and a member id answers for its cluster.
+        assert r.hubs_among([PRIYA, P_RAMAN, ROUTING, ATLAS, "ent_missing"], ADMIN) == {PRIYA, P_RAMAN}
+        assert r.hubs_among([PRIYA, P_RAMAN], ENG_READER) == set()  # LEADS and OWNS: 2 of the 3 edges
+        assert r.hubs_among([], ADMIN) == set()
+
+    def test_restricted_edges_never_make_a_hub(self, world: GraphWorld) -> None:
+        """One public edge and three restricted ones: a hub to HR readers and admins, not to engineering."""
+        text = "Hubert runs Routing."
+        [public] = world.add_document("doc-hub-public", [text], acl=ENG, at=JAN)
+        secrets = [f"Hubert advises Board{i}." for i in range(3)]
+        restricted = world.add_document("doc-hub-secret", secrets, acl=HR, at=FEB)
+        hubert, routing = _mention("Hubert", "Person", text), _mention("Routing", "Team", text)
+        results = [_result(public, [hubert, routing], [_rel("Hubert", "Person", "RUNS", "Routing", "Team", text, 0.9)])]
+        for i, chunk in enumerate(restricted):
+            board = f"Board{i}"
+            results.append(
+                _result(
+                    chunk,
+                    [_mention("Hubert", "Person", chunk.text), _mention(board, "Team", chunk.text)],
+                    [_rel("Hubert", "Person", "ADVISES", board, "Team", chunk.text, 0.9)],
+                )
+            )
+        world.extract(results)
+        assert world.label_hubs(3) == 1
+        r, hub = world.reader, contract_entity_id("Person", "Hubert")
+        eng = r.entity(hub, ENG_READER)
+        assert eng is not None and (eng.degree, eng.is_hub) == (1, False)
+        assert r.hubs_among([hub], ENG_READER) == set()
+        hr = r.entity(hub, HR_READER)
+        assert hr is not None and (hr.degree, hr.is_hub) == (3, True)
+        admin = r.entity(hub, ADMIN)
+        assert admin is not None and (admin.degree, admin.is_hub) == (4, True)
+        assert r.hubs_among([hub], HR_READER) == {hub} == r.hubs_among([hub], ADMIN)
+        # The same answer through the name index a search links questions with.
+        [linked] = r.entities_named(["Hubert"], ENG_READER)["hubert"]
+        assert (linked.entity.entity_id, linked.is_hub) == (hub, False)
+
+    def test_records_sharing_an_email_show_each_reader_only_its_own_evidence(self, world: GraphWorld) -> None:
+        """A restricted record and a public one share an e-mail, so one entity row; it stores the restricted
+        record's name (written first) and the union of both records' identifiers. Readers of the public record
+        must get neither the restricted name nor the restricted user id, nor find the entity by that name."""
+        secret_text = "Jordan Blake, jb@example.com, user u-secret-77."
+        [secret] = world.add_document("doc-person-secret", [secret_text], acl=HR, at=JAN)
+        public_text = "J. Blake (jb@example.com) works from the Leipzig office."
+        [public] = world.add_document("doc-person-public", [public_text], acl=ENG, at=FEB)
+        email, user = ("email", "jb@example.com"), ("user_id", "u-secret-77")
+        world.extract([_result(secret, [EntityMention("Jordan Blake", "Person", secret_text, 0.9, (email, user))])])
+        world.extract(
+            [
+                _result(
+                    public,
+                    [EntityMention("J. Blake", "Person", public_text, 0.9, (email,))],
+                    claims=[_office("J. Blake", "Leipzig", public_text)],
+                )
+            ]
+        )
+        r, person = world.reader, contract_entity_id("Person", "x", (email,))
+        [eng] = r.entities_named(["J. Blake"], ENG_READER)["j. blake"]
+        assert (eng.entity.entity_id, eng.entity.name, eng.entity.type) == (person, "J. Blake", "Person")
+        assert (eng.aliases, eng.strong_ids) == (("J. Blake",), (email,))
+        assert r.entity(person, ENG_READER) == eng
+        assert r.entities_named(["Jordan Blake"], ENG_READER) == {"jordan blake": []}  # no probing by the name
+        [office] = r.claims_of([person], ENG_READER)
+        assert (office.entity_name, office.value) == ("J. Blake", "Leipzig")  # filed under the public name
+        # Positive controls: HR reads the restricted record, an admin both.
+        [hr] = r.entities_named(["Jordan Blake"], HR_READER)["jordan blake"]
+        assert (hr.entity.entity_id, hr.entity.name, hr.strong_ids) == (person, "Jordan Blake", (email, user))
+        admin = r.entity(person, ADMIN)
+        assert admin is not None
+        assert (admin.entity.name, set(admin.aliases), admin.strong_ids) == (
+            "Jordan Blake", {"Jordan Blake", "J. Blake"}, (email, user),
+        )  # fmt: skip
 
     def test_two_hops_by_calling_neighbours_twice(self, world: GraphWorld) -> None:
         build_world(world)
