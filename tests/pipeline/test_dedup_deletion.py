@@ -35,7 +35,7 @@ NEAR_COPY = PARAGRAPH + " Minutes taken by the secretary."
 NAMES = ("Priya Raman", "Lena Fischer", "Kenji Sato")
 
 
-def _note(doc_id: str, body: str) -> SourceDocument:
+def note(doc_id: str, body: str) -> SourceDocument:
     # Meeting notes are a tier-3 priority source: with no model configured the representative is owed its
     # tier-3 pass, so its result is never cached and a later copy finds nothing to reuse but its own text.
     return SourceDocument(
@@ -91,7 +91,7 @@ def _references(pg_dsn: str, chunk_id: str) -> dict[str, int]:
 def test_deleting_the_representative_keeps_the_copies_facts_without_a_model(kg: KgragApp, pg_dsn: str) -> None:
     docs = ["notes-a", "notes-b", "notes-c"]
     for doc_id, body in zip(docs, [PARAGRAPH, PARAGRAPH, NEAR_COPY], strict=True):
-        kg.ingest([_note(doc_id, body)])  # one at a time: each copy is deduplicated against the stored ones
+        kg.ingest([note(doc_id, body)])  # one at a time: each copy is deduplicated against the stored ones
     before = _states(kg, docs)
     rep = before["notes-a"].chunk_id
     assert before["notes-a"].pending_llm and before["notes-a"].representative_chunk_id is None
@@ -120,7 +120,7 @@ def test_deleting_the_representative_keeps_the_copies_facts_without_a_model(kg: 
     assert after["notes-c"].skip_reason == SkipReason.NEAR_DUPLICATE.value
 
     # A new copy deduplicates against the survivor, not against the deleted chunk.
-    kg.ingest([_note("notes-d", PARAGRAPH)])
+    kg.ingest([note("notes-d", PARAGRAPH)])
     assert _states(kg, ["notes-d"])["notes-d"].representative_chunk_id == after["notes-b"].chunk_id
 
     # Positive control of the deletion itself: with every copy gone, so are the facts.
@@ -152,7 +152,7 @@ def test_claims_of_the_copies_survive_the_representative_with_a_fake_model(open_
     bodies = [CLAIM_PARAGRAPH, CLAIM_PARAGRAPH + " Noted.", CLAIM_PARAGRAPH + " Noted by the chair."]
     with open_kg(llm=model) as kg:
         for doc_id, body in zip(docs, bodies, strict=True):
-            kg.ingest([_note(doc_id, body)])
+            kg.ingest([note(doc_id, body)])
         admin = kg.require_extraction()
         assert len(model.calls) == 1  # only the representative went to the model; the copies reused its result
         before = _states(kg, docs)
