@@ -468,6 +468,27 @@ class ExtractionStoreContract:
         )
         assert x.orphaned_duplicates() == []
 
+    def test_a_representative_dropped_by_a_changed_document_orphans_its_duplicates(self, stores: Stores) -> None:
+        [a] = commit_doc(stores, "doc-a", [PRIYA])
+        [b] = commit_doc(stores, "doc-b", [PRIYA])
+        x = stores.extraction
+        x.save(
+            [
+                result(a, entities=[mention("Priya Raman", "Person")], tier=Tier.NER),
+                result(
+                    b,
+                    entities=[mention("Priya Raman", "Person")],
+                    tier=Tier.FILTER,
+                    skip_reason=SkipReason.EXACT_DUPLICATE,
+                    representative_chunk_id=a.chunk_id,
+                ),
+            ]
+        )
+        commit_doc(stores, "doc-a", ["Nothing to see here any more."], version=2)
+        assert x.states([b.chunk_id])[b.chunk_id].representative_chunk_id is None
+        assert x.orphaned_duplicates() == [b.chunk_id]
+        assert counts(stores, "entities", "mentions") == (1, 1)  # the copy's own evidence
+
     def test_chunks_with_hash(self, stores: Stores) -> None:
         [a] = commit_doc(stores, "doc-a", ["same words"])
         [b] = commit_doc(stores, "doc-b", ["same words"])
