@@ -22,6 +22,7 @@ ALL = [
     "0005_resolution_near",
     "0006_acl_principal_names",
     "0007_visibility_by_evidence",
+    "0008_duplicates_outlive_representatives",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

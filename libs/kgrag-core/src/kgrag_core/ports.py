@@ -291,6 +291,11 @@ class ExtractionStore(Protocol):
 
     def quarantine(self, items: Sequence[Quarantined]) -> None: ...
 
+    def orphaned_duplicates(self, limit: int = 256) -> list[str]:
+        """IDs of live chunks recorded as duplicates of a chunk that no longer exists (their representative
+        was deleted), oldest first: they are extracted again so that no copy depends on a deleted one."""
+        ...
+
     def purge_content(self, content_hashes: Sequence[str] | None = None) -> int:
         """Forget cached extractions of texts no live chunk has any more (all such texts when None)."""
         ...

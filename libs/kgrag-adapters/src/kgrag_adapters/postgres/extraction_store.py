@@ -332,6 +332,23 @@ class PostgresExtractionStore(PostgresStore):
             ).fetchall()
         return {r[0]: ChunkExtractionState(r[0], r[1], Tier(r[2]), r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows}
 
+    def orphaned_duplicates(self, limit: int = 256) -> list[str]:
+        """Live chunks that tier 0 recorded as copies of a chunk that has since been deleted, oldest first.
+
+        The deleting transaction clears their representative (0008_duplicates_outlive_representatives.sql);
+        the skip reason stays, which is what marks them until they are extracted again.
+        """
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT x.chunk_id FROM chunk_extractions x JOIN chunks c ON c.chunk_id = x.chunk_id"
+                + _LIVE_CHUNKS
+                + " LEFT JOIN chunk_minhash m ON m.chunk_id = x.chunk_id"
+                " WHERE x.representative_chunk_id IS NULL AND x.skip_reason IN ('exact_duplicate', 'near_duplicate')"
+                " ORDER BY m.seq NULLS LAST, x.chunk_id LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def quarantine(self, items: Sequence[Quarantined]) -> None:
         if not items:
             return

@@ -22,7 +22,6 @@ from kgrag_core.extraction.model import (
     ExtractionKey,
     Quarantined,
     RelationItem,
-    SkipReason,
     Tier,
 )
 from kgrag_core.extraction.ontology import Ontology
@@ -182,11 +181,30 @@ class Extractor:
         )
         originals = records + [c for c in text_chunks if c.chunk.chunk_id not in duplicates]
         self._extract_originals(originals, keys, report, llm_chunk_ids)
-        by_id = {r.chunk_id: r for r in report.results}
-        for item in text_chunks:
-            dup = duplicates.get(item.chunk.chunk_id)
-            if dup is not None:
-                report.add(self._reuse(item.chunk, keys[item.chunk.chunk_id], dup, by_id))
+        copies = [c for c in text_chunks if c.chunk.chunk_id in duplicates]
+        sources = self._representative_results({duplicates[c.chunk.chunk_id][1] for c in copies}, report)
+        # A copy whose representative's result is not at hand (it is owed its tier-3 pass, so it was never
+        # cached) is read by tier 2 itself: free, and it keeps the copy's facts its own, whatever becomes
+        # of the representative. Tier 3 is still spent only on the representative.
+        alone = [c for c in copies if duplicates[c.chunk.chunk_id][1] not in sources]
+        own = self._tier2(alone)
+        for item in copies:
+            chunk_id = item.chunk.chunk_id
+            reason, representative = duplicates[chunk_id]
+            source = sources.get(representative)
+            if source is not None:
+                items: Items = (list(source.entities), list(source.relations), list(source.claims))
+            else:
+                items = own[chunk_id]
+            result = self._validated(item.chunk, keys, Tier.FILTER, items)
+            report.add(
+                replace(
+                    result,
+                    skip_reason=reason,
+                    representative_chunk_id=representative,
+                    pending_llm=source.pending_llm if source is not None else False,
+                )
+            )
 
     def _extract_originals(
         self,
@@ -292,44 +310,26 @@ class Extractor:
             dropped=tuple(checked.dropped),
         )
 
-    def _reuse(
-        self, chunk: Chunk, key: ExtractionKey, dup: tuple[SkipReason, str], fresh: dict[str, ChunkExtraction]
-    ) -> ChunkExtraction:
-        """A duplicate takes its representative's items, each re-checked against the duplicate's own text, so
-        every copy carries its own verified evidence (and survives the representative's deletion)."""
-        reason, representative = dup
-        source = fresh.get(representative)
-        if source is None:
-            state = self.store.states([representative]).get(representative)
-            if state is not None:
-                rep_key = ExtractionKey(state.content_hash, state.extractor_version, state.ontology_version)
-                source = self.store.cached([rep_key]).get(rep_key)
-        if source is None:
-            # The representative was never extracted (or its result was not cacheable): nothing to reuse.
-            return ChunkExtraction(
-                chunk.chunk_id, key, Tier.FILTER, skip_reason=reason, representative_chunk_id=representative
-            )
-        checked = validate(
-            chunk.chunk_id,
-            chunk.text,
-            list(source.entities),
-            list(source.relations),
-            list(source.claims),
-            self.ontology,
-            context=chunk.section_path,
-        )
-        return ChunkExtraction(
-            chunk.chunk_id,
-            key,
-            Tier.FILTER,
-            entities=tuple(checked.entities),
-            relations=tuple(checked.relations),
-            claims=tuple(checked.claims),
-            dropped=tuple(checked.dropped),
-            skip_reason=reason,
-            representative_chunk_id=representative,
-            pending_llm=source.pending_llm,
-        )
+    def _representative_results(
+        self, representatives: set[str], report: ExtractionReport
+    ) -> dict[str, ChunkExtraction]:
+        """The results duplicates reuse: from this batch, else from the cache under the representative's own
+        key. A duplicate takes its representative's items, each re-checked against the duplicate's own text
+        and stored under the duplicate's chunk, so every copy carries its own verified evidence."""
+        found = {r.chunk_id: r for r in report.results if r.chunk_id in representatives}
+        missing = sorted(representatives - set(found))
+        if not missing:
+            return found
+        rep_keys = {
+            chunk_id: ExtractionKey(state.content_hash, state.extractor_version, state.ontology_version)
+            for chunk_id, state in self.store.states(missing).items()
+        }
+        cached = self.store.cached(list(set(rep_keys.values()))) if rep_keys else {}
+        for chunk_id, key in rep_keys.items():
+            hit = cached.get(key)
+            if hit is not None:
+                found[chunk_id] = hit
+        return found
 
     def _refresh_known_names(self) -> None:
         now = self._clock()

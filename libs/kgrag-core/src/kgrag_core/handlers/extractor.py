@@ -1,19 +1,24 @@
 """The extractor handler: chunks.changed -> tiered extraction of the document's current chunks.
 
 Like the graph-writer it trusts only the event's key and re-reads the document from PostgreSQL, so a late
-or replayed event extracts what is there now. A deleted document needs no work here: its chunks are gone,
-and with them (in the same PostgreSQL transaction) their evidence and every fact left without evidence.
-Unchanged chunks are cache hits, so a re-index or an ACL change costs one cache lookup per chunk.
+or replayed event extracts what is there now. A deleted document's own chunks are gone, and with them (in
+the same PostgreSQL transaction) their evidence and every fact left without evidence. What a deletion may
+leave here is *orphaned duplicates*: chunks of live documents that tier 0 had recorded as copies of a
+deleted chunk. They kept their own evidence, and every batch extracts them again (the first becomes the
+new representative, the others its duplicates), so the deletion event that removed their representative
+is what re-anchors them, on the embedded bus and on Kafka alike. Unchanged chunks are cache hits, so a
+re-index or an ACL change costs one cache lookup per chunk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kgrag_core.documents import DocumentStatus
 from kgrag_core.errors import ErrorCode
 from kgrag_core.events import CHUNKS_CHANGED, GRAPH_CHANGED, GraphChanged
+from kgrag_core.extraction.model import ChunkExtraction
 from kgrag_core.extraction.pipeline import Extractor, SourcedChunk
 from kgrag_core.handlers.protocol import DeadLetter, HandlerResult, OutputEvent
 from kgrag_core.ports import DocumentStore
@@ -47,12 +52,51 @@ class ExtractorHandler:
         # packs several chunks per request. No ingest outcomes: the document's ingest outcome is the
         # indexer's; extraction state is queryable per chunk (`kgrag extract status`).
         report = self.extractor.extract(chunks)
-        items = dict.fromkeys(doc_ids, 0)
+        results = list(report.results)
+        # After the batch: a deletion in it may just have orphaned copies elsewhere.
+        orphans = self._extract_orphans({c.chunk.chunk_id for c in chunks})
+        results.extend(orphans.results)
+        chunks.extend(orphans.chunks)
         doc_of = {c.chunk.chunk_id: c.chunk.doc_id for c in chunks}
-        for extraction in report.results:
+        announced = [d for d in doc_ids if d in docs] + [d for d in orphans.doc_ids if d not in doc_ids]
+        items = dict.fromkeys(announced, 0)
+        for extraction in results:
             items[doc_of[extraction.chunk_id]] += extraction.item_count
-        for doc_id in doc_ids:
-            if doc_id in docs:
-                event = GraphChanged(doc_id=doc_id, items=items[doc_id])
-                result.outputs.append(OutputEvent(GRAPH_CHANGED, doc_id, event.model_dump(mode="json")))
+        for doc_id in announced:
+            event = GraphChanged(doc_id=doc_id, items=items[doc_id])
+            result.outputs.append(OutputEvent(GRAPH_CHANGED, doc_id, event.model_dump(mode="json")))
         return result
+
+    def _extract_orphans(self, done: set[str]) -> _Orphans:
+        """Extract again every chunk left a duplicate of a deleted chunk; usually there is none (one query)."""
+        out = _Orphans()
+        seen = set(done)
+        while True:
+            ids = [i for i in self.extractor.store.orphaned_duplicates(ORPHAN_SLICE) if i not in seen]
+            if not ids:  # none left, or only ones this call already extracted (never loop on them)
+                return out
+            seen.update(ids)
+            found = self.documents.get_chunks(ids)
+            docs = self.documents.get_documents(sorted({c.doc_id for c in found.values()}))
+            # Oldest first, as the store lists them: the oldest surviving copy becomes the representative.
+            sourced = [
+                SourcedChunk(found[i], docs[found[i].doc_id].source)
+                for i in ids
+                if i in found and found[i].doc_id in docs and docs[found[i].doc_id].status is not DocumentStatus.DELETED
+            ]
+            report = self.extractor.extract(sourced)
+            out.chunks.extend(sourced)
+            out.results.extend(report.results)
+            for item in sourced:
+                if item.chunk.doc_id not in out.doc_ids:
+                    out.doc_ids.append(item.chunk.doc_id)
+
+
+ORPHAN_SLICE = 256
+
+
+@dataclass(slots=True)
+class _Orphans:
+    chunks: list[SourcedChunk] = field(default_factory=list)
+    results: list[ChunkExtraction] = field(default_factory=list)
+    doc_ids: list[str] = field(default_factory=list)

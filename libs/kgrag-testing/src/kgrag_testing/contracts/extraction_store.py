@@ -9,6 +9,7 @@ starts from empty stores, so counts are exact.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
@@ -428,6 +429,65 @@ class ExtractionStoreContract:
         assert [e.chunk_id for e in x.minhash_candidates(["band1:y"])] == [c.chunk_id]
         delete_doc(stores, "doc-c")
         assert x.minhash_candidates(["band1:y", "band0:q"]) == [MinHashEntry(a.chunk_id, a.content_hash, (1, 2, 3))]
+
+    def test_deleting_a_representative_orphans_its_duplicates_and_keeps_their_facts(self, stores: Stores) -> None:
+        [a] = commit_doc(stores, "doc-a", [PRIYA])
+        [b] = commit_doc(stores, "doc-b", [PRIYA])
+        [c] = commit_doc(stores, "doc-c", [PRIYA + " Noted."])
+        [d] = commit_doc(stores, "doc-d", [PRIYA + " Noted twice."])
+        x = stores.extraction
+        x.put_minhashes([(MinHashEntry(ch.chunk_id, ch.content_hash, (1, 2, 3)), ["band0:p"]) for ch in (a, b, c, d)])
+        own = [mention("Priya Raman", "Person")]
+        dup = functools.partial(result, entities=own, tier=Tier.FILTER)
+        x.save(
+            [
+                result(a, entities=own, tier=Tier.NER),
+                dup(b, skip_reason=SkipReason.EXACT_DUPLICATE, representative_chunk_id=a.chunk_id),
+                dup(c, skip_reason=SkipReason.NEAR_DUPLICATE, representative_chunk_id=a.chunk_id),
+                dup(d, skip_reason=SkipReason.NEAR_DUPLICATE, representative_chunk_id=c.chunk_id),
+            ]
+        )
+        assert x.orphaned_duplicates() == []
+        delete_doc(stores, "doc-d")  # a duplicate going orphans nothing
+        assert x.orphaned_duplicates() == []
+        delete_doc(stores, "doc-a")
+        # The copies keep their own evidence; nothing points at the deleted chunk, and both are listed
+        # (oldest first) for extraction again. The skip reason stays: it is what marks them.
+        assert counts(stores, "entities", "mentions") == (1, 2)
+        states = x.states([b.chunk_id, c.chunk_id])
+        assert [states[ch.chunk_id].representative_chunk_id for ch in (b, c)] == [None, None]
+        assert states[c.chunk_id].skip_reason == SkipReason.NEAR_DUPLICATE.value
+        assert x.orphaned_duplicates() == [b.chunk_id, c.chunk_id]
+        assert x.orphaned_duplicates(limit=1) == [b.chunk_id]
+        # Extracted again (b promoted to representative, c its duplicate): no orphan is left.
+        x.save(
+            [
+                result(b, entities=own, tier=Tier.NER),
+                dup(c, skip_reason=SkipReason.NEAR_DUPLICATE, representative_chunk_id=b.chunk_id),
+            ]
+        )
+        assert x.orphaned_duplicates() == []
+
+    def test_a_representative_dropped_by_a_changed_document_orphans_its_duplicates(self, stores: Stores) -> None:
+        [a] = commit_doc(stores, "doc-a", [PRIYA])
+        [b] = commit_doc(stores, "doc-b", [PRIYA])
+        x = stores.extraction
+        x.save(
+            [
+                result(a, entities=[mention("Priya Raman", "Person")], tier=Tier.NER),
+                result(
+                    b,
+                    entities=[mention("Priya Raman", "Person")],
+                    tier=Tier.FILTER,
+                    skip_reason=SkipReason.EXACT_DUPLICATE,
+                    representative_chunk_id=a.chunk_id,
+                ),
+            ]
+        )
+        commit_doc(stores, "doc-a", ["Nothing to see here any more."], version=2)
+        assert x.states([b.chunk_id])[b.chunk_id].representative_chunk_id is None
+        assert x.orphaned_duplicates() == [b.chunk_id]
+        assert counts(stores, "entities", "mentions") == (1, 1)  # the copy's own evidence
 
     def test_chunks_with_hash(self, stores: Stores) -> None:
         [a] = commit_doc(stores, "doc-a", ["same words"])
