@@ -19,6 +19,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
+from kgrag_adapters.postgres.merge_clusters import hold_merge_log, recluster
 from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _chunk, _utc_or_none
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode, KgragError
@@ -236,6 +237,7 @@ class PostgresExtractionStore(PostgresStore):
                 kept = [r for r in latest.values() if r.chunk_id in live]
                 if not kept:
                     return
+                hold_merge_log(conn)  # before the entity rows below are locked: see hold_merge_log
                 cur.executemany(_UPSERT_STATE, [_state_params(r) for r in kept])
                 cur.executemany(
                     "UPDATE chunks SET extraction_tier = %s"
@@ -251,6 +253,9 @@ class PostgresExtractionStore(PostgresStore):
                 for sql, params in facts.statements():
                     if params:
                         cur.executemany(sql, params)
+                # The replace above deleted and re-inserted entities whose only evidence it rewrote, and their
+                # mapping rows went with them: curation decisions are re-applied from the merge log.
+                recluster(conn, sorted(facts.entities))
 
     def states(self, chunk_ids: Sequence[str]) -> dict[str, ChunkExtractionState]:
         if not chunk_ids:
