@@ -84,20 +84,21 @@ class SpacyRecognizer:
     def version(self) -> str:
         return self._version
 
-    def set_known_names(self, names: Mapping[str, str]) -> None:
-        known = {name.strip(): label for name, label in names.items() if label and usable_name(name.strip())}
-        with self._lock:
-            if known == self._known:
-                return  # the periodic refresh usually finds the same names: no rebuild
-            self._known = known
-            if self._ruler is not None:
-                self._load_patterns(self._ruler)
-
-    def recognize(self, texts: Sequence[str]) -> list[list[RecognizedMention]]:
+    def recognize(
+        self, texts: Sequence[str], known_names: Mapping[str, str] | None = None
+    ) -> list[list[RecognizedMention]]:
         if not texts:
             return []
+        known = {
+            name.strip(): label for name, label in (known_names or {}).items() if label and usable_name(name.strip())
+        }
+        # One lock for the names and the texts: another thread's names (another access scope) never apply here.
         with self._lock:
             nlp = self._pipeline()
+            if known != self._known:  # consecutive calls of one scope usually bring the same names: no rebuild
+                self._known = known
+                assert self._ruler is not None  # built with the pipeline
+                self._load_patterns(self._ruler)
             return [list(self._mentions(doc)) for doc in nlp.pipe(texts, batch_size=self._batch_size)]
 
     # --- internals --------------------------------------------------------------------------------------
