@@ -47,3 +47,15 @@ def test_restricted_eml_txt_and_csv_are_found_only_by_their_readers(kg: KgragApp
     assert "memo.txt" not in found(FINANCE, "Quillmark")  # a malformed ACL file: admins only
     assert "memo.txt" in found(ADMIN, "Quillmark")
     assert "lobby.txt" in found(OUTSIDER, "lobby coffee machine")  # no ACL file: public, as before
+
+
+def test_changing_an_acl_file_changes_the_acl_at_the_next_ingest(kg: KgragApp, tmp_path: Path) -> None:
+    root = tmp_path / "share"
+    _write(root / "plans" / "roadmap.txt", "The Quillmark roadmap for next year.")
+    kg.ingest(list(iter_path(root)))
+    assert "plans/roadmap.txt" in {h.doc_id for h in kg.search("Quillmark roadmap", OUTSIDER, graph=False).hits}
+    _write(root / "plans" / ".kgrag-acl.yaml", "groups: [finance]\n")
+    [outcome] = kg.ingest(list(iter_path(root)))
+    assert outcome.status.value == "UPDATED", outcome.as_dict()
+    assert "plans/roadmap.txt" not in {h.doc_id for h in kg.search("Quillmark roadmap", OUTSIDER, graph=False).hits}
+    assert "plans/roadmap.txt" in {h.doc_id for h in kg.search("Quillmark roadmap", FINANCE, graph=False).hits}
