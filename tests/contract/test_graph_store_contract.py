@@ -111,22 +111,25 @@ def test_mapping_rows_follow_the_merge_log(world: PostgresWorld, pg_dsn: str) ->
         assert count == (0,)
 
 
-def test_a_recreated_member_rejoins_at_the_next_recluster(world: PostgresWorld) -> None:
-    """The log keeps the links of a member whose entity went; a later merge touching the cluster restores it."""
+def test_a_recreated_member_rejoins_its_cluster_as_soon_as_its_entity_is_written_again(world: PostgresWorld) -> None:
+    """The log keeps the links of a member whose entity went; writing the entity again re-applies them."""
     build_world(world)
     world.merge(merge("m1", PRIYA, DANA))
     world.delete_document("doc-hr")
-    assert world.graph.canonical_of([DANA]) == {DANA: DANA}
+    assert world.graph.canonical_of([DANA]) == {DANA: DANA}  # no entity row, no mapping row
     [chunk] = world.add_document("doc-hr-2", ["Dana Lee joined."], acl=HR, at=FEB)
     key = ExtractionKey(chunk.content_hash, "graph-test", "1")
     dana = EntityMention("Dana Lee", "Person", chunk.text, 0.9)
     world.extract([ChunkExtraction(chunk.chunk_id, key, Tier.LLM, (dana,), (), ())])
-    assert world.graph.canonical_of([DANA]) == {DANA: DANA}  # back, but not yet in its cluster
+    assert world.graph.canonical_of([DANA]) == {DANA: PRIYA}  # back in its cluster: the merge is still in force
     world.merge(merge("m2", PRIYA, P_RAMAN))
     assert world.graph.canonical_of([DANA, P_RAMAN]) == {DANA: PRIYA, P_RAMAN: PRIYA}
     summary = world.graph.entity(DANA, ADMIN)
     assert summary is not None
     assert summary.members == tuple(sorted([PRIYA, P_RAMAN, DANA]))
+    world.graph.revert_merge("m1")
+    world.extract([ChunkExtraction(chunk.chunk_id, key, Tier.LLM, (dana,), (), ())])
+    assert world.graph.canonical_of([DANA]) == {DANA: DANA}  # a split stays split when the entity is rewritten
 
 
 def test_the_schema_keeps_review_pairs_ordered(world: PostgresWorld, pg_dsn: str) -> None:

@@ -23,7 +23,7 @@ from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode
 from kgrag_core.events import GRAPH_CHANGED
-from kgrag_core.extraction.model import ChunkExtraction
+from kgrag_core.extraction.model import ChunkExtraction, EntityMention, ExtractionKey, Tier
 from kgrag_core.graph.model import MergeRecord
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
@@ -36,6 +36,7 @@ from kgrag_testing.contracts.graph_store import (
     DANA,
     ENG_READER,
     FEB,
+    HR,
     HR_READER,
     MERCURY_SITE,
     MERCURY_SYSTEM,
@@ -209,6 +210,29 @@ def test_merges_splits_and_hubs_follow_their_events(
     handler.handle("entities.changed", merge_event(m1) * 2)
     world.label_hubs(3)
     handler.handle("entities.changed", [("hubs", {"hubs": True})])
+    assert_in_parity(world, neo)
+
+
+def test_a_merge_survives_its_member_s_facts_being_rewritten_and_the_projection_follows(
+    world: PostgresOnly, neo: Neo4jKnowledgeGraph, handler: KnowledgeProjectionHandler
+) -> None:
+    """An ACL change, a re-ingest or a re-extraction rewrites a chunk's facts, deleting an entity whose only
+    evidence it was and inserting it again: the merge is re-applied from the log in PostgreSQL, and the Neo4j
+    projection, re-reading the mapping on graph.changed, shows the cluster again (docs/security.md, section 8)."""
+    build_world(world)
+    handler.handle(GRAPH_CHANGED, doc_events(*DOCS))
+    record = merge("m1", PRIYA, DANA)
+    world.merge(record)
+    handler.handle("entities.changed", merge_event(record))
+    world.delete_document("doc-hr")  # Dana's only evidence
+    handler.handle(GRAPH_CHANGED, doc_events("doc-hr"))
+    assert neo.entity(DANA, ADMIN) is None
+    [chunk] = world.add_document("doc-hr-2", ["Dana Lee joined."], acl=HR, at=FEB)
+    dana = EntityMention("Dana Lee", "Person", chunk.text, 0.9)
+    world.extract([ChunkExtraction(chunk.chunk_id, ExtractionKey(chunk.content_hash, "t", "1"), Tier.LLM, (dana,))])
+    handler.handle(GRAPH_CHANGED, doc_events("doc-hr-2"))
+    summary = neo.entity(DANA, ADMIN)
+    assert summary is not None and summary.entity.entity_id == PRIYA and DANA in summary.members
     assert_in_parity(world, neo)
 
 

@@ -38,7 +38,7 @@ NEAR_DUPLICATE_PAIRS = [
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-def make_chunk(doc_id: str, text: str, seq: int = 0, occurrence: int = 0) -> Chunk:
+def make_chunk(doc_id: str, text: str, seq: int = 0, occurrence: int = 0, acl_class_id: str = "public") -> Chunk:
     digest = content_hash(text.encode("utf-8"))
     return Chunk(
         chunk_id=chunk_id_for(doc_id, digest, occurrence),
@@ -50,7 +50,7 @@ def make_chunk(doc_id: str, text: str, seq: int = 0, occurrence: int = 0) -> Chu
         text=text,
         token_count=len(text.split()),
         content_hash=digest,
-        acl_class_id="public",
+        acl_class_id=acl_class_id,
     )
 
 
@@ -96,18 +96,25 @@ class FakeDedupStore:
     def add_live(self, chunks: Sequence[Chunk]) -> None:
         self.live.extend(chunks)
 
-    def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]:
+    def chunks_with_hash(self, content_hashes: Sequence[str], acl_class_id: str | None = None) -> dict[str, list[str]]:
         self.read_calls += 1
         out: dict[str, list[str]] = {}
         for chunk in self.live:
-            if chunk.content_hash in content_hashes:
+            if chunk.content_hash in content_hashes and acl_class_id in (None, chunk.acl_class_id):
                 out.setdefault(chunk.content_hash, []).append(chunk.chunk_id)
         return out
 
-    def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]:
+    def minhash_candidates(
+        self, band_keys: Sequence[str], exclude_doc_id: str | None = None, acl_class_id: str | None = None
+    ) -> list[MinHashEntry]:
         self.read_calls += 1
         wanted = set(band_keys)
-        return [entry for entry, keys in self.minhashes.values() if wanted.intersection(keys)]
+        classes = {c.chunk_id: c.acl_class_id for c in self.live}
+        return [
+            entry
+            for entry, keys in self.minhashes.values()
+            if wanted.intersection(keys) and acl_class_id in (None, classes.get(entry.chunk_id))
+        ]
 
     def put_minhashes(self, entries: Sequence[tuple[MinHashEntry, Sequence[str]]]) -> None:
         self.put_calls += 1
@@ -338,6 +345,22 @@ def test_exact_copy_of_a_stored_near_duplicate_points_at_its_original() -> None:
     store.run([b])
     c = make_chunk("doc-c", b.text)
     assert store.run([c]) == {c.chunk_id: (SkipReason.NEAR_DUPLICATE, a.chunk_id)}
+
+
+def test_only_a_chunk_of_the_same_acl_class_stands_in_for_another() -> None:
+    """A duplicate takes its representative's items: a restricted copy must not shape a public one's extraction
+    (nor the other way round), whether the copy is stored already or in the same batch."""
+    store = FakeDedupStore()
+    secret = make_chunk("doc-secret", LONG_TEXT, acl_class_id="acl_leadership")
+    store.run([secret])
+    public = make_chunk("doc-public", LONG_TEXT)
+    near = make_chunk("doc-public-2", LONG_TEXT.replace("fifteen minutes", "twenty minutes"))
+    assert store.run([public]) == {}  # the exact copy exists, but only in another class
+    assert store.run([near]) == {near.chunk_id: (SkipReason.NEAR_DUPLICATE, public.chunk_id)}  # positive control
+    restricted_copy = make_chunk("doc-secret-2", LONG_TEXT, acl_class_id="acl_leadership")
+    other = make_chunk("doc-other", LONG_TEXT, acl_class_id="acl_finance")
+    found = find_duplicates([restricted_copy, other], store)
+    assert found == {restricted_copy.chunk_id: (SkipReason.EXACT_DUPLICATE, secret.chunk_id)}  # same class: yes
 
 
 def test_empty_batch_touches_nothing() -> None:

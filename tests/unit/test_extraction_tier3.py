@@ -45,7 +45,7 @@ def ontology() -> Ontology:
     return parse_ontology(yaml.safe_load(ONTOLOGY_FILE.read_text(encoding="utf-8")))
 
 
-def make_chunk(chunk_id: str, text: str, seq: int = 0) -> Chunk:
+def make_chunk(chunk_id: str, text: str, seq: int = 0, acl_class_id: str = "acl-public") -> Chunk:
     data = text.encode()
     return Chunk(
         chunk_id=chunk_id,
@@ -57,7 +57,7 @@ def make_chunk(chunk_id: str, text: str, seq: int = 0) -> Chunk:
         text=text,
         token_count=len(text.split()),
         content_hash=hashlib.sha256(data).hexdigest(),
-        acl_class_id="acl-public",
+        acl_class_id=acl_class_id,
     )
 
 
@@ -139,6 +139,15 @@ def test_batches_keep_order_and_respect_both_limits() -> None:
     with pytest.raises(KgragError) as info:
         build_batches(chunks, max_chunks=0, max_input_tokens=1, count_tokens=estimate_tokens)
     assert info.value.code is ErrorCode.CONFIGURATION_INVALID
+
+
+def test_a_batch_never_mixes_acl_classes() -> None:
+    """The model reads a batch as one text: a restricted chunk must not be its context for a public one."""
+    classes = ["acl-public", "acl-leadership", "acl-public", "acl-leadership", "acl-public"]
+    chunks = [make_chunk(f"c{i}", "word " * 10, i, acl) for i, acl in enumerate(classes)]
+    batches = build_batches(chunks, max_chunks=10, max_input_tokens=10_000, count_tokens=estimate_tokens)
+    assert [[c.chunk_id for c in b] for b in batches] == [["c0", "c2", "c4"], ["c1", "c3"]]  # packed per class
+    assert all(len({c.acl_class_id for c in b}) == 1 for b in batches)
 
 
 # --- parsing ------------------------------------------------------------------------------------------------

@@ -26,19 +26,12 @@ def corpus_text() -> str:
 
 @pytest.fixture(scope="module")
 def recognizer() -> SpacyRecognizer:
-    # One model load for the module; each test sets the names it needs.
+    # One model load for the module; each call passes the names it needs.
     return SpacyRecognizer()
 
 
 @pytest.fixture
 def plain(recognizer: SpacyRecognizer) -> SpacyRecognizer:
-    recognizer.set_known_names({})
-    return recognizer
-
-
-@pytest.fixture
-def knowing(recognizer: SpacyRecognizer) -> SpacyRecognizer:
-    recognizer.set_known_names(KNOWN)
     return recognizer
 
 
@@ -69,10 +62,10 @@ def test_statistical_model_finds_a_person_with_offsets_and_sentence(plain: Spacy
     assert mentions["Atlas"].label == "Person"
 
 
-def test_known_names_win_over_the_model(knowing: SpacyRecognizer, corpus_text: str) -> None:
+def test_known_names_win_over_the_model(recognizer: SpacyRecognizer, corpus_text: str) -> None:
     atlas_text = corpus_sentence(corpus_text, "Atlas is owned by the Routing team")
     harbor_text = corpus_sentence(corpus_text, "Harbor is owned by the Warehouse Systems team")
-    atlas, harbor = (by_text(found) for found in knowing.recognize([atlas_text, harbor_text]))
+    atlas, harbor = (by_text(found) for found in recognizer.recognize([atlas_text, harbor_text], KNOWN))
     assert (atlas["Atlas"].label, atlas["Atlas"].source) == ("System", "ruler")
     assert (atlas["Routing"].label, atlas["Routing"].source) == ("Team", "ruler")
     assert atlas["Priya Raman"].label == "Person"
@@ -82,19 +75,18 @@ def test_known_names_win_over_the_model(knowing: SpacyRecognizer, corpus_text: s
 
 
 def test_one_word_names_match_only_with_their_capitals(recognizer: SpacyRecognizer) -> None:
-    recognizer.set_known_names({**KNOWN, "relay": "System", "he": "Person", "It": "System"})
+    names = {**KNOWN, "relay": "System", "he": "Person", "It": "System"}
     text = "He keeps an atlas of depot maps and a relay for the radio. It works."
-    assert recognizer.recognize([text]) == [[]]
+    assert recognizer.recognize([text], names) == [[]]
 
 
-def test_set_known_names_replaces_the_previous_names(recognizer: SpacyRecognizer) -> None:
+def test_each_call_knows_exactly_the_names_it_brings(recognizer: SpacyRecognizer) -> None:
+    """Names travel with the texts: a call never runs with an earlier call's names (another access scope's)."""
     text = "Harbor runs on a local server at LEJ-2."
-    recognizer.set_known_names(KNOWN)
-    assert by_text(recognizer.recognize([text])[0])["Harbor"].source == "ruler"
-    recognizer.set_known_names({"Harbor": "Project"})
-    assert by_text(recognizer.recognize([text])[0])["Harbor"].label == "Project"
-    recognizer.set_known_names({})
+    assert by_text(recognizer.recognize([text], KNOWN)[0])["Harbor"].source == "ruler"
+    assert by_text(recognizer.recognize([text], {"Harbor": "Project"})[0])["Harbor"].label == "Project"
     assert all(m.source == "ner" for m in recognizer.recognize([text])[0])
+    assert by_text(recognizer.recognize([text], KNOWN)[0])["Harbor"].source == "ruler"  # and back
 
 
 def test_model_labels_map_to_ontology_types(plain: SpacyRecognizer, corpus_text: str) -> None:
@@ -116,11 +108,11 @@ def test_batches_keep_one_result_per_text(plain: SpacyRecognizer) -> None:
     assert {m.text for m in found[2] if m.label == "Person"} == {"Zoë Müller"}
 
 
-def test_recognize_then_propose_on_the_corpus(knowing: SpacyRecognizer, corpus_text: str) -> None:
+def test_recognize_then_propose_on_the_corpus(recognizer: SpacyRecognizer, corpus_text: str) -> None:
     ontology = parse_ontology(yaml.safe_load((ROOT / "schemas" / "ontology" / "ontology.yaml").read_text()))
     assert isinstance(ontology, Ontology)
     text = corpus_text[corpus_text.index("## Ownership\n\nAtlas is owned") :][:400]
-    entities, relations, _ = propose(text, knowing.recognize([text])[0], ontology)
+    entities, relations, _ = propose(text, recognizer.recognize([text], KNOWN)[0], ontology)
     triples = {(r.subject, r.relation, r.object) for r in relations}
     assert ("Priya Raman", "LEADS", "Routing") in triples
     assert ("Routing", "OWNS", "Atlas") in triples

@@ -263,11 +263,13 @@ class MentionRecognizer(Protocol):
     @property
     def version(self) -> str: ...
 
-    def set_known_names(self, names: Mapping[str, str]) -> None:
-        """Replace the ruler's patterns: surface form -> ontology entity type."""
+    def recognize(
+        self, texts: Sequence[str], known_names: Mapping[str, str] | None = None
+    ) -> list[list[RecognizedMention]]:
+        """Mentions per text, the ruler knowing exactly `known_names` (surface form -> ontology entity type;
+        None: no names). Names and texts travel together, so two callers with different names (two access
+        scopes) can never run with each other's ruler."""
         ...
-
-    def recognize(self, texts: Sequence[str]) -> list[list[RecognizedMention]]: ...
 
 
 @runtime_checkable
@@ -305,16 +307,22 @@ class ExtractionStore(Protocol):
     # tier 0 near-duplicates: MinHash signatures and LSH band keys of chunk texts
     def put_minhashes(self, entries: Sequence[tuple[MinHashEntry, Sequence[str]]]) -> None: ...
 
-    def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]:
-        """Chunks sharing at least one band key, oldest first (the oldest copy is the representative)."""
+    def minhash_candidates(
+        self, band_keys: Sequence[str], exclude_doc_id: str | None = None, acl_class_id: str | None = None
+    ) -> list[MinHashEntry]:
+        """Chunks sharing at least one band key, oldest first (the oldest copy is the representative); only
+        chunks of `acl_class_id` when given."""
         ...
 
-    def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]:
-        """content hash -> IDs of live chunks with that text, oldest first."""
+    def chunks_with_hash(self, content_hashes: Sequence[str], acl_class_id: str | None = None) -> dict[str, list[str]]:
+        """content hash -> IDs of live chunks with that text, oldest first (of that ACL class when given)."""
         ...
 
     # what tier 2's entity ruler should recognise
-    def known_names(self, limit: int = 50_000) -> dict[str, str]: ...
+    def known_names(self, limit: int = 50_000, acl_class_id: str | None = None) -> dict[str, str]:
+        """Surface form -> entity type, most used first. With `acl_class_id`: only what chunks of that class
+        named (the scope a chunk of that class is extracted in); None: everything (an operator's view)."""
+        ...
 
     # reading facts back
     def claims(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from kgrag_adapters.connectors.acl_files import AclFiles
 from kgrag_adapters.connectors.csv_records import iter_csv
-from kgrag_adapters.connectors.folder import LOADERS, MULTI_LOADERS, iter_folder, load_file
+from kgrag_adapters.connectors.folder import LOADERS, MULTI_LOADERS, iter_folder, load_file, load_path
 from kgrag_adapters.connectors.jsonl import iter_jsonl
 from kgrag_core.connectors import ConnectorFailure, ConnectorItem
 from kgrag_core.errors import ErrorCode
@@ -21,10 +22,9 @@ def iter_path(path: Path) -> Iterator[ConnectorItem]:
         yield from iter_folder(path)
     elif path.is_file() and path.suffix.lower() == ".jsonl":
         yield from iter_jsonl(path)
-    elif path.is_file() and path.suffix.lower() in MULTI_LOADERS:
-        yield from MULTI_LOADERS[path.suffix.lower()](path, source="folder")
-    elif path.is_file() and path.suffix.lower() in LOADERS:
-        yield load_file(path, doc_id=path.name, source="folder")
+    elif path.is_file() and (path.suffix.lower() in MULTI_LOADERS or path.suffix.lower() in LOADERS):
+        # One file keeps the ACL its sidecar or its own folder's ACL file gives it, as in a folder walk.
+        yield from load_path(path, doc_id=path.name, source="folder", acl_files=AclFiles(path.absolute().parent))
     elif not path.exists():
         uri = path.absolute().as_uri()
         yield ConnectorFailure(uri, None, ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kgrag_adapters.connectors._common import failure, failure_from
-from kgrag_core.acl import acl_from_source
+from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
@@ -24,7 +24,8 @@ from kgrag_core.validation import parse_timestamp, validate_doc_id
 _METADATA_COLUMNS = frozenset({"title", "published_at"})
 
 
-def iter_csv(path: Path, *, source: str = "csv") -> Iterator[ConnectorItem]:
+def iter_csv(path: Path, *, source: str = "csv", default_acl: AclClass = PUBLIC_ACL) -> Iterator[ConnectorItem]:
+    """One record document per row, each with `default_acl` (the file's sidecar or folder ACL; else public)."""
     path = path.absolute()
     file_uri = path.as_uri()
     try:
@@ -68,7 +69,7 @@ def iter_csv(path: Path, *, source: str = "csv") -> Iterator[ConnectorItem]:
             continue
         where = f"{file_uri}#L{reader.line_num}"
         try:
-            doc = _row_document(row, columns, path, source, file_uri)
+            doc = _row_document(row, columns, path, source, file_uri, default_acl)
         except KgragError as err:
             yield failure_from(err, where, None)
             continue
@@ -79,7 +80,9 @@ def iter_csv(path: Path, *, source: str = "csv") -> Iterator[ConnectorItem]:
         yield doc
 
 
-def _row_document(row: list[str], columns: list[str], path: Path, source: str, file_uri: str) -> SourceDocument:
+def _row_document(
+    row: list[str], columns: list[str], path: Path, source: str, file_uri: str, acl: AclClass
+) -> SourceDocument:
     if len(row) != len(columns):
         raise KgragError(ErrorCode.MALFORMED_EVENT, f"The row has {len(row)} cells; the header has {len(columns)}.")
     values = {column: cell.strip() for column, cell in zip(columns, row, strict=True)}
@@ -101,7 +104,7 @@ def _row_document(row: list[str], columns: list[str], path: Path, source: str, f
         uri=f"{file_uri}#{key}",
         title=" ".join(title.split()),
         body=render_record(record_type, fields).encode("utf-8"),
-        acl=acl_from_source(None),  # a CSV file carries no ACL: public, like any file without one
+        acl=acl,
         modified_at=published_at,
         media_type=RECORD_MEDIA_TYPE,
         metadata={"published_at": published_at.isoformat()} if published_at else {},

@@ -14,7 +14,7 @@ from email.message import EmailMessage, Message
 from html.parser import HTMLParser
 
 from kgrag_adapters.connectors._common import failure
-from kgrag_core.acl import acl_from_source
+from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode
@@ -29,7 +29,9 @@ _BLANK_RUNS = re.compile(r"\n{3,}")
 _PARSE_ERRORS = (email.errors.MessageError, LookupError, UnicodeError, ValueError, IndexError)
 
 
-def load_email(data: bytes, *, doc_id: str, source: str, uri: str, stem: str) -> ConnectorItem:
+def load_email(
+    data: bytes, *, doc_id: str, source: str, uri: str, stem: str, default_acl: AclClass = PUBLIC_ACL
+) -> ConnectorItem:
     try:
         message = email.message_from_bytes(data, policy=policy.default)
         headers = {name: _header(message, name) for name in _HEADERS}
@@ -55,7 +57,7 @@ def load_email(data: bytes, *, doc_id: str, source: str, uri: str, stem: str) ->
         uri=uri,
         title=headers["Subject"] or stem,
         body=("\n".join(rendered).rstrip() + "\n").encode("utf-8"),
-        acl=acl_from_source(None),  # an e-mail file carries no ACL: public, like any file without one
+        acl=default_acl,  # an e-mail carries no ACL: its sidecar or folder ACL file gives it (else public)
         modified_at=parse_timestamp(sent, field="Date") if sent is not None else None,
         media_type=MEDIA_TYPE,
         metadata=metadata,

@@ -1,8 +1,9 @@
 """Folder connector: Markdown, plain-text and e-mail files, and CSV record exports, under a root directory.
 
 Files come in sorted relative-path order; hidden files and directories (a name starting with `.`) are
-skipped. doc_id is the relative POSIX path unless a Markdown file's front matter gives an `id`; each row
-of a CSV file is a record document of its own (see `csv_records`).
+skipped, and so are ACL sidecars (`NAME.acl.yaml`): who may read each file comes from `acl_files`.
+doc_id is the relative POSIX path unless a Markdown file's front matter gives an `id`; each row of a CSV
+file is a record document of its own (see `csv_records`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from pathlib import Path
 from typing import Protocol
 
 from kgrag_adapters.connectors._common import failure, failure_from
+from kgrag_adapters.connectors.acl_files import AclFiles, is_sidecar, with_file_acl
 from kgrag_adapters.connectors.csv_records import iter_csv
 from kgrag_adapters.connectors.email_file import load_email
 from kgrag_adapters.connectors.markdown_file import load_markdown
-from kgrag_core.acl import acl_from_source
+from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
@@ -24,12 +26,18 @@ from kgrag_core.validation import validate_doc_id
 
 
 class Loader(Protocol):
-    def __call__(self, data: bytes, *, doc_id: str, source: str, uri: str, stem: str) -> ConnectorItem: ...
+    """`default_acl`: the ACL the file has unless it names its own (acl_files: sidecar or folder ACL file)."""
+
+    def __call__(
+        self, data: bytes, *, doc_id: str, source: str, uri: str, stem: str, default_acl: AclClass = PUBLIC_ACL
+    ) -> ConnectorItem: ...
 
 
-def _load_text(data: bytes, *, doc_id: str, source: str, uri: str, stem: str) -> ConnectorItem:
+def _load_text(
+    data: bytes, *, doc_id: str, source: str, uri: str, stem: str, default_acl: AclClass = PUBLIC_ACL
+) -> ConnectorItem:
     # Undecodable bytes are passed on untouched: the core reports INVALID_UTF8 for every entry point.
-    return SourceDocument(doc_id, source, uri, stem, data, acl_from_source(None), media_type="text/plain")
+    return SourceDocument(doc_id, source, uri, stem, data, default_acl, media_type="text/plain")
 
 
 LOADERS: dict[str, Loader] = {
@@ -52,22 +60,32 @@ def iter_folder(root: Path, *, source: str = "folder") -> Iterator[ConnectorItem
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable.append):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         for name in filenames:
-            if not name.startswith("."):
+            if not name.startswith(".") and not is_sidecar(name):
                 path = Path(dirpath, name)
                 files.append((path.relative_to(root).as_posix(), path))
     for err in unreadable:
         where = Path(err.filename).as_uri() if err.filename else root.as_uri()
         yield failure(where, None, ErrorCode.SOURCE_UNREADABLE, f"Cannot list {err.filename}: {err.strerror or err}")
+    acl_files = AclFiles(root)
     for relative, path in sorted(files):
-        many = MULTI_LOADERS.get(path.suffix.lower())
-        if many is not None:
-            yield from many(path, source=source)
-        else:
-            yield load_file(path, doc_id=relative, source=source)
+        yield from load_path(path, doc_id=relative, source=source, acl_files=acl_files)
 
 
-def load_file(path: Path, *, doc_id: str, source: str) -> ConnectorItem:
-    """One file as a document (or a failure). `doc_id` is the default ID (front matter may override)."""
+def load_path(path: Path, *, doc_id: str, source: str, acl_files: AclFiles) -> Iterator[ConnectorItem]:
+    """One file's documents (a CSV file has one per row), with the ACL its sidecar or folder gives."""
+    found = acl_files.for_file(path)
+    many = MULTI_LOADERS.get(path.suffix.lower())
+    if many is not None:
+        items = many(path, source=source, default_acl=found.acl)
+    else:
+        items = iter([load_file(path, doc_id=doc_id, source=source, default_acl=found.acl)])
+    for item in items:
+        yield with_file_acl(item, found)
+
+
+def load_file(path: Path, *, doc_id: str, source: str, default_acl: AclClass = PUBLIC_ACL) -> ConnectorItem:
+    """One file as a document (or a failure). `doc_id` is the default ID (front matter may override);
+    `default_acl` the ACL unless the file names its own (Markdown front matter)."""
     path = path.absolute()
     uri = path.as_uri()
     loader = LOADERS.get(path.suffix.lower())
@@ -89,4 +107,4 @@ def load_file(path: Path, *, doc_id: str, source: str) -> ConnectorItem:
         return failure(uri, doc_id, ErrorCode.DOCUMENT_NOT_FOUND, f"{doc_id} disappeared before it was read.")
     except OSError as err:
         return failure(uri, doc_id, ErrorCode.SOURCE_UNREADABLE, f"{doc_id} cannot be read: {err.strerror or err}")
-    return loader(data, doc_id=doc_id, source=source, uri=uri, stem=path.stem)
+    return loader(data, doc_id=doc_id, source=source, uri=uri, stem=path.stem, default_acl=default_acl)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import yaml
 
 from kgrag_adapters.connectors._common import failure_from
-from kgrag_core.acl import PRIVATE_ACL, AclClass, acl_from_source
+from kgrag_core.acl import PRIVATE_ACL, PUBLIC_ACL, AclClass, acl_from_source
 from kgrag_core.chunking.blocks import BlockKind, detect_blocks
 from kgrag_core.chunking.lines import front_matter_lines, split_lines
 from kgrag_core.connectors import ConnectorItem
@@ -25,7 +25,9 @@ MEDIA_TYPE = "text/markdown"
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\r\n]+)(?:#[^\[\]|\r\n]*)?(?:\|[^\[\]\r\n]*)?\]\]")
 
 
-def load_markdown(data: bytes, *, doc_id: str, source: str, uri: str, stem: str) -> ConnectorItem:
+def load_markdown(
+    data: bytes, *, doc_id: str, source: str, uri: str, stem: str, default_acl: AclClass = PUBLIC_ACL
+) -> ConnectorItem:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -37,7 +39,7 @@ def load_markdown(data: bytes, *, doc_id: str, source: str, uri: str, stem: str)
     try:
         front = _front_matter(data, lines[1].start, lines[front_count - 2].end) if front_count > 2 else {}
         doc_id = validate_doc_id(_front_id(front) or doc_id)
-        acl = _acl(front)
+        acl = _acl(front, default_acl)
         modified_at = parse_timestamp(
             _first(front, "modified", "published_at", "date"), field="front matter modified/date"
         )
@@ -93,9 +95,9 @@ def _front_id(front: Mapping[str, object]) -> str | None:
     return str(value)
 
 
-def _acl(front: Mapping[str, object]) -> AclClass:
+def _acl(front: Mapping[str, object], default_acl: AclClass) -> AclClass:
     if "acl" not in front:
-        return acl_from_source(None)  # no ACL at all: public, as for every source
+        return default_acl  # no ACL of its own: its sidecar's or folder's (public when there is none)
     # `acl:` with no value is an ACL someone meant to write: treat it as malformed (private), not public.
     return PRIVATE_ACL if front["acl"] is None else acl_from_source(front["acl"])
 

@@ -19,6 +19,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
+from kgrag_adapters.postgres.merge_clusters import hold_merge_log, recluster
 from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _chunk, _utc_or_none
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode, KgragError
@@ -137,6 +138,17 @@ FROM (SELECT entity_id, name, tier FROM kg_mentions
 JOIN kg_entities e ON e.entity_id = n.entity_id
 GROUP BY n.name, e.type
 ORDER BY read DESC, uses DESC, n.name, e.type
+LIMIT %(limit)s
+"""
+
+# Mentions only: an entity's stored name may come from a chunk of another class (its first mention).
+_KNOWN_NAMES_IN_CLASS: LiteralString = """
+SELECT m.name, e.type, bool_or(m.tier <> %(ner)s) AS read, count(*) AS uses
+FROM kg_mentions m
+JOIN chunks c ON c.chunk_id = m.chunk_id AND c.acl_class_id = %(acl)s
+JOIN kg_entities e ON e.entity_id = m.entity_id
+GROUP BY m.name, e.type
+ORDER BY read DESC, uses DESC, m.name, e.type
 LIMIT %(limit)s
 """
 
@@ -305,6 +317,7 @@ class PostgresExtractionStore(PostgresStore):
                 kept = [r for r in latest.values() if r.chunk_id in live]
                 if not kept:
                     return
+                hold_merge_log(conn)  # before the entity rows below are locked: see hold_merge_log
                 cur.executemany(_UPSERT_STATE, [_state_params(r) for r in kept])
                 cur.executemany(
                     "UPDATE chunks SET extraction_tier = %s"
@@ -320,6 +333,9 @@ class PostgresExtractionStore(PostgresStore):
                 for sql, params in facts.statements():
                     if params:
                         cur.executemany(sql, params)
+                # The replace above deleted and re-inserted entities whose only evidence it rewrote, and their
+                # mapping rows went with them: curation decisions are re-applied from the merge log.
+                recluster(conn, sorted(facts.entities))
 
     def states(self, chunk_ids: Sequence[str]) -> dict[str, ChunkExtractionState]:
         if not chunk_ids:
@@ -427,7 +443,9 @@ class PostgresExtractionStore(PostgresStore):
                     ([b[0] for b in bands], [b[1] for b in bands]),
                 )
 
-    def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]:
+    def minhash_candidates(
+        self, band_keys: Sequence[str], exclude_doc_id: str | None = None, acl_class_id: str | None = None
+    ) -> list[MinHashEntry]:
         if not band_keys:
             return []
         with self._lock:
@@ -439,30 +457,38 @@ class PostgresExtractionStore(PostgresStore):
                 " JOIN chunk_minhash m ON m.chunk_id = hit.chunk_id"
                 " JOIN chunks c ON c.chunk_id = m.chunk_id"
                 + _LIVE_CHUNKS
-                + " WHERE (%s::text IS NULL OR c.doc_id <> %s) ORDER BY m.seq",
-                (list(band_keys), exclude_doc_id, exclude_doc_id),
+                + " WHERE (%s::text IS NULL OR c.doc_id <> %s) AND (%s::text IS NULL OR c.acl_class_id = %s)"
+                " ORDER BY m.seq",
+                (list(band_keys), exclude_doc_id, exclude_doc_id, acl_class_id, acl_class_id),
             ).fetchall()
         return [MinHashEntry(r[0], r[1], tuple(_to_unsigned(v) for v in r[2])) for r in rows]
 
-    def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]:
+    def chunks_with_hash(self, content_hashes: Sequence[str], acl_class_id: str | None = None) -> dict[str, list[str]]:
         if not content_hashes:
             return {}
         with self._lock:
             rows = self._conn.execute(
                 "SELECT c.content_hash, c.chunk_id FROM chunks c" + _LIVE_CHUNKS + " WHERE c.content_hash = ANY(%s)"
+                " AND (%s::text IS NULL OR c.acl_class_id = %s)"
                 " ORDER BY c.content_hash, c.indexed_at, c.doc_id, c.seq, c.chunk_id",
-                (list(content_hashes),),
+                (list(content_hashes), acl_class_id, acl_class_id),
             ).fetchall()
         out: dict[str, list[str]] = {}
         for h, chunk_id in rows:
             out.setdefault(h, []).append(chunk_id)
         return out
 
-    def known_names(self, limit: int = 50_000) -> dict[str, str]:
+    def known_names(self, limit: int = 50_000, acl_class_id: str | None = None) -> dict[str, str]:
         """Surface form -> entity type; a name used for two types keeps the one a record or the model gave, else
-        the commoner."""
+        the commoner. With `acl_class_id`, only the mentions in chunks of that class count (their names, their
+        types, which tier gave them): the scope one chunk is extracted in."""
+        sql, params = (
+            (_KNOWN_NAMES, {"ner": int(Tier.NER), "limit": limit})
+            if acl_class_id is None
+            else (_KNOWN_NAMES_IN_CLASS, {"ner": int(Tier.NER), "limit": limit, "acl": acl_class_id})
+        )
         with self._lock:
-            rows = self._conn.execute(_KNOWN_NAMES, {"ner": int(Tier.NER), "limit": limit}).fetchall()
+            rows = self._conn.execute(sql, params).fetchall()
         out: dict[str, str] = {}
         for name, entity_type, _, _ in rows:
             out.setdefault(name, entity_type)

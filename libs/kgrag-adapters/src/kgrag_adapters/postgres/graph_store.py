@@ -26,6 +26,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore, _cardinality, _claim
+from kgrag_adapters.postgres.merge_clusters import lock_merge_log, recluster
 from kgrag_adapters.postgres.store import Row
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import COMPETING_MODALITIES, timeline
@@ -461,7 +462,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         entities = list(dict.fromkeys([record.canonical_id, *record.members]))
         with self._lock, self._conn.transaction():
             conn = self._conn
-            _lock_resolution(conn)
+            lock_merge_log(conn)
             known = conn.execute(
                 "SELECT canonical_id, members FROM er_merge_log WHERE merge_id = %s", (record.merge_id,)
             ).fetchone()
@@ -481,7 +482,7 @@ class PostgresGraphStore(PostgresExtractionStore):
                     record.decided_by,
                 ),
             )
-            _recluster(conn, entities)
+            recluster(conn, entities)
 
     def revert_merge(self, merge_id: str) -> MergeRecord:
         """Remove the merge's links and recompute the clusters it touched; return it, marked reverted.
@@ -493,7 +494,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         """
         with self._lock, self._conn.transaction():
             conn = self._conn
-            _lock_resolution(conn)
+            lock_merge_log(conn)
             row = conn.execute(
                 "SELECT " + _MERGE_COLUMNS + ", entities FROM er_merge_log WHERE merge_id = %s", (merge_id,)
             ).fetchone()
@@ -508,7 +509,7 @@ class PostgresGraphStore(PostgresExtractionStore):
                     "UPDATE er_merge_log SET reverted = true, reverted_at = clock_timestamp() WHERE merge_id = %s",
                     (merge_id,),
                 )
-                _recluster(conn, list(row[6]))
+                recluster(conn, list(row[6]))
         return dataclasses.replace(_merge(row), reverted=True)
 
     def merge_log(self, limit: int = 100) -> list[MergeRecord]:
@@ -639,11 +640,6 @@ def _acl(acl_class_ids: Sequence[str] | None) -> dict[str, Any]:
     return {"admin": acl_class_ids is None, "acl": list(acl_class_ids or ())}
 
 
-def _lock_resolution(conn: psycopg.Connection[Row]) -> None:
-    # One resolution write at a time: a recluster reads the merges around it, then rewrites their mapping.
-    conn.execute("LOCK TABLE er_merge_log IN SHARE ROW EXCLUSIVE MODE")
-
-
 def _canonical(conn: psycopg.Connection[Row], entity_ids: Sequence[str]) -> dict[str, str]:
     ids = list(dict.fromkeys(entity_ids))
     out = {i: i for i in ids}
@@ -709,54 +705,6 @@ def _edge(row: Row, clusters: Mapping[str, ClusterView]) -> Edge | None:
         latest_written=row[9],
         first_written=row[11],
     )
-
-
-def _recluster(conn: psycopg.Connection[Row], seeds: Sequence[str]) -> None:
-    """Recompute the mapping of every cluster that contains one of `seeds`, from the merges in force."""
-    entities = set(seeds)
-    frontier = set(seeds)
-    merges: dict[str, tuple[int, str, list[str]]] = {}
-    while frontier:
-        rows = conn.execute(
-            "SELECT merge_id, seq, canonical_id, entities FROM er_merge_log WHERE NOT reverted AND entities && %s",
-            (sorted(frontier),),
-        ).fetchall()
-        frontier = set()
-        for merge_id, seq, cid, linked in rows:
-            if merge_id in merges:
-                continue
-            merges[merge_id] = (int(seq), cid, list(linked))
-            fresh = set(linked) - entities
-            entities |= fresh
-            frontier |= fresh
-    parent = {e: e for e in entities}
-
-    def root(e: str) -> str:
-        while parent[e] != e:
-            parent[e] = parent[parent[e]]
-            e = parent[e]
-        return e
-
-    for _, cid, linked in merges.values():
-        for e in linked:
-            parent[root(e)] = root(cid)
-    # The newest merge in a component names it.
-    label: dict[str, tuple[int, str, str]] = {}
-    for merge_id, (seq, cid, _) in merges.items():
-        r = root(cid)
-        if r not in label or seq > label[r][0]:
-            label[r] = (seq, cid, merge_id)
-    mapped = [(e, label[root(e)][1], label[root(e)][2]) for e in sorted(entities) if root(e) in label]
-    rows_out = [m for m in mapped if m[0] != m[1]]
-    conn.execute("DELETE FROM er_canonical WHERE entity_id = ANY(%s)", (sorted(entities),))
-    if rows_out:
-        # Members whose entity is gone (no evidence left) get no row; the log still links the others.
-        conn.execute(
-            "INSERT INTO er_canonical (entity_id, canonical_id, merge_id)"
-            " SELECT k.e, k.c, k.m FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(e, c, m)"
-            " JOIN kg_entities e ON e.entity_id = k.e",
-            ([m[0] for m in rows_out], [m[1] for m in rows_out], [m[2] for m in rows_out]),
-        )
 
 
 def _decision_to_dict(d: PairDecision) -> dict[str, Any]:

@@ -45,6 +45,8 @@ class ExtractionSettings:
     llm_max_input_tokens: int = 6_000
     # How often tier 2's entity ruler reloads the names the graph knows (a query and a ruler rebuild).
     known_names_refresh_s: float = 60.0
+    # How many access scopes' known names are kept between refreshes (the least recently used go first).
+    known_names_scopes: int = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,8 @@ class Extractor:
         self.count_tokens = count_tokens
         self.settings = settings or ExtractionSettings()
         self._clock = clock
-        self._names_loaded_at: float | None = None
+        # ACL class id -> (loaded at, the names chunks of that class gave), least recently used first.
+        self._known_names: dict[str, tuple[float, dict[str, str]]] = {}
 
     def version_for(self, label: str | None = None) -> str:
         """The extractor version in the cache key: the configured label plus the NER model and the LLM with
@@ -115,8 +118,13 @@ class Extractor:
         return f"{label or self.settings.extractor_version}|{ner}|{llm}"
 
     def key_for(self, chunk: Chunk, extractor_version: str | None = None) -> ExtractionKey:
-        """`extractor_version` is a label (as configured or as a re-extraction run names it)."""
-        return ExtractionKey(chunk.content_hash, self.version_for(extractor_version), self.ontology.version)
+        """`extractor_version` is a label (as configured or as a re-extraction run names it).
+
+        The chunk's ACL class is part of the key: tier 2 extracts a chunk with what chunks of its own class
+        taught the ruler, so the same text in another class may be extracted differently, and a result must
+        never be reused in a scope whose knowledge it was not extracted with (docs/security.md, section 4)."""
+        version = f"{self.version_for(extractor_version)}|acl:{chunk.acl_class_id}"
+        return ExtractionKey(chunk.content_hash, version, self.ontology.version)
 
     def use_ontology(self, ontology: Ontology) -> None:
         """Switch to a new ontology version: later extractions validate against it and record its version."""
@@ -245,12 +253,18 @@ class Extractor:
             return {}
         if self.recognizer is None:
             return {c.chunk.chunk_id: ([], [], []) for c in prose}
-        self._refresh_known_names()
-        found = self.recognizer.recognize([c.chunk.text for c in prose])
-        return {
-            c.chunk.chunk_id: propose(c.chunk.text, mentions, self.ontology)
-            for c, mentions in zip(prose, found, strict=True)
-        }
+        # One access scope at a time: a chunk of class C is extracted with the names chunks of class C gave,
+        # so nothing a restricted document taught the ruler types a name in a public one (and vice versa).
+        by_class: dict[str, list[SourcedChunk]] = {}
+        for item in prose:
+            by_class.setdefault(item.chunk.acl_class_id, []).append(item)
+        out: dict[str, Items] = {}
+        for acl_class_id in sorted(by_class):
+            group = by_class[acl_class_id]
+            found = self.recognizer.recognize([c.chunk.text for c in group], self._names_known_in(acl_class_id))
+            for c, mentions in zip(group, found, strict=True):
+                out[c.chunk.chunk_id] = propose(c.chunk.text, mentions, self.ontology)
+        return out
 
     def _tier3(
         self, wanted: list[SourcedChunk], keys: dict[str, ExtractionKey], report: ExtractionReport
@@ -331,14 +345,16 @@ class Extractor:
                 found[chunk_id] = hit
         return found
 
-    def _refresh_known_names(self) -> None:
+    def _names_known_in(self, acl_class_id: str) -> dict[str, str]:
+        """The names chunks of this ACL class gave, reloaded after `known_names_refresh_s`."""
         now = self._clock()
-        if self.recognizer is None:
-            return
-        if self._names_loaded_at is not None and now - self._names_loaded_at < self.settings.known_names_refresh_s:
-            return
-        self.recognizer.set_known_names(self.store.known_names())
-        self._names_loaded_at = now
+        cached = self._known_names.pop(acl_class_id, None)
+        if cached is None or now - cached[0] >= self.settings.known_names_refresh_s:
+            cached = (now, self.store.known_names(acl_class_id=acl_class_id))
+        self._known_names[acl_class_id] = cached  # re-inserted: most recently used last
+        while len(self._known_names) > self.settings.known_names_scopes:
+            del self._known_names[next(iter(self._known_names))]
+        return cached[1]
 
 
 def _merge(lower: ChunkExtraction, upper: ChunkExtraction) -> ChunkExtraction:

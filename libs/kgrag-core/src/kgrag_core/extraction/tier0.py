@@ -181,9 +181,13 @@ def band_keys(signature: Sequence[int]) -> list[str]:
 class DuplicateIndex(Protocol):
     """The part of `ports.ExtractionStore` duplicate detection reads and writes (any ExtractionStore is one)."""
 
-    def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]: ...
+    def chunks_with_hash(
+        self, content_hashes: Sequence[str], acl_class_id: str | None = None
+    ) -> dict[str, list[str]]: ...
 
-    def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]: ...
+    def minhash_candidates(
+        self, band_keys: Sequence[str], exclude_doc_id: str | None = None, acl_class_id: str | None = None
+    ) -> list[MinHashEntry]: ...
 
     def put_minhashes(self, entries: Sequence[tuple[MinHashEntry, Sequence[str]]]) -> None: ...
 
@@ -210,7 +214,7 @@ class _Deduper:
     own representative, so there are no cycles even where the two lists order chunks differently.
     """
 
-    def __init__(self, chunks: Sequence[Chunk], store: DuplicateIndex, threshold: float) -> None:
+    def __init__(self, chunks: Sequence[Chunk], store: DuplicateIndex, threshold: float, acl_class_id: str) -> None:
         self.threshold = threshold
         self.fresh = [
             _Fresh(c, sig, tuple(band_keys(sig))) for c, sig in ((c, minhash_signature(c.text)) for c in chunks)
@@ -225,8 +229,8 @@ class _Deduper:
                 self.batch_by_key.setdefault(key, []).append(f.chunk.chunk_id)
         # Three reads for the whole batch, not one per chunk: a stored entry's band keys are recomputed from
         # its signature (they are a function of it), which tells which batch chunks it is a candidate for.
-        self.by_hash = store.chunks_with_hash(sorted(self.batch_by_hash))
-        entries = store.minhash_candidates(sorted(self.batch_by_key))
+        self.by_hash = store.chunks_with_hash(sorted(self.batch_by_hash), acl_class_id=acl_class_id)
+        entries = store.minhash_candidates(sorted(self.batch_by_key), acl_class_id=acl_class_id)
         self.entries = [(e.chunk_id, frozenset(band_keys(e.signature))) for e in entries]
         self.signatures = {e.chunk_id: e.signature for e in entries}
         self.signatures.update({f.chunk.chunk_id: f.signature for f in self.fresh})
@@ -313,12 +317,19 @@ def find_duplicates(
     chunks: Sequence[Chunk], store: DuplicateIndex, *, threshold: float = LSH_THRESHOLD
 ) -> dict[str, tuple[SkipReason, str]]:
     """chunk_id -> (EXACT_DUPLICATE or NEAR_DUPLICATE, representative chunk_id) for the chunks that repeat
-    an older one; originals are absent. Records every chunk's signature and band keys in the store."""
-    if not chunks:
-        return {}
-    deduper = _Deduper(chunks, store, threshold)
-    found = deduper.run()
-    store.put_minhashes(
-        [(MinHashEntry(f.chunk.chunk_id, f.chunk.content_hash, f.signature), list(f.keys)) for f in deduper.fresh]
-    )
+    an older one; originals are absent. Records every chunk's signature and band keys in the store.
+
+    Only a chunk of the same ACL class may stand in for another: a duplicate takes its representative's
+    items (types a model or a record gave included), and what was read in one access scope must not shape
+    what is extracted in another (docs/security.md, section 4)."""
+    found: dict[str, tuple[SkipReason, str]] = {}
+    by_class: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_class.setdefault(chunk.acl_class_id, []).append(chunk)
+    for acl_class_id in sorted(by_class):
+        deduper = _Deduper(by_class[acl_class_id], store, threshold, acl_class_id)
+        found.update(deduper.run())
+        store.put_minhashes(
+            [(MinHashEntry(f.chunk.chunk_id, f.chunk.content_hash, f.signature), list(f.keys)) for f in deduper.fresh]
+        )
     return found

@@ -110,25 +110,33 @@ def build_batches(
     chunks: Sequence[Chunk], *, max_chunks: int, max_input_tokens: int, count_tokens: Callable[[str], int]
 ) -> list[list[Chunk]]:
     """Consecutive chunks, in order, packed while the rendered chunks fit `max_input_tokens` (the fixed
-    instructions not included); a chunk larger than the budget travels alone."""
+    instructions not included); a chunk larger than the budget travels alone.
+
+    A batch never mixes ACL classes: the model reads a batch as one text, so what a restricted chunk says
+    ("Brackenfold, our overflow site") would shape how it types a name in a public chunk next to it
+    (docs/security.md, section 4). Chunks are packed per class, classes in order of first appearance."""
     if max_chunks < 1 or max_input_tokens < 1:
         raise KgragError(
             ErrorCode.CONFIGURATION_INVALID,
             f"tier 3 batching needs max_chunks >= 1 and max_input_tokens >= 1 (got {max_chunks}, {max_input_tokens})",
             hint="fix the extraction settings",
         )
-    batches: list[list[Chunk]] = []
-    current: list[Chunk] = []
-    used = 0
+    by_class: dict[str, list[Chunk]] = {}
     for chunk in chunks:
-        cost = count_tokens(render_chunk(chunk))
-        if current and (len(current) >= max_chunks or used + cost > max_input_tokens):
+        by_class.setdefault(chunk.acl_class_id, []).append(chunk)
+    batches: list[list[Chunk]] = []
+    for group in by_class.values():
+        current: list[Chunk] = []
+        used = 0
+        for chunk in group:
+            cost = count_tokens(render_chunk(chunk))
+            if current and (len(current) >= max_chunks or used + cost > max_input_tokens):
+                batches.append(current)
+                current, used = [], 0
+            current.append(chunk)
+            used += cost
+        if current:
             batches.append(current)
-            current, used = [], 0
-        current.append(chunk)
-        used += cost
-    if current:
-        batches.append(current)
     return batches
 
 

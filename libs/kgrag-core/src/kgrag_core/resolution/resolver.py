@@ -267,7 +267,8 @@ class Resolver:
         for members in union_find.clusters():
             head = canonical_member(members, mentions)
             canonical.update((member, head) for member in members)
-            moved = tuple(m for m in members if existing.get(m, m) != head)
+            # The head is never its own member, also when it was filed under another label before.
+            moved = tuple(m for m in members if m != head and existing.get(m, m) != head)
             if len(members) > 1 and moved:
                 member_set = set(members)
                 basis = tuple(d for d in accepted if d.a in member_set)

@@ -215,7 +215,8 @@ _STORE_METHODS = {
     "known_names": KNOWN_NAMES,
     "save": SAVE,
 }
-_RECOGNIZER_METHODS = {"recognize": MODEL, "set_known_names": KNOWN_NAMES}
+# The ruler is rebuilt inside `recognize` (with the names of the scope it is called for): counted as MODEL.
+_RECOGNIZER_METHODS = {"recognize": MODEL}
 
 
 @contextmanager

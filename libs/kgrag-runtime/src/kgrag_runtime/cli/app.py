@@ -123,7 +123,11 @@ def delete(
 
 @app.command()
 def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
-    """What the index holds: documents, chunks, ACL classes, cached vectors, recent ingest errors."""
+    """What the index holds: documents, chunks, ACL classes, cached vectors, recent ingest errors.
+
+    Operator view: shows every document's data, restricted ones included, to whoever can open this index on
+    this machine (no --principal/--group filter applies). Over HTTP the same data is admin-only.
+    """
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         info = kg.status()
@@ -142,7 +146,11 @@ def documents(
     data_dir: DataDir = None,
     as_json: JsonOut = False,
 ) -> None:
-    """List the documents in the index (IDs for `kgrag delete`), with version and status."""
+    """List the documents in the index (IDs for `kgrag delete`), with version and status.
+
+    Operator view: shows every document's data, restricted ones included, to whoever can open this index on
+    this machine (no --principal/--group filter applies). Over HTTP the same data is admin-only.
+    """
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         docs = kg.searcher.documents.list_documents(include_deleted=include_deleted)

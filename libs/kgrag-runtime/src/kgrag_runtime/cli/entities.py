@@ -188,7 +188,11 @@ def merges(
     data_dir: DataDir = None,
     as_json: JsonOut = False,
 ) -> None:
-    """The merge log, newest first (reverted merges included), with who decided and why."""
+    """The merge log, newest first (reverted merges included), with who decided and why.
+
+    Operator view: shows every document's data, restricted ones included, to whoever can open this index on
+    this machine (no --principal/--group filter applies). Over HTTP the same data is admin-only.
+    """
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         rows: list[dict[str, Any]] = _graph(kg).merges(limit)
@@ -215,7 +219,11 @@ def review(
     data_dir: DataDir = None,
     as_json: JsonOut = False,
 ) -> None:
-    """The review queue: pairs scored "possibly the same", waiting for `kgrag entities decide`."""
+    """The review queue: pairs scored "possibly the same", waiting for `kgrag entities decide`.
+
+    Operator view: shows every document's data, restricted ones included, to whoever can open this index on
+    this machine (no --principal/--group filter applies). Over HTTP the same data is admin-only.
+    """
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         graph = _graph(kg)

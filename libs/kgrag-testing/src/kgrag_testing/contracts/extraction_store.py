@@ -548,6 +548,32 @@ class ExtractionStoreContract:
         assert x.known_names() == {"Routing": "Team", "Priya": "Person"}
         assert list(x.known_names(limit=1)) == ["Routing"]  # the most used first
 
+    def test_known_names_of_one_acl_class_are_what_its_chunks_named(self, stores: Stores) -> None:
+        """Tier 2 extracts a chunk with the names its own ACL class gave: another class's names and types (a
+        restricted record naming a site) must not reach it, and the type a record gave counts only in its class."""
+        [hr] = commit_doc(stores, "doc-hr", ["Site record: Brackenfold"], acl=HR)
+        [eng] = commit_doc(stores, "doc-eng", ["Brackenfold and Priya"])
+        x = stores.extraction
+        x.save([result(hr, entities=[mention("Brackenfold", "Site")], tier=Tier.MAPPING)])
+        x.save([result(eng, entities=[mention("Brackenfold", "Person"), mention("Priya", "Person")], tier=Tier.NER)])
+        assert x.known_names(acl_class_id=HR.acl_class_id) == {"Brackenfold": "Site"}
+        assert x.known_names(acl_class_id=ENG.acl_class_id) == {"Brackenfold": "Person", "Priya": "Person"}
+        assert x.known_names(acl_class_id="acl_nobody") == {}
+        assert x.known_names()["Brackenfold"] == "Site"  # everything: the record's type wins there
+
+    def test_duplicates_are_found_within_one_acl_class(self, stores: Stores) -> None:
+        [a] = commit_doc(stores, "doc-a", ["same words"], acl=HR)
+        [b] = commit_doc(stores, "doc-b", ["same words"])
+        x = stores.extraction
+        x.put_minhashes([(MinHashEntry(a.chunk_id, a.content_hash, (1, 2)), ["band1:s"])])
+        x.put_minhashes([(MinHashEntry(b.chunk_id, b.content_hash, (1, 2)), ["band1:s"])])
+        assert x.chunks_with_hash([a.content_hash], acl_class_id=ENG.acl_class_id) == {a.content_hash: [b.chunk_id]}
+        assert x.chunks_with_hash([a.content_hash], acl_class_id=HR.acl_class_id) == {a.content_hash: [a.chunk_id]}
+        assert len(x.chunks_with_hash([a.content_hash])[a.content_hash]) == 2
+        assert [e.chunk_id for e in x.minhash_candidates(["band1:s"], acl_class_id=HR.acl_class_id)] == [a.chunk_id]
+        assert [e.chunk_id for e in x.minhash_candidates(["band1:s"], acl_class_id=ENG.acl_class_id)] == [b.chunk_id]
+        assert len(x.minhash_candidates(["band1:s"])) == 2
+
     # --- ontology -------------------------------------------------------------------------------------------
 
     def test_ontology_versions_have_one_active(self, stores: Stores) -> None:
