@@ -26,6 +26,7 @@ from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 from kgrag_core.ports import IngestLog
 from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.single_writer import SingleWriter
 
 ProgressCallback = Callable[[int], None]
 
@@ -65,6 +66,8 @@ class EmbeddedIngest:
     ingest_log: IngestLog
     batch_documents: int = 64
     dead_letter_counts: dict[str, int] = field(default_factory=dict)
+    # The bus and the in-process indexes take one writer at a time (kgrag_runtime.single_writer).
+    writer: SingleWriter = field(default_factory=SingleWriter)
 
     def __post_init__(self) -> None:
         # Subscribe before anything is published: the embedded bus keeps no retention for unheard topics.
@@ -75,6 +78,10 @@ class EmbeddedIngest:
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
+        with self.writer.hold():
+            return self._ingest(items, progress)
+
+    def _ingest(self, items: Iterable[ConnectorItem], progress: ProgressCallback | None) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
         failures: list[IngestOutcome] = []
         pending: list[SourceDocument] = []
@@ -104,13 +111,15 @@ class EmbeddedIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
-        self.bus.publish(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
-        return self.drain()[-1]
+        with self.writer.hold():
+            self.bus.publish(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
+            return self.drain()[-1]
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
         event = AclChanged(doc_id=doc_id, acl_principals=list(acl.principals), acl_malformed=acl.malformed)
-        self.bus.publish(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
-        return self.drain()[-1]
+        with self.writer.hold():
+            self.bus.publish(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
+            return self.drain()[-1]
 
     def drain(self) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
@@ -131,6 +140,10 @@ class KafkaIngest:
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
+        with self.writer.hold():
+            return self._ingest(items, progress)
+
+    def _ingest(self, items: Iterable[ConnectorItem], progress: ProgressCallback | None) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
         for item in items:
             if isinstance(item, ConnectorFailure):

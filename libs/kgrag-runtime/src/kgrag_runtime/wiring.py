@@ -38,6 +38,7 @@ from kgrag_runtime.graph import build_graph_searcher, build_resolution, build_re
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest
 from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.single_writer import SingleWriter
 
 
 def build_embedder(settings: KgragSettings) -> Embedder:
@@ -140,7 +141,7 @@ def open_embedded(
             dsn = settings.pg_dsn.get_secret_value()
         else:
             dsn = stack.enter_context(EmbeddedPostgres(data_dir / "postgres")).dsn
-        store = stack.enter_context(PostgresGraphStore.connect(dsn))
+        store = stack.enter_context(PostgresGraphStore.connect(dsn, pool_size=settings.pg_pool_size))
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
         stack.callback(vectors.close)
@@ -153,6 +154,7 @@ def open_embedded(
         )
         chat = llm if llm is not None else build_llm(settings)
         handlers: list[Handler] = [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
+        writer = SingleWriter()  # one writer at a time on the in-process indexes; reads never wait for it
         extraction = None
         graph_admin = None
         if settings.extraction_enabled:
@@ -161,10 +163,10 @@ def open_embedded(
             extractor = build_extractor(settings, store=store, llm=extraction_chat)
             handlers.append(ExtractorHandler(store, extractor))
             extraction = ExtractionAdmin(
-                store, store, extractor, build_rerun(settings, documents=store, extractor=extractor)
+                store, store, extractor, build_rerun(settings, documents=store, extractor=extractor), writer=writer
             )
             resolution = build_resolution(settings, store=store, embedder=model)
-            graph_admin = GraphAdmin(store, store, resolution)
+            graph_admin = GraphAdmin(store, store, resolution, writer=writer)
             if settings.resolution_enabled:
                 handlers.append(build_resolver_handler(settings, resolution))
         ingestion = EmbeddedIngest(
@@ -172,6 +174,7 @@ def open_embedded(
             handlers=handlers,
             ingest_log=store,
             batch_documents=settings.ingest_batch_documents,
+            writer=writer,
         )
         searcher = HybridSearcher(store, store, vectors, keywords, model)
         yield KgragApp(

@@ -28,7 +28,7 @@ def serve_embedded(settings: KgragSettings, *, host: str, port: int) -> None:
     verifier = verifier_for(console)
     with open_embedded(settings) as kg:
         console.print(f"OpenAPI docs: http://{host}:{port}/docs")
-        uvicorn.run(create_app(kg, verifier), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(kg, verifier, threads=settings.http_threads), host=host, port=port, log_level="info")
 
 
 def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
@@ -37,4 +37,4 @@ def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
     console = Console(stderr=True)
     verifier = verifier_for(console)
     with open_query_app(settings) as kg:
-        uvicorn.run(create_app(kg, verifier), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(kg, verifier, threads=settings.http_threads), host=host, port=port, log_level="info")

@@ -1,8 +1,8 @@
 """The ExtractionStore on PostgreSQL: extraction cache, per-chunk state, facts with evidence, ontology versions, runs.
 
-A subclass of PostgresStore, so it shares that class's connection handling (one autocommit connection, a
-lock, reconnect after a broken connection, explicit transactions for multi-statement writes) and is also a
-DocumentStore: one object, one connection serves an extractor that reads chunks and writes facts.
+A subclass of PostgresStore, so it shares that class's connection handling (pooled autocommit connections,
+one leased per thread, reconnect after a broken connection, explicit transactions for multi-statement
+writes) and is also a DocumentStore: one object serves an extractor that reads chunks and writes facts.
 
 Facts and their clean-up live in the schema (0003_extraction.sql): evidence rows cascade with their chunk
 and triggers remove facts left without evidence, so documents changing or going need nothing from here.
@@ -177,14 +177,7 @@ def cacheable(result: ChunkExtraction) -> bool:
 
 
 class PostgresExtractionStore(PostgresStore):
-    """ExtractionStore (plus everything PostgresStore is) on one connection."""
-
-    @classmethod
-    def connect(cls, dsn: str) -> PostgresExtractionStore:
-        store = super().connect(dsn)
-        if not isinstance(store, PostgresExtractionStore):  # cannot happen: super().connect builds a cls
-            raise TypeError(f"connect built a {type(store).__name__}")
-        return store
+    """ExtractionStore (plus everything PostgresStore is) on one connection pool."""
 
     # --- cache and per-chunk state ----------------------------------------------------------------------
 
@@ -192,7 +185,7 @@ class PostgresExtractionStore(PostgresStore):
         """Cached results by key. The result's chunk_id is the chunk that produced it, not necessarily yours."""
         if not keys:
             return {}
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT x.content_hash, x.extractor_version, x.ontology_version, x.result FROM extraction_cache x"
                 " JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(h, e, o)"
@@ -215,7 +208,7 @@ class PostgresExtractionStore(PostgresStore):
             return
         latest = {r.chunk_id: r for r in results}  # one batch naming a chunk twice: the last result wins
         chunk_ids = list(latest)
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             conn = self._conn
             # KEY SHARE: a concurrent deletion of these chunks waits for this transaction, so no evidence
             # is written for a chunk that is being removed.
@@ -255,7 +248,7 @@ class PostgresExtractionStore(PostgresStore):
     def states(self, chunk_ids: Sequence[str]) -> dict[str, ChunkExtractionState]:
         if not chunk_ids:
             return {}
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT chunk_id, content_hash, tier, extractor_version, ontology_version, skip_reason,"
                 " representative_chunk_id, pending_llm, items FROM chunk_extractions WHERE chunk_id = ANY(%s)",
@@ -266,7 +259,7 @@ class PostgresExtractionStore(PostgresStore):
     def quarantine(self, items: Sequence[Quarantined]) -> None:
         if not items:
             return
-        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+        with self._lease, self._conn.transaction(), self._conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO extraction_quarantine (chunk_ids, reason, reply, extractor_version)"
                 " VALUES (%s, %s, %s, %s)",
@@ -275,7 +268,7 @@ class PostgresExtractionStore(PostgresStore):
 
     def quarantined(self, limit: int = 100) -> list[Quarantined]:
         """The latest `limit` quarantined replies, newest first."""
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT chunk_ids, reason, reply, extractor_version FROM extraction_quarantine"
                 " ORDER BY id DESC LIMIT %s",
@@ -291,7 +284,7 @@ class PostgresExtractionStore(PostgresStore):
         """
         if content_hashes is not None and not content_hashes:
             return 0
-        with self._lock:
+        with self._lease:
             cur = self._conn.execute(
                 "DELETE FROM extraction_cache x WHERE (%s::text[] IS NULL OR x.content_hash = ANY(%s::text[]))"
                 " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = x.content_hash)",
@@ -308,7 +301,7 @@ class PostgresExtractionStore(PostgresStore):
         The triggers keep this at zero, except after a save that rolled back while a chunk deletion skipped
         the rows it had locked (see 0003_extraction.sql). Cheap enough for a periodic maintenance job.
         """
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             conn = self._conn
             before = _count(conn, "SELECT count(*) FROM kg_entities")
             facts = sum(conn.execute(sql).rowcount for sql in _SWEEP_FACTS)
@@ -324,7 +317,7 @@ class PostgresExtractionStore(PostgresStore):
             return
         ids = [e.chunk_id for e, _ in entries]
         bands = [(key, e.chunk_id) for e, keys in entries for key in dict.fromkeys(keys)]
-        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+        with self._lease, self._conn.transaction(), self._conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO chunk_minhash (chunk_id, content_hash, doc_id, signature)"
                 " SELECT c.chunk_id, %s, c.doc_id, %s FROM chunks c WHERE c.chunk_id = %s"
@@ -344,7 +337,7 @@ class PostgresExtractionStore(PostgresStore):
     def minhash_candidates(self, band_keys: Sequence[str], exclude_doc_id: str | None = None) -> list[MinHashEntry]:
         if not band_keys:
             return []
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 # Starts from the band keys (an index lookup): without planner statistics (right after a
                 # bulk load) the IN-subquery form was planned as a scan growing with store size x batch size.
@@ -361,7 +354,7 @@ class PostgresExtractionStore(PostgresStore):
     def chunks_with_hash(self, content_hashes: Sequence[str]) -> dict[str, list[str]]:
         if not content_hashes:
             return {}
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT c.content_hash, c.chunk_id FROM chunks c" + _LIVE_CHUNKS + " WHERE c.content_hash = ANY(%s)"
                 " ORDER BY c.content_hash, c.indexed_at, c.doc_id, c.seq, c.chunk_id",
@@ -375,7 +368,7 @@ class PostgresExtractionStore(PostgresStore):
     def known_names(self, limit: int = 50_000) -> dict[str, str]:
         """Surface form -> entity type; a name used for two types keeps the one a record or the model gave, else
         the commoner."""
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(_KNOWN_NAMES, {"ner": int(Tier.NER), "limit": limit}).fetchall()
         out: dict[str, str] = {}
         for name, entity_type, _, _ in rows:
@@ -394,13 +387,13 @@ class PostgresExtractionStore(PostgresStore):
             "admin": acl_class_ids is None,
             "acl": list(acl_class_ids or ()),
         }
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(_SELECT_CLAIMS, params).fetchall()
             body = self._active_ontology_body()
         return timeline([_claim(r) for r in rows], _cardinality(body))
 
     def fact_counts(self) -> dict[str, int]:
-        with self._lock:
+        with self._lease:
             row = self._conn.execute(_FACT_COUNTS).fetchone()
         if row is None:  # cannot happen: a SELECT without FROM returns exactly one row
             raise RuntimeError("fact count query returned no row")
@@ -421,7 +414,7 @@ class PostgresExtractionStore(PostgresStore):
                 f"the body says version {ontology.version!r}, saved as {version!r}",
                 hint="save a body under the version it declares",
             )
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             conn = self._conn
             # Serialises activations: two at once would otherwise both clear and both set `active`.
             conn.execute("LOCK TABLE ontology_versions IN SHARE ROW EXCLUSIVE MODE")
@@ -443,12 +436,12 @@ class PostgresExtractionStore(PostgresStore):
                 conn.execute("UPDATE ontology_versions SET active = true WHERE version = %s", (version,))
 
     def active_ontology(self) -> Mapping[str, object] | None:
-        with self._lock:
+        with self._lease:
             return self._active_ontology_body()
 
     def ontology_versions(self) -> list[str]:
         """Every stored version, oldest first."""
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute("SELECT version FROM ontology_versions ORDER BY created_at, version").fetchall()
         return [r[0] for r in rows]
 
@@ -459,7 +452,7 @@ class PostgresExtractionStore(PostgresStore):
     # --- re-extraction runs ------------------------------------------------------------------------------
 
     def save_run(self, run: ExtractionRun) -> None:
-        with self._lock:
+        with self._lease:
             self._conn.execute(
                 _UPSERT_RUN,
                 (
@@ -485,7 +478,7 @@ class PostgresExtractionStore(PostgresStore):
         return self._runs("ORDER BY created_at DESC, run_id LIMIT %s", (limit,))
 
     def _runs(self, where: str, params: tuple[object, ...]) -> list[ExtractionRun]:
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT run_id, scope, extractor_version, ontology_version, dry_run, status, preview, receipt,"
                 " done_chunk_ids, created_at, finished_at FROM extraction_runs " + where,
@@ -510,7 +503,7 @@ class PostgresExtractionStore(PostgresStore):
 
     def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
         patterns = ["%" + _like_escape(term) + "%" for term in scope.contains_any]
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT " + _CHUNK_COLUMNS + " FROM chunks c" + _LIVE_CHUNKS + " WHERE"
                 " (cardinality(%(docs)s::text[]) = 0 OR c.doc_id = ANY(%(docs)s::text[]))"
