@@ -14,6 +14,7 @@ from typing import Protocol
 from kgrag_core.acl import AclClass
 from kgrag_core.connectors import ConnectorFailure, ConnectorItem
 from kgrag_core.documents import SourceDocument
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import (
     ACL_CHANGED,
     DOCUMENTS_CHANGED,
@@ -129,6 +130,29 @@ class EmbeddedIngest:
                 outcomes.extend(report.outcomes)
         self.ingest_log.record_outcomes(outcomes)
         return outcomes
+
+
+class ReadOnlyIngest:
+    """The ingestion of an app opened for reading only (`open_embedded(reads_only=True)`): every write refuses."""
+
+    def ingest(
+        self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
+    ) -> list[IngestOutcome]:
+        raise self._refusal()
+
+    def delete(self, doc_id: str) -> IngestOutcome:
+        raise self._refusal()
+
+    def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        raise self._refusal()
+
+    @staticmethod
+    def _refusal() -> KgragError:
+        return KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            "This app was opened for reading only.",
+            hint="Open it with open_embedded(settings) (reads_only=False) to ingest, delete or change ACLs.",
+        )
 
 
 @dataclass(slots=True)

@@ -17,6 +17,12 @@ class KgragSettings(BaseSettings):
 
     data_dir: Path = Field(Path(".kgrag"), description="Where the embedded stores live; one index per folder.")
     pg_dsn: SecretStr | None = Field(None, description="Use this PostgreSQL instead of the embedded one.")
+    pg_idle_shutdown_s: float = Field(
+        300.0,
+        ge=0,
+        description="The embedded PostgreSQL stays up this long after the last kgrag command used the data dir, "
+        "so the next command attaches instead of starting it (0: stop it when the last process exits).",
+    )
     pg_pool_size: int = Field(
         8, ge=1, le=256, description="PostgreSQL connections per process; concurrent requests lease one each."
     )
