@@ -164,10 +164,6 @@ class KafkaIngest:
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
-        with self.writer.hold():
-            return self._ingest(items, progress)
-
-    def _ingest(self, items: Iterable[ConnectorItem], progress: ProgressCallback | None) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
         for item in items:
             if isinstance(item, ConnectorFailure):

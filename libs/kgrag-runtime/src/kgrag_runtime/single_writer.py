@@ -57,9 +57,9 @@ P = ParamSpec("P")
 def writes(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
     """Run the method under its object's `writer` gate."""
 
-    @functools.wraps(method)
-    def gated(self: S, *args: P.args, **kwargs: P.kwargs) -> T:
+    def gated(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
         with self.writer.hold():
             return method(self, *args, **kwargs)
 
+    functools.update_wrapper(gated, method)  # name and docstring; its typed return would hide `gated`'s type
     return gated
