@@ -1,7 +1,8 @@
 """Where ingestion requests go: straight through the in-process bus (embedded) or onto Kafka.
 
 The CLI, the query API and the connector gateway all submit through this interface, so the HTTP layer
-does not know which runtime it is on.
+does not know which runtime it is on. The event models are imported where an event is built: a process
+that only reads (a CLI search) never builds one, and building the pydantic models costs start-up time.
 """
 
 from __future__ import annotations
@@ -15,14 +16,6 @@ from kgrag_core.acl import AclClass
 from kgrag_core.connectors import ConnectorFailure, ConnectorItem
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.events import (
-    ACL_CHANGED,
-    DOCUMENTS_CHANGED,
-    DOCUMENTS_DELETED,
-    AclChanged,
-    DocumentDeleted,
-    document_changed_from_source,
-)
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 from kgrag_core.ports import IngestLog
@@ -49,6 +42,8 @@ class IngestGateway(Protocol):
 
 
 def _deleted(doc_id: str) -> dict[str, object]:
+    from kgrag_core.events import DocumentDeleted
+
     return DocumentDeleted(doc_id=doc_id, observed_at=datetime.now(UTC)).model_dump(mode="json")
 
 
@@ -103,6 +98,8 @@ class EmbeddedIngest:
         return failures + outcomes
 
     def _index(self, docs: Sequence[SourceDocument], progress: ProgressCallback | None) -> list[IngestOutcome]:
+        from kgrag_core.events import DOCUMENTS_CHANGED, document_changed_from_source
+
         self.bus.publish_many(
             DOCUMENTS_CHANGED, ((d.doc_id, document_changed_from_source(d).model_dump(mode="json")) for d in docs)
         )
@@ -112,11 +109,15 @@ class EmbeddedIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
+        from kgrag_core.events import DOCUMENTS_DELETED
+
         with self.writer.hold():
             self.bus.publish(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
             return self.drain()[-1]
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        from kgrag_core.events import ACL_CHANGED, AclChanged
+
         event = AclChanged(doc_id=doc_id, acl_principals=list(acl.principals), acl_malformed=acl.malformed)
         with self.writer.hold():
             self.bus.publish(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
@@ -164,6 +165,8 @@ class KafkaIngest:
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
+        from kgrag_core.events import DOCUMENTS_CHANGED, document_changed_from_source
+
         outcomes: list[IngestOutcome] = []
         for item in items:
             if isinstance(item, ConnectorFailure):
@@ -179,11 +182,15 @@ class KafkaIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
+        from kgrag_core.events import DOCUMENTS_DELETED
+
         self.sink.produce(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
         self.sink.flush()
         return IngestOutcome(doc_id, IngestStatus.QUEUED, message="deletion queued")
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        from kgrag_core.events import ACL_CHANGED, AclChanged
+
         event = AclChanged(doc_id=doc_id, acl_principals=list(acl.principals), acl_malformed=acl.malformed)
         self.sink.produce(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
         self.sink.flush()

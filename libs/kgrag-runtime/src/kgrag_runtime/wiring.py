@@ -25,8 +25,6 @@ from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
-from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
 from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectStore, TokenCounter, VectorIndex
@@ -172,7 +170,12 @@ def open_embedded(
             settings, store=store, vectors=vectors, keywords=keywords, objects=objects, cache=cache, embedder=model
         )
         chat = llm if llm is not None else build_llm(settings)
-        handlers: list[Handler] = [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
+        handlers: list[Handler] = []
+        if not reads_only:
+            from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
+            from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+
+            handlers += [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
         writer = SingleWriter()  # one writer at a time on the in-process indexes; reads never wait for it
         extraction = None
         graph_admin = None
