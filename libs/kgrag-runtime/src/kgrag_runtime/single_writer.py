@@ -5,7 +5,8 @@ started), and PostgreSQL is MVCC; what they do not allow is two writers at once 
 directory lock; the in-process bus and the resolution pass keep state between steps). So ingestion,
 deletion, ACL changes, re-extraction and the curator's merges take this gate, one at a time. Reads never
 take it, so a search never waits for an ingest, and a write never waits for a search (or for an answer's
-LLM call). The distributed runtime writes through Kafka and a server-side index and passes `exclusive=False`.
+LLM call). The distributed runtime writes through Kafka and server-side indexes: its admin objects keep the
+default `shared_nothing()` gate.
 """
 
 from __future__ import annotations
@@ -24,10 +25,6 @@ class SingleWriter:
         # Re-entrant: a curator's review verdict merges, and both are writes.
         self._lock = threading.RLock() if exclusive else None
 
-    @property
-    def exclusive(self) -> bool:
-        return self._lock is not None
-
     @contextmanager
     def hold(self) -> Iterator[None]:
         if self._lock is None:
@@ -35,10 +32,6 @@ class SingleWriter:
             return
         with self._lock:
             yield
-
-    def run(self, fn: Callable[[], T]) -> T:
-        with self.hold():
-            return fn()
 
 
 def shared_nothing() -> SingleWriter:
