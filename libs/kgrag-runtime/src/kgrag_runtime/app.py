@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.extractive import extractive_answer
@@ -21,9 +22,11 @@ from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.ports import Cache, ChatModel, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
-from kgrag_runtime.extraction_admin import ExtractionAdmin
-from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
+
+if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
+    from kgrag_runtime.extraction_admin import ExtractionAdmin
+    from kgrag_runtime.graph_admin import GraphAdmin
 
 
 @dataclass(slots=True)

@@ -144,7 +144,7 @@ def require(value: str | None, name: str) -> str:
 def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) -> Iterator[DistributedStores]:
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
-        store = stack.enter_context(PostgresGraphStore.connect(dsn))
+        store = stack.enter_context(PostgresGraphStore.connect(dsn, pool_size=settings.pg_pool_size))
         adopt_entity_id_key(store, settings)
         yield DistributedStores(settings, stack, store, embedder)
 

@@ -7,7 +7,7 @@ same thing in the same words.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date
 
 from kgrag_core.acl import Caller, readable_classes
@@ -19,6 +19,7 @@ from kgrag_core.extraction.records import ClaimRecord, ExtractionRun, RerunScope
 from kgrag_core.extraction.rerun import RerunService
 from kgrag_core.ports import AclStore, ExtractionStore
 from kgrag_runtime.extraction import install_ontology
+from kgrag_runtime.single_writer import SingleWriter, shared_nothing, writes
 
 
 @dataclass(slots=True)
@@ -27,12 +28,15 @@ class ExtractionAdmin:
     acl: AclStore
     extractor: Extractor
     rerun_service: RerunService
+    # Re-extraction and a new ontology change what ingestion writes: they take the writer gate.
+    writer: SingleWriter = field(default_factory=shared_nothing)
 
     # --- ontology --------------------------------------------------------------------------------------
 
     def ontology(self) -> dict[str, object]:
         return {**ontology_to_dict(self.extractor.ontology), "versions": self.store.ontology_versions()}
 
+    @writes
     def put_ontology(self, body: object) -> dict[str, object]:
         """Validate and activate a new ontology version; extractions from now on record it."""
         ontology = parse_ontology(body)
@@ -42,6 +46,7 @@ class ExtractionAdmin:
 
     # --- re-extraction ----------------------------------------------------------------------------------
 
+    @writes
     def rerun(self, scope: RerunScope, extractor_version: str, *, dry_run: bool) -> dict[str, object]:
         if not extractor_version.strip():
             raise KgragError(
@@ -53,6 +58,7 @@ class ExtractionAdmin:
             return run_as_dict(self.rerun_service.preview(scope, extractor_version))
         return run_as_dict(self.rerun_service.start(scope, extractor_version))
 
+    @writes
     def resume(self, run_id: str) -> dict[str, object]:
         return run_as_dict(self.rerun_service.resume(run_id))
 

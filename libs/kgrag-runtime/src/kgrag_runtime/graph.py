@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.expansion import ExpansionSettings
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchSettings
-from kgrag_core.handlers.entity_resolver import EntityResolverHandler
 from kgrag_core.ports import Embedder, TokenCounter
-from kgrag_core.resolution.resolver import Overrides, Resolver, parse_overrides
-from kgrag_core.resolution.service import ResolutionService
 from kgrag_core.retrieval.hybrid import HybridSearcher
-from kgrag_runtime.extraction import SCHEMAS, read_yaml
 from kgrag_runtime.settings import KgragSettings
 
-DEFAULT_OVERRIDES = SCHEMAS / "resolution" / "overrides.yaml"
+if TYPE_CHECKING:  # resolution is built for ingestion and curation; a search imports only the searcher
+    from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+    from kgrag_core.handlers.entity_resolver import EntityResolverHandler
+    from kgrag_core.resolution.service import ResolutionService
+
+# Same folder as kgrag_runtime.extraction.SCHEMAS, without importing the extraction tiers for it.
+DEFAULT_OVERRIDES = Path(__file__).resolve().parent / "schemas" / "resolution" / "overrides.yaml"
 
 
 def build_resolution(
     settings: KgragSettings, *, store: PostgresGraphStore, embedder: Embedder | None
 ) -> ResolutionService:
+    from kgrag_core.resolution.resolver import Overrides, Resolver, parse_overrides
+    from kgrag_core.resolution.service import ResolutionService
+    from kgrag_runtime.extraction import read_yaml
+
     path = settings.resolution_overrides_file or DEFAULT_OVERRIDES
     overrides = parse_overrides(read_yaml(path)) if path.exists() else Overrides()
     return ResolutionService(
@@ -46,5 +54,7 @@ def build_graph_searcher(
 def build_resolver_handler(settings: KgragSettings, service: ResolutionService, *, name: str = "entity-resolver"
                            ) -> EntityResolverHandler:  # fmt: skip
     """The handler both runtimes run on graph.changed, with the configured full-pass interval."""
+    from kgrag_core.handlers.entity_resolver import EntityResolverHandler
+
     every = settings.resolution_full_pass_every_s
     return EntityResolverHandler(service, name=name, full_pass_every_s=every if every > 0 else None)

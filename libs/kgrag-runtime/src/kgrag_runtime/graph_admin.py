@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_core.acl import Caller, readable_classes
@@ -19,6 +19,7 @@ from kgrag_core.graph.model import DecisionKind, Edge, EntitySummary, MergeRecor
 from kgrag_core.ports import AclStore
 from kgrag_core.resolution.service import ResolutionService
 from kgrag_runtime.extraction_admin import claim_as_dict
+from kgrag_runtime.single_writer import SingleWriter, shared_nothing, writes
 
 MAX_DEPTH = 3
 MAX_LIMIT = 200
@@ -31,6 +32,8 @@ class GraphAdmin:
     resolution: ResolutionService
     # Tells projections (the Neo4j graph in distributed mode) which clusters a hand decision changed.
     announce: Callable[[EntitiesChanged], None] | None = None
+    # Curation writes take the embedded runtime's writer gate, as ingestion's resolution does.
+    writer: SingleWriter = field(default_factory=shared_nothing)
 
     # --- reads -------------------------------------------------------------------------------------------
 
@@ -100,6 +103,7 @@ class GraphAdmin:
 
     # --- administration ----------------------------------------------------------------------------------
 
+    @writes
     def merge(
         self,
         entity_ids: Sequence[str],
@@ -135,6 +139,7 @@ class GraphAdmin:
         self._announce(record, "merge")
         return merge_as_dict(record)
 
+    @writes
     def split(self, merge_id: str) -> dict[str, object]:
         record = self.store.revert_merge(merge_id)
         self._announce(record, "split")
@@ -150,11 +155,13 @@ class GraphAdmin:
     def review_queue(self, limit: int = 100) -> list[dict[str, object]]:
         return [pair_as_dict(p) for p in self.store.review_queue(limit)]
 
+    @writes
     def decide(self, a: str, b: str, *, same: bool) -> dict[str, object]:
         self.store.decide_review(a, b, same)
         merged = self.merge([a, b], reason="review: same", decided_by="review") if same else None
         return {"a": a, "b": b, "same": same, "merge": merged}
 
+    @writes
     def run_resolution(self) -> dict[str, int]:
         report = self.resolution.run()
         for canonical, members in sorted(report.merged.items()):

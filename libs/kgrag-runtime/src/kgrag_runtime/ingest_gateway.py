@@ -1,7 +1,8 @@
 """Where ingestion requests go: straight through the in-process bus (embedded) or onto Kafka.
 
 The CLI, the query API and the connector gateway all submit through this interface, so the HTTP layer
-does not know which runtime it is on.
+does not know which runtime it is on. The event models are imported where an event is built: a process
+that only reads (a CLI search) never builds one, and building the pydantic models costs start-up time.
 """
 
 from __future__ import annotations
@@ -14,19 +15,13 @@ from typing import Protocol
 from kgrag_core.acl import AclClass
 from kgrag_core.connectors import ConnectorFailure, ConnectorItem
 from kgrag_core.documents import SourceDocument
-from kgrag_core.events import (
-    ACL_CHANGED,
-    DOCUMENTS_CHANGED,
-    DOCUMENTS_DELETED,
-    AclChanged,
-    DocumentDeleted,
-    document_changed_from_source,
-)
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ingest import IngestOutcome, IngestStatus, no_active_document
 from kgrag_core.ports import IngestLog
 from kgrag_runtime.bus import InProcessBus
 from kgrag_runtime.kafka.deliveries import Deliveries
+from kgrag_runtime.single_writer import SingleWriter
 
 ProgressCallback = Callable[[int], None]
 
@@ -52,6 +47,8 @@ class IngestGateway(Protocol):
 
 
 def _deleted(doc_id: str) -> dict[str, object]:
+    from kgrag_core.events import DocumentDeleted
+
     return DocumentDeleted(doc_id=doc_id, observed_at=datetime.now(UTC)).model_dump(mode="json")
 
 
@@ -70,6 +67,8 @@ class EmbeddedIngest:
     ingest_log: IngestLog
     batch_documents: int = 64
     dead_letter_counts: dict[str, int] = field(default_factory=dict)
+    # The bus and the in-process indexes take one writer at a time (kgrag_runtime.single_writer).
+    writer: SingleWriter = field(default_factory=SingleWriter)
 
     def __post_init__(self) -> None:
         # Subscribe before anything is published: the embedded bus keeps no retention for unheard topics.
@@ -80,6 +79,10 @@ class EmbeddedIngest:
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
+        with self.writer.hold():
+            return self._ingest(items, progress)
+
+    def _ingest(self, items: Iterable[ConnectorItem], progress: ProgressCallback | None) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
         failures: list[IngestOutcome] = []
         pending: list[SourceDocument] = []
@@ -100,6 +103,8 @@ class EmbeddedIngest:
         return failures + outcomes
 
     def _index(self, docs: Sequence[SourceDocument], progress: ProgressCallback | None) -> list[IngestOutcome]:
+        from kgrag_core.events import DOCUMENTS_CHANGED, document_changed_from_source
+
         self.bus.publish_many(
             DOCUMENTS_CHANGED, ((d.doc_id, document_changed_from_source(d).model_dump(mode="json")) for d in docs)
         )
@@ -109,13 +114,19 @@ class EmbeddedIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
-        self.bus.publish(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
-        return self.drain()[-1]
+        from kgrag_core.events import DOCUMENTS_DELETED
+
+        with self.writer.hold():
+            self.bus.publish(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
+            return self.drain()[-1]
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        from kgrag_core.events import ACL_CHANGED, AclChanged
+
         event = AclChanged(doc_id=doc_id, acl_principals=list(acl.principals), acl_malformed=acl.malformed)
-        self.bus.publish(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
-        return self.drain()[-1]
+        with self.writer.hold():
+            self.bus.publish(ACL_CHANGED, doc_id, event.model_dump(mode="json"))
+            return self.drain()[-1]
 
     def drain(self) -> list[IngestOutcome]:
         outcomes: list[IngestOutcome] = []
@@ -125,6 +136,29 @@ class EmbeddedIngest:
                 outcomes.extend(report.outcomes)
         self.ingest_log.record_outcomes(outcomes)
         return outcomes
+
+
+class ReadOnlyIngest:
+    """The ingestion of an app opened for reading only (`open_embedded(reads_only=True)`): every write refuses."""
+
+    def ingest(
+        self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
+    ) -> list[IngestOutcome]:
+        raise self._refusal()
+
+    def delete(self, doc_id: str) -> IngestOutcome:
+        raise self._refusal()
+
+    def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        raise self._refusal()
+
+    @staticmethod
+    def _refusal() -> KgragError:
+        return KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            "This app was opened for reading only.",
+            hint="Open it with open_embedded(settings) (reads_only=False) to ingest, delete or change ACLs.",
+        )
 
 
 @dataclass(slots=True)
@@ -144,6 +178,8 @@ class KafkaIngest:
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
     ) -> list[IngestOutcome]:
+        from kgrag_core.events import DOCUMENTS_CHANGED, document_changed_from_source
+
         self.sink.require_reachable()
         deliveries = Deliveries()
         outcomes: list[IngestOutcome] = []
@@ -160,12 +196,16 @@ class KafkaIngest:
         return outcomes
 
     def delete(self, doc_id: str) -> IngestOutcome:
+        from kgrag_core.events import DOCUMENTS_DELETED
+
         if self.is_active is not None and not self.is_active(doc_id):
             return no_active_document(doc_id)
         self._send_one(DOCUMENTS_DELETED, doc_id, _deleted(doc_id))
         return IngestOutcome(doc_id, IngestStatus.QUEUED, message="deletion queued")
 
     def change_acl(self, doc_id: str, acl: AclClass) -> IngestOutcome:
+        from kgrag_core.events import ACL_CHANGED, AclChanged
+
         if self.is_active is not None and not self.is_active(doc_id):
             return no_active_document(doc_id)
         event = AclChanged(doc_id=doc_id, acl_principals=list(acl.principals), acl_malformed=acl.malformed)

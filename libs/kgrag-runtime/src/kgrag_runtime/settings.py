@@ -17,6 +17,18 @@ class KgragSettings(BaseSettings):
 
     data_dir: Path = Field(Path(".kgrag"), description="Where the embedded stores live; one index per folder.")
     pg_dsn: SecretStr | None = Field(None, description="Use this PostgreSQL instead of the embedded one.")
+    pg_idle_shutdown_s: float = Field(
+        300.0,
+        ge=0,
+        description="The embedded PostgreSQL stays up this long after the last kgrag command used the data dir, "
+        "so the next command attaches instead of starting it (0: stop it when the last process exits).",
+    )
+    pg_pool_size: int = Field(
+        8, ge=1, le=256, description="PostgreSQL connections per process; concurrent requests lease one each."
+    )
+    http_threads: int = Field(
+        40, ge=1, le=1024, description="Worker threads of the HTTP API; each runs one request at a time."
+    )
 
     max_document_bytes: int = Field(5_000_000, ge=1)
     # At most 240: MiniLM reads 256 word pieces, and the breadcrumb is embedded with the chunk.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -18,26 +19,26 @@ from kgrag_adapters.memory.cache import InMemoryCache
 from kgrag_adapters.postgres.embedded import EmbeddedPostgres
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_adapters.postgres.lifetime import STOPPING_MARKER
 from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
-from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
-from kgrag_core.handlers.extractor import ExtractorHandler
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
 from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectStore, TokenCounter, VectorIndex
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
-from kgrag_runtime.extraction import build_extractor, build_rerun
-from kgrag_runtime.extraction_admin import ExtractionAdmin
-from kgrag_runtime.graph import build_graph_searcher, build_resolution, build_resolver_handler
-from kgrag_runtime.graph_admin import GraphAdmin
-from kgrag_runtime.ingest_gateway import EmbeddedIngest
+from kgrag_runtime.graph import build_graph_searcher
+from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
 from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.single_writer import SingleWriter
+
+# How long a start waits for the supervisor's momentary probe of the lock, and for it to stop a server.
+_LOCK_PATIENCE_S = 0.5
+_STOPPING_PATIENCE_S = 30.0
 
 
 def adopt_entity_id_key(store: PostgresGraphStore, settings: KgragSettings) -> None:
@@ -135,9 +136,20 @@ def build_indexer(
 
 @contextmanager
 def open_embedded(
-    settings: KgragSettings, *, embedder: Embedder | None = None, llm: ChatModel | None = None
+    settings: KgragSettings,
+    *,
+    embedder: Embedder | None = None,
+    llm: ChatModel | None = None,
+    reads_only: bool = False,
+    keep_postgres: bool = False,
 ) -> Iterator[KgragApp]:
-    """Start (or reuse) every embedded store under `settings.data_dir` and yield the wired app."""
+    """Start (or reuse) every embedded store under `settings.data_dir` and yield the wired app.
+
+    `reads_only` is for commands that never write (search, ask): no extractor (so no NER model), no
+    ingestion handlers; the app's ingestion refuses with CONFIGURATION_INVALID.
+    `keep_postgres` (the CLI) leaves the embedded PostgreSQL running for the next call; its supervisor
+    stops it after KGRAG_PG_IDLE_SHUTDOWN_S without use. Without it (`kgrag serve`, tests) the server
+    stops when this process lets go of it (docs/architecture.md, "Process lifetime")."""
     data_dir = settings.data_dir.expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
@@ -145,8 +157,14 @@ def open_embedded(
         if settings.pg_dsn is not None:
             dsn = settings.pg_dsn.get_secret_value()
         else:
-            dsn = stack.enter_context(EmbeddedPostgres(data_dir / "postgres")).dsn
-        store = stack.enter_context(PostgresGraphStore.connect(dsn))
+            idle_s = settings.pg_idle_shutdown_s
+            server = EmbeddedPostgres(
+                data_dir / "postgres",
+                keep_running=keep_postgres and idle_s > 0,
+                supervise=(data_dir, idle_s) if idle_s > 0 else None,
+            )
+            dsn = stack.enter_context(server).dsn
+        store = stack.enter_context(PostgresGraphStore.connect(dsn, pool_size=settings.pg_pool_size))
         adopt_entity_id_key(store, settings)
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
@@ -159,26 +177,44 @@ def open_embedded(
             settings, store=store, vectors=vectors, keywords=keywords, objects=objects, cache=cache, embedder=model
         )
         chat = llm if llm is not None else build_llm(settings)
-        handlers: list[Handler] = [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
+        handlers: list[Handler] = []
+        if not reads_only:
+            from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
+            from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+
+            handlers += [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
+        writer = SingleWriter()  # one writer at a time on the in-process indexes; reads never wait for it
         extraction = None
         graph_admin = None
-        if settings.extraction_enabled:
+        if settings.extraction_enabled and not reads_only:
+            # Imported here: a search or an answer never loads the extraction tiers (or their NER model).
+            from kgrag_core.handlers.extractor import ExtractorHandler
+            from kgrag_runtime.extraction import build_extractor, build_rerun
+            from kgrag_runtime.extraction_admin import ExtractionAdmin
+            from kgrag_runtime.graph import build_resolution, build_resolver_handler
+            from kgrag_runtime.graph_admin import GraphAdmin
+
             # A model passed in (tests) is used as it is.
             extraction_chat = llm if llm is not None else build_extraction_llm(settings)
             extractor = build_extractor(settings, store=store, llm=extraction_chat)
             handlers.append(ExtractorHandler(store, extractor))
             extraction = ExtractionAdmin(
-                store, store, extractor, build_rerun(settings, documents=store, extractor=extractor)
+                store, store, extractor, build_rerun(settings, documents=store, extractor=extractor), writer=writer
             )
             resolution = build_resolution(settings, store=store, embedder=model)
-            graph_admin = GraphAdmin(store, store, resolution)
+            graph_admin = GraphAdmin(store, store, resolution, writer=writer)
             if settings.resolution_enabled:
                 handlers.append(build_resolver_handler(settings, resolution))
-        ingestion = EmbeddedIngest(
-            bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
-            handlers=handlers,
-            ingest_log=store,
-            batch_documents=settings.ingest_batch_documents,
+        ingestion: IngestGateway = (
+            ReadOnlyIngest()
+            if reads_only
+            else EmbeddedIngest(
+                bus=InProcessBus(settings.bus_partitions, settings.ingest_batch_documents),
+                handlers=handlers,
+                ingest_log=store,
+                batch_documents=settings.ingest_batch_documents,
+                writer=writer,
+            )
         )
         searcher = HybridSearcher(store, store, vectors, keywords, model)
         yield KgragApp(
@@ -198,21 +234,36 @@ def open_embedded(
 
 @contextmanager
 def _exclusive(data_dir: Path) -> Iterator[IO[str]]:
-    """The in-process indexes allow one writer: a second process on the same folder gets a clear error."""
-    handle = open(data_dir / ".lock", "w")  # noqa: SIM115 - held for the whole context
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as err:
-        handle.close()
-        raise KgragError(
-            ErrorCode.DATA_DIR_LOCKED,
-            f"Another kgrag process is using {data_dir}.",
-            hint="Stop it (for example a running `kgrag serve`), or pass a different --data-dir.",
-        ) from err
+    """The in-process indexes allow one writer: a second process on the same folder gets a clear error.
+
+    The PostgreSQL supervisor (kgrag_adapters.postgres.lifetime) takes this lock for a moment to see whether
+    the folder is in use, and for the second or so it takes to stop an idle server: a start that meets it
+    waits for it instead of failing."""
+    handle = open(data_dir / ".lock", "a+")  # noqa: SIM115 - held for the whole context
+    deadline = time.monotonic() + _LOCK_PATIENCE_S
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError as err:
+            stopping = (data_dir / STOPPING_MARKER).exists()
+            if time.monotonic() < (deadline + _STOPPING_PATIENCE_S if stopping else deadline):
+                time.sleep(0.02)
+                continue
+            handle.close()
+            raise KgragError(
+                ErrorCode.DATA_DIR_LOCKED,
+                f"Another kgrag process is using {data_dir}.",
+                hint="Stop it (for example a running `kgrag serve`), or pass a different --data-dir.",
+            ) from err
+    handle.seek(0)
+    handle.truncate()
     handle.write(str(os.getpid()))
     handle.flush()
     try:
         yield handle
     finally:
+        # The supervisor reads the lock file's mtime as "last used": a call shorter than its poll still counts.
+        os.utime(handle.fileno())
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()

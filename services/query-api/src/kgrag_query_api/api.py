@@ -1,15 +1,18 @@
 """FastAPI applications: the query API (search, ask, ingestion) and the connector gateway (ingestion only).
 
-Identity comes only from the verified bearer token. The embedded app holds single-writer indexes, so
-calls into it are serialised with a lock; the distributed deployment scales by running more replicas.
+Identity comes only from the verified bearer token. Routes are plain (sync) functions, so FastAPI runs
+each request on its own worker thread and requests are served concurrently: searches and answers never
+wait for each other, nor for an ingest. The only serialisation is the embedded runtime's single writer
+(`kgrag_runtime.single_writer`), which ingestion and curation take themselves; reads never take it.
 """
 
 import base64
-import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -40,6 +43,7 @@ from kgrag_runtime.ingest_gateway import IngestGateway
 from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
 
 T = TypeVar("T")
+DEFAULT_THREADS = 40  # anyio's own default
 ReadyCheck = Callable[[], dict[str, Any]]
 
 _STATUS = {
@@ -74,19 +78,21 @@ _STATUS = {
 }
 
 
-def create_app(kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | None = None) -> FastAPI:
-    """The query API: search, ask, and ingestion through whichever runtime `kg` was wired with."""
+def create_app(
+    kg: KgragApp, verifier: TokenVerifier, *, ready: ReadyCheck | None = None, threads: int = DEFAULT_THREADS
+) -> FastAPI:
+    """The query API: search, ask, and ingestion through whichever runtime `kg` was wired with; `threads`
+    requests at a time (KGRAG_HTTP_THREADS), the rest queue."""
     api = _base_app(
         "kgrag",
         "Search, cited answers and ingestion change events. Every call needs a bearer "
         "token; what you can see follows the token's user and groups.",
         ready or _status_check(kg),
+        threads=threads,
     )
-    lock = threading.Lock()
 
     def run(fn: Callable[[], T]) -> T:
-        with lock:
-            return fn()
+        return fn()  # concurrency: no lock here (see the module docstring)
 
     who_dep = _principal_dependency(verifier)
     router = APIRouter(prefix="/v1", tags=["query"], responses=AUTHENTICATED)
@@ -222,9 +228,19 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
-def _base_app(title: str, description: str, ready: ReadyCheck) -> FastAPI:
+def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int = DEFAULT_THREADS) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Sync routes run on anyio's default thread limiter: its size is how many requests run at once.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
     api = FastAPI(
-        title=title, version="0.1.0", description=description, dependencies=[Depends(_known_query_parameters_only)]
+        title=title,
+        version="0.1.0",
+        description=description,
+        lifespan=lifespan,
+        dependencies=[Depends(_known_query_parameters_only)],
     )
     registry = CollectorRegistry()
     requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 import uvicorn
 from rich.console import Console
@@ -23,12 +27,30 @@ def verifier_for(console: Console) -> TokenVerifier:
     return verifier
 
 
+@contextmanager
+def stop_cleanly_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the process through the normal exit path, so the stores it opened (the embedded
+    PostgreSQL above all) are closed. Python's default for them is to die on the spot; and uvicorn, after
+    its graceful shutdown, re-raises the signal it caught with the previous handler restored, which
+    without this is that default. Here the handler raises SystemExit instead."""
+
+    def leave(signum: int, _: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, leave) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def serve_embedded(settings: KgragSettings, *, host: str, port: int) -> None:
     console = Console(stderr=True)
     verifier = verifier_for(console)
-    with open_embedded(settings) as kg:
+    with stop_cleanly_on_signals(), open_embedded(settings) as kg:
         console.print(f"OpenAPI docs: http://{host}:{port}/docs")
-        uvicorn.run(create_app(kg, verifier), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(kg, verifier, threads=settings.http_threads), host=host, port=port, log_level="info")
 
 
 def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
@@ -36,5 +58,5 @@ def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
 
     console = Console(stderr=True)
     verifier = verifier_for(console)
-    with open_query_app(settings) as kg:
-        uvicorn.run(create_app(kg, verifier), host=host, port=port, log_level="info")
+    with stop_cleanly_on_signals(), open_query_app(settings) as kg:
+        uvicorn.run(create_app(kg, verifier, threads=settings.http_threads), host=host, port=port, log_level="info")

@@ -1,6 +1,6 @@
 """The knowledge graph on PostgreSQL: GraphReader and ResolutionStore over the facts of PostgresExtractionStore.
 
-A subclass of PostgresExtractionStore, so one object and one connection serve every PostgreSQL port: documents,
+A subclass of PostgresExtractionStore, so one object (one connection pool) serves every PostgreSQL port: documents,
 extraction, resolution state and graph reads.
 
 Facts keep their mention-level entity IDs; canonical entities exist only as the mapping in er_canonical, which
@@ -263,14 +263,7 @@ _MERGE_COLUMNS: LiteralString = "merge_id, canonical_id, members, basis, decided
 
 
 class PostgresGraphStore(PostgresExtractionStore):
-    """GraphReader and ResolutionStore (plus everything PostgresExtractionStore is) on one connection."""
-
-    @classmethod
-    def connect(cls, dsn: str) -> PostgresGraphStore:
-        store = super().connect(dsn)
-        if not isinstance(store, PostgresGraphStore):  # cannot happen: super().connect builds a cls
-            raise TypeError(f"connect built a {type(store).__name__}")
-        return store
+    """GraphReader and ResolutionStore (plus everything PostgresExtractionStore is) on one connection pool."""
 
     # --- GraphReader ----------------------------------------------------------------------------------------
 
@@ -440,12 +433,12 @@ class PostgresGraphStore(PostgresExtractionStore):
     def entities_near_documents(self, doc_ids: Sequence[str]) -> list[str]:
         if not doc_ids:
             return []
-        with self._lock:
+        with self._lease:
             return [r[0] for r in self._conn.execute(_NEAR_DOCUMENTS, {"docs": list(doc_ids)})]
 
     def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]:
         """Each ID's canonical ID; an ID in no cluster (or unknown) is its own."""
-        with self._lock:
+        with self._lease:
             return _canonical(self._conn, list(entity_ids))
 
     def apply_merge(self, record: MergeRecord) -> None:
@@ -460,7 +453,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         if record.decided_by not in _DECIDERS:
             raise ValueError(f"merge {record.merge_id}: decided_by is {record.decided_by!r}, not one of {_DECIDERS}")
         entities = list(dict.fromkeys([record.canonical_id, *record.members]))
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             conn = self._conn
             lock_merge_log(conn)
             known = conn.execute(
@@ -492,7 +485,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         so a later merge that linked the same entities keeps them together (and whatever the reverted merge
         alone connected falls apart). Reverting twice changes nothing the second time.
         """
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             conn = self._conn
             lock_merge_log(conn)
             row = conn.execute(
@@ -514,7 +507,7 @@ class PostgresGraphStore(PostgresExtractionStore):
 
     def merge_log(self, limit: int = 100) -> list[MergeRecord]:
         """The latest `limit` merges, newest first, reverted ones included."""
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT " + _MERGE_COLUMNS + " FROM er_merge_log ORDER BY seq DESC LIMIT %s", (limit,)
             ).fetchall()
@@ -530,7 +523,7 @@ class PostgresGraphStore(PostgresExtractionStore):
             rows[(a, b)] = (a, b, p.score, Jsonb([[n, v] for n, v in p.features]), p.rule)
         if not rows:
             return
-        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+        with self._lease, self._conn.transaction(), self._conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO er_review_queue (a, b, score, features, rule) VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT (a, b) DO UPDATE SET score = EXCLUDED.score, features = EXCLUDED.features,"
@@ -540,7 +533,7 @@ class PostgresGraphStore(PostgresExtractionStore):
 
     def review_queue(self, limit: int = 100) -> list[PairDecision]:
         """Pending pairs, the highest score first."""
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT a, b, score, features, rule FROM er_review_queue WHERE status = 'pending'"
                 " ORDER BY score DESC, a, b LIMIT %s",
@@ -558,7 +551,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         applies the hard constraints), through `apply_merge` with decided_by "review".
         """
         first, second = sorted((a, b))
-        with self._lock:
+        with self._lease:
             cur = self._conn.execute(
                 "UPDATE er_review_queue SET status = %s, decided_at = now() WHERE a = %s AND b = %s",
                 ("same" if same else "different", first, second),
@@ -579,7 +572,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         """
         if min_degree < 1:
             raise ValueError(f"min_degree must be at least 1, got {min_degree}")
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             conn = self._conn
             rows = conn.execute(_ALL_DEGREES, {**_acl(None), "min_degree": min_degree}).fetchall()
             conn.execute("DELETE FROM kg_hubs")
@@ -597,7 +590,7 @@ class PostgresGraphStore(PostgresExtractionStore):
     def _reading(self) -> Iterator[psycopg.Connection[Row]]:
         """The connection, inside one read-only snapshot: a read takes several queries (mapping, edges, names),
         and a merge or a deletion committed between them must not make them disagree."""
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             conn = self._conn
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn

@@ -1,21 +1,21 @@
 """The authoritative store on PostgreSQL: documents, ACL classes, chunks, ingest log, embedding cache.
 
-One psycopg connection per store object, in autocommit mode: every multi-statement write opens an
-explicit transaction, and reads see committed data without holding a transaction open. A lock makes the
-object safe to share between threads (one operation at a time on the connection).
+Autocommit connections from a small pool, one leased per thread for each operation: every multi-statement
+write opens an explicit transaction, and reads see committed data without holding a transaction open.
+Threads share the object and run their queries in parallel (`ConnectionPool`).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, LiteralString
+from typing import Any, LiteralString, Self
 
 import psycopg
 
 from kgrag_adapters.lifecycle import Closeable
 from kgrag_adapters.postgres.migrate import apply_migrations
+from kgrag_adapters.postgres.pool import ConnectionPool
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, DocumentStatus, StoredDocument
 from kgrag_core.errors import ErrorCode, KgragError
@@ -98,20 +98,19 @@ SELECT (SELECT count(*) FROM documents WHERE status = 'ACTIVE'),
 class PostgresStore(Closeable):
     """DocumentStore, AclStore, IngestLog, EmbeddingCache and StatsSource on one connection."""
 
-    def __init__(self, conn: psycopg.Connection[Row]) -> None:
-        """Wrap an open autocommit connection (prefer `connect`); the store closes it on `close`."""
+    def __init__(self, conn: psycopg.Connection[Row], *, dsn: str | None = None, pool_size: int = 1) -> None:
+        """Wrap an open autocommit connection (prefer `connect`); the store closes it on `close`. With a DSN
+        the store opens up to `pool_size` connections, one per thread in a call, and replaces broken ones."""
         if not conn.autocommit:
             raise ValueError("PostgresStore needs an autocommit connection; it opens its own transactions")
-        self._current = conn
-        self._dsn: str | None = None
-        self._closed = False
-        self._lock = threading.RLock()
+        # `with self._lease:` gives this thread a connection for one operation (re-entrant); `_conn` is it.
+        self._lease = ConnectionPool(conn, dsn=dsn, max_size=pool_size)
 
     @classmethod
-    def connect(cls, dsn: str) -> PostgresStore:
+    def connect(cls, dsn: str, *, pool_size: int = 4) -> Self:
         """Open a connection, bring the schema up to date, and return the store.
 
-        A store opened this way reconnects by itself when its connection breaks (a server restart or
+        A store opened this way reconnects by itself when a connection breaks (a server restart or
         failover); the failing call still raises, and the caller's retry finds a fresh connection.
         """
         conn = psycopg.connect(dsn, autocommit=True)
@@ -120,25 +119,19 @@ class PostgresStore(Closeable):
         except BaseException:
             conn.close()
             raise
-        store = cls(conn)
-        store._dsn = dsn
-        return store
+        return cls(conn, dsn=dsn, pool_size=pool_size)
 
     @property
     def _conn(self) -> psycopg.Connection[Row]:
-        if (self._current.closed or self._current.broken) and self._dsn is not None and not self._closed:
-            self._current = psycopg.connect(self._dsn, autocommit=True)
-        return self._current
+        return self._lease.connection
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._current.close()
+        self._lease.close()
 
     # --- DocumentStore ----------------------------------------------------------------------------
 
     def get_document(self, doc_id: str) -> StoredDocument | None:
-        with self._lock:
+        with self._lease:
             row = self._conn.execute(
                 "SELECT " + _DOC_COLUMNS + " FROM documents WHERE doc_id = %s", (doc_id,)
             ).fetchone()
@@ -147,14 +140,14 @@ class PostgresStore(Closeable):
     def get_documents(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
             return {}
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT " + _DOC_COLUMNS + " FROM documents WHERE doc_id = ANY(%s)", (list(doc_ids),)
             ).fetchall()
         return {doc.doc_id: doc for doc in map(_document, rows)}
 
     def list_documents(self, *, include_deleted: bool = False) -> list[StoredDocument]:
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT " + _DOC_COLUMNS + " FROM documents WHERE %s OR status = 'ACTIVE' ORDER BY doc_id",
                 (include_deleted,),
@@ -162,7 +155,7 @@ class PostgresStore(Closeable):
         return [_document(r) for r in rows]
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT " + _CHUNK_COLUMNS + " FROM chunks c JOIN documents d USING (doc_id)"
                 " WHERE c.doc_id = %s AND d.status = 'ACTIVE' ORDER BY c.seq",
@@ -173,7 +166,7 @@ class PostgresStore(Closeable):
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         if not chunk_ids:
             return {}
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT " + _CHUNK_COLUMNS + " FROM chunks c JOIN documents d USING (doc_id)"
                 " WHERE c.chunk_id = ANY(%s) AND d.status = 'ACTIVE'",
@@ -188,7 +181,7 @@ class PostgresStore(Closeable):
             if ch.doc_id != doc.doc_id:
                 raise ValueError(f"chunk {ch.chunk_id} belongs to {ch.doc_id}, not {doc.doc_id}")
         keep = [ch.chunk_id for ch in chunks]
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             _store_acl_class(self._conn, acl)
             self._conn.execute(
                 _UPSERT_DOC,
@@ -213,7 +206,7 @@ class PostgresStore(Closeable):
                     cur.executemany(_UPSERT_CHUNK, [_chunk_params(ch) for ch in chunks])
 
     def update_acl(self, doc_id: str, acl: AclClass) -> bool:
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             _store_acl_class(self._conn, acl)
             found = self._conn.execute(
                 "UPDATE documents SET acl_class_id = %s WHERE doc_id = %s AND status = 'ACTIVE' RETURNING doc_id",
@@ -227,7 +220,7 @@ class PostgresStore(Closeable):
     def mark_deleted(self, doc_id: str, record: DeletionRecord) -> None:
         if record.doc_id != doc_id:
             raise ValueError(f"deletion record is for {record.doc_id}, not {doc_id}")
-        with self._lock, self._conn.transaction():
+        with self._lease, self._conn.transaction():
             found = self._conn.execute(
                 "UPDATE documents SET status = 'DELETED', deleted_at = COALESCE(%s::timestamptz, now())"
                 " WHERE doc_id = %s RETURNING doc_id",
@@ -250,7 +243,7 @@ class PostgresStore(Closeable):
             )
 
     def deletion_records(self, doc_id: str) -> list[DeletionRecord]:
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT doc_id, chunk_ids, object_keys, stores, at FROM deletion_log WHERE doc_id = %s ORDER BY id",
                 (doc_id,),
@@ -260,7 +253,7 @@ class PostgresStore(Closeable):
     # --- AclStore -------------------------------------------------------------------------------------
 
     def acl_classes(self) -> list[AclClass]:
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 "SELECT acl_class_id, principals, malformed FROM acl_classes ORDER BY acl_class_id"
             ).fetchall()
@@ -286,17 +279,17 @@ class PostgresStore(Closeable):
             )
             for o in outcomes
         ]
-        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+        with self._lease, self._conn.transaction(), self._conn.cursor() as cur:
             cur.executemany(_INSERT_OUTCOME, params)
 
     def recent_outcomes(self, limit: int = 100) -> list[IngestOutcome]:
         """The latest `limit` outcomes, newest first."""
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(_SELECT_OUTCOMES + " ORDER BY id DESC LIMIT %s", (limit,)).fetchall()
         return [_outcome(r) for r in rows]
 
     def outcomes_for(self, doc_id: str, limit: int = 20) -> list[IngestOutcome]:
-        with self._lock:
+        with self._lease:
             rows = self._conn.execute(
                 _SELECT_OUTCOMES + " WHERE doc_id = %s ORDER BY id DESC LIMIT %s", (doc_id, limit)
             ).fetchall()
@@ -307,7 +300,7 @@ class PostgresStore(Closeable):
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, tuple[float, ...]]:
         if not hashes:
             return {}
-        with self._lock:
+        with self._lease:
             # float4 -> float8 is exact, and float8's text form round-trips, so the caller gets exactly
             # the stored float32 values (float4's shortest text form would parse to a different double).
             rows = self._conn.execute(
@@ -323,7 +316,7 @@ class PostgresStore(Closeable):
             return
         # float(): callers may hand numpy arrays/scalars; psycopg then sends plain float8 values.
         params = [(model_id, h, len(v), [float(x) for x in v]) for h, v in vectors.items()]
-        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+        with self._lease, self._conn.transaction(), self._conn.cursor() as cur:
             # executemany pipelines the statements: one round trip per batch, not per vector.
             cur.executemany(
                 "INSERT INTO embedding_cache (model_id, content_hash, dimension, vector)"
@@ -334,7 +327,7 @@ class PostgresStore(Closeable):
     def delete_vectors(self, model_id: str, hashes: Sequence[str]) -> int:
         if not hashes:
             return 0
-        with self._lock:
+        with self._lease:
             cur = self._conn.execute(
                 "DELETE FROM embedding_cache WHERE model_id = %s AND content_hash = ANY(%s)", (model_id, list(hashes))
             )
@@ -343,7 +336,7 @@ class PostgresStore(Closeable):
     # --- StatsSource ------------------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
-        with self._lock:
+        with self._lease:
             row = self._conn.execute(_STATS).fetchone()
         if row is None:  # cannot happen: a SELECT without FROM returns exactly one row
             raise RuntimeError("stats query returned no row")

@@ -10,6 +10,7 @@ and reloads the searcher before returning. Other processes may open the same pat
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -65,6 +66,9 @@ class TantivyKeywordIndex(Closeable):
         self._analyzer = _build_query_analyzer()
         # reuse=True opens an existing index and raises if its schema differs from ours.
         self._index: tantivy.Index | None = tantivy.Index(self._schema, path=str(self._path), reuse=True)
+        # tantivy allows one IndexWriter per directory (a second one fails with LockBusy); searchers are
+        # snapshots that a commit and reload never disturb, so only writers queue here.
+        self._writer_lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -174,14 +178,15 @@ class TantivyKeywordIndex(Closeable):
 
     def _write(self, apply: Callable[[tantivy.IndexWriter], None]) -> None:
         index = self._live()
-        writer = index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
-        try:
-            apply(writer)
-            writer.commit()
-        finally:
-            # Consumes the writer and releases the directory lock; uncommitted operations are dropped.
-            writer.wait_merging_threads()
-        index.reload()
+        with self._writer_lock:
+            writer = index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
+            try:
+                apply(writer)
+                writer.commit()
+            finally:
+                # Consumes the writer and releases the directory lock; uncommitted operations are dropped.
+                writer.wait_merging_threads()
+            index.reload()
 
 
 def check_limit(limit: int) -> None:

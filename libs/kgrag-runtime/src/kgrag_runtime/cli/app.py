@@ -73,7 +73,7 @@ def search(
 ) -> None:
     """Hybrid search (dense + BM25, fused by reciprocal rank fusion) over the chunks you may read."""
     state = CliState.from_options(data_dir, as_json)
-    with open_app(state) as kg:
+    with open_app(state, reads_only=True) as kg:
         response = kg.search(query, caller_from(principal, group, admin), top_k=top_k, mode=mode, graph=graph)
     if state.as_json:
         render.emit_json(response.as_dict())
@@ -95,7 +95,7 @@ def ask(
 ) -> None:
     """Answer a question from your documents; every sentence cites the exact source span."""
     state = CliState.from_options(data_dir, as_json)
-    with open_app(state) as kg:
+    with open_app(state, reads_only=True) as kg:
         answer = kg.ask(question, caller_from(principal, group, admin), graph=graph)
     if state.as_json:
         render.emit_json(answer)

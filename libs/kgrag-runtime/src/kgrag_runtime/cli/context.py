@@ -6,13 +6,13 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from kgrag_runtime.app import KgragApp
-from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import open_embedded
+if TYPE_CHECKING:  # imported when a command runs, not for `--help`
+    from kgrag_runtime.app import KgragApp
+    from kgrag_runtime.settings import KgragSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,8 @@ class CliState:
 
     @staticmethod
     def from_options(data_dir: Path | None, as_json: bool) -> CliState:
+        from kgrag_runtime.settings import KgragSettings
+
         settings = KgragSettings()
         if data_dir is not None:
             settings = settings.model_copy(update={"data_dir": data_dir})
@@ -32,11 +34,15 @@ class CliState:
 
 
 @contextmanager
-def open_app(state: CliState) -> Iterator[KgragApp]:
+def open_app(state: CliState, *, reads_only: bool = False) -> Iterator[KgragApp]:
+    """The embedded app for one command; `reads_only` (search, ask) builds no ingestion pipeline."""
+    from kgrag_runtime.wiring import open_embedded
+
     spinner: AbstractContextManager[Any] = (
         nullcontext() if state.as_json else state.console.status("Starting the embedded stores…")
     )
     with ExitStack() as stack:
         with spinner:
-            app = stack.enter_context(open_embedded(state.settings))
+            # The data dir's PostgreSQL outlives the call: the next command attaches to it in milliseconds.
+            app = stack.enter_context(open_embedded(state.settings, reads_only=reads_only, keep_postgres=True))
         yield app

@@ -7,17 +7,19 @@ resolution pass) acts on the whole graph, as the operator who owns the data fold
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kgrag_runtime.app import KgragApp
 from kgrag_runtime.cli import render
 from kgrag_runtime.cli.context import CliState, open_app
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
-from kgrag_runtime.graph_admin import GraphAdmin
+
+if TYPE_CHECKING:  # the CLI's start-up imports only what `--help` needs
+    from kgrag_runtime.app import KgragApp
+    from kgrag_runtime.graph_admin import GraphAdmin
 
 entities_app = typer.Typer(
     help="Entities of the knowledge graph: show, neighbours, resolve names; merge, split and review (reversible).",

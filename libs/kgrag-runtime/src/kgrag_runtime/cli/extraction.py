@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from kgrag_core.extraction.records import RerunScope
-from kgrag_runtime.app import KgragApp
 from kgrag_runtime.cli import render
 from kgrag_runtime.cli.context import CliState, open_app
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
-from kgrag_runtime.extraction import read_yaml
-from kgrag_runtime.extraction_admin import ExtractionAdmin
+
+if TYPE_CHECKING:  # the CLI's start-up imports only what `--help` needs
+    from kgrag_runtime.app import KgragApp
+    from kgrag_runtime.extraction_admin import ExtractionAdmin
 
 extract_app = typer.Typer(help="Knowledge extraction: status, re-extraction previews and runs.", no_args_is_help=True)
 ontology_app = typer.Typer(help="The ontology extraction validates against (versioned).", no_args_is_help=True)
@@ -126,6 +127,8 @@ def ontology_put(
 ) -> None:
     """Validate an ontology file and make it the version in force."""
     state = CliState.from_options(data_dir, as_json)
+    from kgrag_runtime.extraction import read_yaml
+
     body = read_yaml(file)
     with open_app(state) as kg:
         _show(state, _admin(kg).put_ontology(body), "Ontology")
