@@ -23,7 +23,7 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm
+from kgrag_runtime.wiring import build_embedder, build_indexer, build_key_ring, build_llm
 
 
 @dataclass(slots=True)
@@ -68,7 +68,9 @@ def require(value: str | None, name: str) -> str:
 def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) -> Iterator[DistributedStores]:
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
-        store = stack.enter_context(PostgresGraphStore.connect(dsn))
+        store = stack.enter_context(
+            PostgresGraphStore.connect(dsn, kek=build_key_ring(settings), encrypt=settings.content_encryption)
+        )
         model = embedder or build_embedder(settings)
         if settings.qdrant_url is None and settings.qdrant_path is None:
             require(None, "KGRAG_QDRANT_URL")

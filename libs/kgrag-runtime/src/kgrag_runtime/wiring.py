@@ -12,6 +12,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
+from kgrag_adapters.crypto.kek import KeyRing, file_key_ring, secret_key_ring
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
 from kgrag_adapters.localfs.object_store import LocalObjectStore
 from kgrag_adapters.memory.cache import InMemoryCache
@@ -38,6 +39,24 @@ from kgrag_runtime.graph import build_graph_searcher, build_resolution, build_re
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import EmbeddedIngest
 from kgrag_runtime.settings import KgragSettings
+
+
+def build_key_ring(settings: KgragSettings) -> KeyRing:
+    """The key-encryption keys, for both runtimes: KGRAG_KEK (+ KGRAG_KEK_PREVIOUS), else the key files in
+    KGRAG_KEK_DIR, else (embedded only) <data_dir>/keys, created on first start."""
+    if settings.kek is not None:
+        previous = settings.kek_previous.get_secret_value().split(",") if settings.kek_previous else []
+        return secret_key_ring(settings.kek.get_secret_value(), previous)
+    if settings.kek_dir is not None:
+        return file_key_ring(settings.kek_dir.expanduser())
+    if settings.runtime == "distributed":
+        # Each process would otherwise make its own KEK and none could read another's content.
+        raise KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            "The distributed runtime needs a key-encryption key shared by every process.",
+            hint="Set KGRAG_KEK (from a secret store) or KGRAG_KEK_DIR (a mounted key folder); see docs/operations.md.",
+        )
+    return file_key_ring(settings.data_dir.expanduser().resolve() / "keys")
 
 
 def build_embedder(settings: KgragSettings) -> Embedder:
@@ -116,6 +135,8 @@ def build_indexer(
         embedding_cache=store,
         cache=cache,
         extraction_store=store if isinstance(store, PostgresExtractionStore) else None,
+        # The raw body is sealed under the same data key as the document's rows (ADR 0008).
+        cipher=store.cipher,
         # Chunk sizes are measured with the embedding model's own tokenizer when it has one, so a
         # chunk fits the model's window.
         count_tokens=embedder.count_tokens if isinstance(embedder, TokenCounter) else estimate_tokens,
@@ -140,7 +161,9 @@ def open_embedded(
             dsn = settings.pg_dsn.get_secret_value()
         else:
             dsn = stack.enter_context(EmbeddedPostgres(data_dir / "postgres")).dsn
-        store = stack.enter_context(PostgresGraphStore.connect(dsn))
+        store = stack.enter_context(
+            PostgresGraphStore.connect(dsn, kek=build_key_ring(settings), encrypt=settings.content_encryption)
+        )
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
         stack.callback(vectors.close)

@@ -19,7 +19,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
-from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _chunk, _utc_or_none
+from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _utc_or_none
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import cardinalities, timeline
@@ -35,6 +35,7 @@ from kgrag_core.extraction.records import (
     RunEstimate,
 )
 from kgrag_core.extraction.serialise import extraction_from_dict, extraction_to_dict
+from kgrag_core.shredding import KeyEncryptionKey
 
 _LIVE_CHUNKS: LiteralString = " JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'"
 
@@ -180,8 +181,8 @@ class PostgresExtractionStore(PostgresStore):
     """ExtractionStore (plus everything PostgresStore is) on one connection."""
 
     @classmethod
-    def connect(cls, dsn: str) -> PostgresExtractionStore:
-        store = super().connect(dsn)
+    def connect(cls, dsn: str, *, kek: KeyEncryptionKey | None = None, encrypt: bool = True) -> PostgresExtractionStore:
+        store = super().connect(dsn, kek=kek, encrypt=encrypt)
         if not isinstance(store, PostgresExtractionStore):  # cannot happen: super().connect builds a cls
             raise TypeError(f"connect built a {type(store).__name__}")
         return store
@@ -509,23 +510,22 @@ class PostgresExtractionStore(PostgresStore):
         ]
 
     def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
-        patterns = ["%" + _like_escape(term) + "%" for term in scope.contains_any]
         with self._lock:
             rows = self._conn.execute(
                 "SELECT " + _CHUNK_COLUMNS + " FROM chunks c" + _LIVE_CHUNKS + " WHERE"
                 " (cardinality(%(docs)s::text[]) = 0 OR c.doc_id = ANY(%(docs)s::text[]))"
                 " AND (cardinality(%(sources)s::text[]) = 0 OR d.source = ANY(%(sources)s::text[]))"
                 " AND (cardinality(%(chunks)s::text[]) = 0 OR c.chunk_id = ANY(%(chunks)s::text[]))"
-                " AND (cardinality(%(patterns)s::text[]) = 0 OR c.text ILIKE ANY(%(patterns)s::text[]))"
                 " ORDER BY c.doc_id, c.seq",
-                {
-                    "docs": list(scope.doc_ids),
-                    "sources": list(scope.sources),
-                    "chunks": list(scope.chunk_ids),
-                    "patterns": patterns,
-                },
+                {"docs": list(scope.doc_ids), "sources": list(scope.sources), "chunks": list(scope.chunk_ids)},
             ).fetchall()
-        return [_chunk(r) for r in rows]
+        chunks = [self._chunk(r) for r in rows]
+        if not scope.contains_any:
+            return chunks
+        # Chunk texts are sealed (ADR 0008), so the text filter runs here, on the opened text, with
+        # ILIKE's meaning: a case-insensitive substring.
+        terms = [t.lower() for t in scope.contains_any]
+        return [c for c in chunks if any(t in c.text.lower() for t in terms)]
 
 
 # --- ChunkExtraction -> rows -------------------------------------------------------------------------------
@@ -667,10 +667,6 @@ def _scope_to_dict(scope: RerunScope) -> dict[str, Any]:
 def _scope_from_dict(data: Mapping[str, Any]) -> RerunScope:
     names = {f.name for f in dataclasses.fields(RerunScope)}
     return RerunScope(**{k: tuple(v) for k, v in data.items() if k in names})
-
-
-def _like_escape(term: str) -> str:
-    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _to_signed(value: int) -> int:

@@ -39,6 +39,7 @@ from kgrag_core.graph.model import (
     MergeRecord,
     PairDecision,
 )
+from kgrag_core.shredding import KeyEncryptionKey
 
 _DECIDERS = frozenset({"auto", "review", "override"})
 
@@ -237,8 +238,8 @@ class PostgresGraphStore(PostgresExtractionStore):
     """GraphReader and ResolutionStore (plus everything PostgresExtractionStore is) on one connection."""
 
     @classmethod
-    def connect(cls, dsn: str) -> PostgresGraphStore:
-        store = super().connect(dsn)
+    def connect(cls, dsn: str, *, kek: KeyEncryptionKey | None = None, encrypt: bool = True) -> PostgresGraphStore:
+        store = super().connect(dsn, kek=kek, encrypt=encrypt)
         if not isinstance(store, PostgresGraphStore):  # cannot happen: super().connect builds a cls
             raise TypeError(f"connect built a {type(store).__name__}")
         return store
