@@ -25,6 +25,10 @@ CREATE INDEX document_keys_kek_id ON document_keys (kek_id);
 ALTER TABLE documents ALTER COLUMN title TYPE BYTEA USING '\x00'::bytea || convert_to(title, 'UTF8');
 ALTER TABLE documents ALTER COLUMN uri TYPE BYTEA USING '\x00'::bytea || convert_to(uri, 'UTF8');
 ALTER TABLE chunks ALTER COLUMN text TYPE BYTEA USING '\x00'::bytea || convert_to(text, 'UTF8');
+-- The heading breadcrumb (a JSON array) is sealed deterministically: equal breadcrumbs of one document
+-- seal equal, so the chunk upsert can still skip unchanged rows by comparing it.
+ALTER TABLE chunks ALTER COLUMN section_path TYPE BYTEA
+    USING '\x00'::bytea || convert_to(array_to_json(section_path)::text, 'UTF8');
 
 -- Per store: what the deletion did there (purged / shredded / deleted / failed), when, and a note.
 ALTER TABLE deletion_log ADD COLUMN purges JSONB NOT NULL DEFAULT '[]';

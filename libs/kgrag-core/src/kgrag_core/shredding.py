@@ -25,8 +25,12 @@ Sealer = Callable[[bytes], bytes]
 class ContentCipher(Protocol):
     """Seals and opens content under its document's data key; destroys the key on deletion."""
 
-    def sealer(self, doc_id: str) -> Sealer:
+    def sealer(self, doc_id: str, *, deterministic: bool = False) -> Sealer:
         """A function that seals bytes for `doc_id`, creating the document's data key if it has none.
+
+        Sealing is randomised; `deterministic` seals equal plaintexts of one document (one key) to equal
+        values (a synthetic nonce), for columns SQL must compare to skip unchanged rows. It reveals
+        equality within the document and nothing else, and shreds like the rest.
 
         The key is looked up once per call of `sealer` (not per sealed value), fresh from the key store:
         a sealer never seals under a key that another process already destroyed before it was made.
@@ -136,6 +140,12 @@ class StorePurge:
 @runtime_checkable
 class Purgeable(Protocol):
     """An index that can physically drop what it logically deleted (segment merge, vacuum, expunge)."""
+
+    @property
+    def purge_needs_rewrite(self) -> bool:
+        """True when the engine drops a deleted entry's terms only with its whole segment, so the caller
+        must first rewrite the live entries (tantivy-py offers no explicit merge)."""
+        ...
 
     def purge_deleted(self) -> str:
         """Reclaim deleted entries now; return a short note of what the engine did."""

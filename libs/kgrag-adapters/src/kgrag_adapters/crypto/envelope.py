@@ -8,6 +8,8 @@ unencrypted form (`PlaintextCipher`, the benchmark's baseline, and rows written 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import threading
 import time
@@ -48,7 +50,7 @@ class EnvelopeCipher:
         self._ttl = cache_ttl_s
         self._lock = threading.Lock()
 
-    def sealer(self, doc_id: str) -> Sealer:
+    def sealer(self, doc_id: str, *, deterministic: bool = False) -> Sealer:
         stored = self._keys.wrapped_key(doc_id)
         if stored is None:
             key_id = os.urandom(_KEY_ID_BYTES)
@@ -60,12 +62,23 @@ class EnvelopeCipher:
             raise RuntimeError(f"the data key of {doc_id!r} is wrapped under a KEK this process does not hold")
         prefix = bytes([SEALED]) + stored.key_id
         aad = key_context(doc_id, stored.key_id)
+        siv_key = self._siv_key(stored) if deterministic else b""
 
         def seal(plaintext: bytes) -> bytes:
-            nonce = os.urandom(_NONCE_BYTES)
+            if deterministic:
+                # Synthetic nonce: a MAC of the plaintext, so a nonce repeats only with its plaintext.
+                nonce = hmac.new(siv_key, plaintext, hashlib.sha256).digest()[:_NONCE_BYTES]
+            else:
+                nonce = os.urandom(_NONCE_BYTES)
             return prefix + nonce + aead.encrypt(nonce, plaintext, aad)
 
         return seal
+
+    def _siv_key(self, stored: WrappedKey) -> bytes:
+        data_key = self._kek.unwrap(
+            stored.wrapped, kek_id=stored.kek_id, context=key_context(stored.doc_id, stored.key_id)
+        )
+        return hmac.new(data_key, b"kgrag synthetic nonce v1", hashlib.sha256).digest()
 
     def open(self, doc_id: str, sealed: bytes) -> bytes | None:
         if not sealed:
@@ -127,7 +140,7 @@ class PlaintextCipher:
     def __init__(self, keys: KeyStore | None = None) -> None:
         self._keys = keys
 
-    def sealer(self, doc_id: str) -> Sealer:
+    def sealer(self, doc_id: str, *, deterministic: bool = False) -> Sealer:
         return _plain
 
     def open(self, doc_id: str, sealed: bytes) -> bytes | None:

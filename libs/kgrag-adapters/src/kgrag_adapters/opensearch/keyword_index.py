@@ -216,6 +216,18 @@ class OpenSearchKeywordIndex(Closeable):
         actions = ({"_op_type": "delete", "_index": self._index, "_id": chunk_id} for chunk_id in unique)
         self._bulk(actions, len(unique), "delete")
 
+    # --- Purgeable (ADR 0008) -----------------------------------------------------------------------
+
+    @property
+    def purge_needs_rewrite(self) -> bool:
+        return False
+
+    def purge_deleted(self) -> str:
+        """Expunge deleted documents from the index's segments now (a merge of only the segments that
+        hold deletions), instead of waiting for the merge policy."""
+        self._live().indices.forcemerge(index=self._index, params={"only_expunge_deletes": "true"})
+        return "forcemerge only_expunge_deletes"
+
     def search(self, query: str, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
         check_limit(limit)
         _reject_bare_string(acl_class_ids, "acl_class_ids")

@@ -7,6 +7,7 @@ object safe to share between threads (one operation at a time on the connection)
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -208,6 +209,7 @@ class PostgresStore(Closeable):
         with self._lock, self._conn.transaction():
             # Inside the transaction: the key row and the rows sealed under it commit together.
             seal = self.cipher.sealer(doc.doc_id)
+            seal_same = self.cipher.sealer(doc.doc_id, deterministic=True)
             # A concurrent deletion that destroyed the key after `sealer` read it makes this commit fail
             # (and its retry start over with a new key) instead of storing text nobody can open.
             self._lock_key(doc.doc_id)
@@ -232,7 +234,15 @@ class PostgresStore(Closeable):
             self._conn.execute("DELETE FROM chunks WHERE doc_id = %s AND NOT (chunk_id = ANY(%s))", (doc.doc_id, keep))
             if chunks:
                 with self._conn.cursor() as cur:
-                    cur.executemany(_UPSERT_CHUNK, [_chunk_params(ch, seal_text(seal, ch.text)) for ch in chunks])
+                    cur.executemany(
+                        _UPSERT_CHUNK,
+                        [
+                            _chunk_params(
+                                ch, seal_text(seal_same, json.dumps(list(ch.breadcrumb))), seal_text(seal, ch.text)
+                            )
+                            for ch in chunks
+                        ],
+                    )
 
     def _lock_key(self, doc_id: str) -> None:
         if isinstance(self.cipher, PlaintextCipher):
@@ -393,9 +403,10 @@ class PostgresStore(Closeable):
 
     def _chunk(self, r: Row) -> Chunk:
         text = open_text(self.cipher, r[1], r[6])
-        if text is None:  # only chunks of active documents are read, and those have their key
+        crumb = open_text(self.cipher, r[1], r[3])
+        if text is None or crumb is None:  # only chunks of active documents are read, and those have their key
             raise RuntimeError(f"chunk {r[0]} of {r[1]!r} is sealed under a key that is gone")
-        return _chunk(r, text)
+        return _chunk(r, tuple(json.loads(crumb)), text)
 
     # --- StatsSource ------------------------------------------------------------------------------------
 
@@ -449,12 +460,12 @@ def _document(r: Row, uri: str, title: str) -> StoredDocument:
     )
 
 
-def _chunk(r: Row, text: str) -> Chunk:
+def _chunk(r: Row, breadcrumb: tuple[str, ...], text: str) -> Chunk:
     return Chunk(
         chunk_id=r[0],
         doc_id=r[1],
         seq=r[2],
-        breadcrumb=tuple(r[3]),
+        breadcrumb=breadcrumb,
         start_byte=r[4],
         end_byte=r[5],
         text=text,
@@ -465,12 +476,12 @@ def _chunk(r: Row, text: str) -> Chunk:
     )
 
 
-def _chunk_params(ch: Chunk, sealed_text: bytes) -> Row:
+def _chunk_params(ch: Chunk, sealed_breadcrumb: bytes, sealed_text: bytes) -> Row:
     return (
         ch.chunk_id,
         ch.doc_id,
         ch.seq,
-        list(ch.breadcrumb),
+        sealed_breadcrumb,
         ch.start_byte,
         ch.end_byte,
         sealed_text,

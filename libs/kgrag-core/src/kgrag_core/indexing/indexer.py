@@ -126,7 +126,10 @@ class DocumentIndexer:
         self.keywords.delete(chunk_ids)
         # What must stay plaintext to be searchable (BM25 terms, vectors) is purged physically, not only
         # marked deleted; the record says per store what happened and when (ADR 0008).
-        purges = [self._purge("vector_index", self.vectors), self._purge("keyword_index", self.keywords)]
+        purges = [
+            self._purge("vector_index", self.vectors),
+            self._purge("keyword_index", self.keywords, rewrite_without=doc_id),
+        ]
         object_keys = self.objects.delete_prefix(_object_prefix(doc_id))
         purges.append(
             StorePurge(
@@ -333,10 +336,14 @@ class DocumentIndexer:
             self.vectors.delete(sorted(stale))
             self.keywords.delete(sorted(stale))
 
-    def _purge(self, name: str, index: object) -> StorePurge:
+    def _purge(self, name: str, index: object, *, rewrite_without: str | None = None) -> StorePurge:
         if not isinstance(index, Purgeable):
             return StorePurge(name, PurgeStatus.DELETED, self.clock(), "the engine offers no purge on demand")
         try:
+            if index.purge_needs_rewrite and rewrite_without is not None:
+                # O(live chunks): the price of a physical purge on an engine without an explicit merge.
+                live = [d.doc_id for d in self.documents.list_documents() if d.doc_id != rewrite_without]
+                self.reproject(live, vectors=False)
             note = index.purge_deleted()
         except Exception as err:  # noqa: BLE001 - the deletion itself stands; the record says the purge failed
             return StorePurge(name, PurgeStatus.FAILED, self.clock(), f"{type(err).__name__}: {err}"[:300])
