@@ -7,6 +7,12 @@ store — for the token. Positive controls: an allowed reader finds the token be
 scanner finds the document ID, which is stored in plaintext on purpose; and with encryption switched off
 the very same scan finds the deleted token (the leak this closes), so the scan cannot pass by seeing
 nothing.
+
+With extraction on, the extractor may read the token as an entity name (it tags a bare hex token as a
+System about half the time), and entity names stay plaintext by design (they are searched in SQL; ADR
+0008, "What stays plaintext") — the open part of class 6. So the whole-folder scan runs with extraction
+off, and a second test runs extraction and checks that the token, if it is in PostgreSQL's files at all,
+is only in the entity-name tables, never in the sealed ones (chunks, documents, quotes, caches).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
+from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.acl import Caller
 from kgrag_core.ingest import IngestStatus
@@ -49,13 +56,16 @@ def test_deleted_text_is_nowhere_on_disk(tmp_path: Path, embedder: OnnxMiniLmEmb
     live = "zl" + uuid.uuid4().hex
     doc_id = "gone-" + uuid.uuid4().hex[:12]
     data_dir = tmp_path / "index"
-    # No pg_dsn: the embedded PostgreSQL lives under data_dir, so its files are ours to scan. Extraction
-    # off: evidence quotes are not sealed yet (see docs/security.md, section 6).
+    # No pg_dsn: the embedded PostgreSQL lives under data_dir, so its files are ours to scan.
     settings = KgragSettings(data_dir=data_dir, content_encryption=encrypt, extraction_enabled=False)
     with open_embedded(settings, embedder=embedder) as kg:
         kg.ingest(
             [
-                doc(doc_id, f"# Vault {secret}\n\nThe vault code is {secret} for the Rotterdam site.\n", title=secret),
+                doc(
+                    doc_id,
+                    f"# vault {secret}\n\nPriya Raman set the vault code {secret} for the Rotterdam site.\n",
+                    title=secret,
+                ),
                 doc("live", f"# Live\n\nThe live marker is {live} and it stays.\n"),
             ]
         )
@@ -93,3 +103,35 @@ def test_deleted_text_is_nowhere_on_disk(tmp_path: Path, embedder: OnnxMiniLmEmb
         # The control run: without sealing, dead tuples and WAL keep the deleted text (the issue's finding).
         assert any(p.is_relative_to(postgres / "pg_wal") for p in leaked)
         assert any(p.is_relative_to(postgres / "base") for p in leaked)
+
+
+# Tables whose text columns stay plaintext by design (searched in SQL): entity names, surface forms, claim
+# values, relation types. Everything else must hold the token sealed only.
+PLAINTEXT_BY_DESIGN = ("kg_entities", "kg_mentions", "kg_claims", "kg_relations")
+
+
+def test_with_extraction_the_token_is_only_in_entity_name_tables(tmp_path: Path, embedder: OnnxMiniLmEmbedder) -> None:
+    secret = "zq" + uuid.uuid4().hex
+    data_dir = tmp_path / "index"
+    with open_embedded(KgragSettings(data_dir=data_dir), embedder=embedder) as kg:
+        kg.ingest(
+            [doc("gone", f"# vault {secret}\n\nPriya Raman set the vault code {secret} for the Rotterdam site.\n")]
+        )
+        store = kg.searcher.documents
+        assert isinstance(store, PostgresExtractionStore)
+        # Positive control: extraction quoted the sentence (mentions of Priya Raman, Rotterdam; the live
+        # quotes open under the key).
+        assert store.fact_counts()["mentions"] > 0
+        assert any(secret in c.text for c in store.chunks_of("gone"))
+        assert kg.delete("gone").status is IngestStatus.DELETED
+        relations: dict[str, str] = dict(
+            store._conn.execute(
+                "SELECT pg_relation_filenode(c.oid)::text, COALESCE(t.relname, c.relname) FROM pg_class c"
+                " LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid"
+                " WHERE pg_relation_filenode(c.oid) IS NOT NULL"
+            ).fetchall()
+        )
+    leaked = files_holding(data_dir / "postgres" / "base", secret.encode())
+    tables = {relations.get(p.name.split(".")[0], f"unknown:{p.name}") for p in leaked}
+    assert all(t.startswith(PLAINTEXT_BY_DESIGN) for t in tables), tables
+    assert not files_holding(data_dir / "objects", secret.encode())

@@ -3,52 +3,21 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from kgrag_adapters.crypto.envelope import EnvelopeCipher, PlaintextCipher
 from kgrag_adapters.crypto.kek import KeyRing, file_key_ring, kek_files, new_key, write_key_file
+from kgrag_adapters.memory.keys import MemoryKeyStore
 from kgrag_core.errors import KgragError
-from kgrag_core.shredding import ContentCipher, WrappedKey, open_text, seal_text
-
-
-class DictKeyStore:
-    """The KeyStore port in a dict (the PostgreSQL one runs in the pipeline tests)."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, WrappedKey] = {}
-
-    def wrapped_key(self, doc_id: str) -> WrappedKey | None:
-        return self.rows.get(doc_id)
-
-    def add_wrapped_key(self, key: WrappedKey) -> WrappedKey:
-        return self.rows.setdefault(key.doc_id, key)
-
-    def destroy_wrapped_key(self, doc_id: str) -> bool:
-        return self.rows.pop(doc_id, None) is not None
-
-    def wrapped_keys_not_under(self, kek_id: str, limit: int) -> list[WrappedKey]:
-        return sorted((k for k in self.rows.values() if k.kek_id != kek_id), key=lambda k: k.doc_id)[:limit]
-
-    def replace_wrapping(self, keys: Sequence[WrappedKey]) -> int:
-        for k in keys:
-            self.rows[k.doc_id] = k
-        return len(keys)
-
-    def count_wrapped_keys(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for k in self.rows.values():
-            out[k.kek_id] = out.get(k.kek_id, 0) + 1
-        return out
-
+from kgrag_core.shredding import ContentCipher, open_text, seal_text
 
 SECRET = "the merger with Zyxwv closes on 3 March"
 
 
 def test_sealed_text_opens_for_its_document_and_hides_the_plaintext() -> None:
-    cipher = EnvelopeCipher(DictKeyStore(), KeyRing([new_key()]))
+    cipher = EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()]))
     assert isinstance(cipher, ContentCipher)
     sealed = seal_text(cipher.sealer("doc-1"), SECRET)
     assert SECRET.encode() not in sealed and b"Zyxwv" not in sealed
@@ -58,7 +27,7 @@ def test_sealed_text_opens_for_its_document_and_hides_the_plaintext() -> None:
 
 
 def test_a_sealed_value_does_not_open_as_another_documents() -> None:
-    cipher = EnvelopeCipher(DictKeyStore(), KeyRing([new_key()]))
+    cipher = EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()]))
     sealed = seal_text(cipher.sealer("doc-1"), SECRET)
     cipher.sealer("doc-2")
     # doc-2 has a different key: the value's key id names doc-1's key, which doc-2 does not have.
@@ -66,7 +35,7 @@ def test_a_sealed_value_does_not_open_as_another_documents() -> None:
 
 
 def test_shredding_the_key_makes_every_copy_unreadable() -> None:
-    keys = DictKeyStore()
+    keys = MemoryKeyStore()
     cipher = EnvelopeCipher(keys, KeyRing([new_key()]))
     sealed = seal_text(cipher.sealer("doc-1"), SECRET)
     assert open_text(cipher, "doc-1", sealed) == SECRET  # cached key now
@@ -80,7 +49,7 @@ def test_shredding_the_key_makes_every_copy_unreadable() -> None:
 
 
 def test_tampered_values_fail_loudly() -> None:
-    cipher = EnvelopeCipher(DictKeyStore(), KeyRing([new_key()]))
+    cipher = EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()]))
     sealed = bytearray(seal_text(cipher.sealer("doc-1"), SECRET))
     sealed[-1] ^= 1
     with pytest.raises(ValueError, match="failed authentication"):
@@ -89,7 +58,7 @@ def test_tampered_values_fail_loudly() -> None:
 
 def test_rotation_rewraps_without_touching_content_and_retiring_the_old_kek_kills_old_wrappings() -> None:
     old, new = new_key(), new_key()
-    keys = DictKeyStore()
+    keys = MemoryKeyStore()
     sealed = seal_text(EnvelopeCipher(keys, KeyRing([old])).sealer("doc-1"), SECRET)
     stale_copy = keys.rows["doc-1"]  # what a backup taken before the rotation holds
     from kgrag_adapters.crypto.rotation import rotate
@@ -100,7 +69,7 @@ def test_rotation_rewraps_without_touching_content_and_retiring_the_old_kek_kill
     after = EnvelopeCipher(keys, KeyRing([new]))  # the old KEK destroyed
     assert open_text(after, "doc-1", sealed) == SECRET  # content untouched, still readable
     # The pre-rotation wrapping (a dead tuple or a backup) no longer opens: its KEK is gone.
-    restored = DictKeyStore()
+    restored = MemoryKeyStore()
     restored.add_wrapped_key(stale_copy)
     assert EnvelopeCipher(restored, KeyRing([new])).open("doc-1", sealed) is None
 
@@ -129,4 +98,39 @@ def test_plaintext_cipher_is_the_unencrypted_baseline() -> None:
     assert SECRET.encode() in sealed  # what KGRAG_CONTENT_ENCRYPTION=false stores
     assert open_text(plain, "doc-1", sealed) == SECRET
     # An encrypting cipher reads old unencrypted rows too (rows from before migration 0006).
-    assert open_text(EnvelopeCipher(DictKeyStore(), KeyRing([new_key()])), "doc-1", sealed) == SECRET
+    assert open_text(EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()])), "doc-1", sealed) == SECRET
+
+
+def test_a_sealed_change_event_carries_no_plaintext_and_dies_with_the_key() -> None:
+    from kgrag_core.acl import acl_from_source
+    from kgrag_core.documents import SourceDocument
+    from kgrag_core.errors import ErrorCode
+    from kgrag_core.events import document_changed_from_source, source_from_document_changed
+
+    cipher = EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()]))
+    doc = SourceDocument(
+        doc_id="doc-1",
+        source="wiki",
+        uri="wiki://zyxwv-merger",
+        title="Zyxwv merger",
+        body=SECRET.encode(),
+        acl=acl_from_source({"groups": ["legal"]}),
+        metadata={"author": "Zyxwv desk"},
+    )
+    payload = document_changed_from_source(doc, cipher.sealer("doc-1")).model_dump(mode="json")
+    wire = repr(payload)
+    assert "Zyxwv" not in wire and "zyxwv" not in wire  # title, URI, body, metadata: all sealed
+    from kgrag_core.events import DocumentChanged
+
+    event = DocumentChanged.model_validate(payload)
+    opened = source_from_document_changed(event, cipher)  # positive control: the consumer reads it all
+    assert (opened.title, opened.uri, opened.body, dict(opened.metadata)) == (
+        doc.title,
+        doc.uri,
+        doc.body,
+        {"author": "Zyxwv desk"},
+    )
+    cipher.shred("doc-1")
+    with pytest.raises(KgragError) as err:
+        source_from_document_changed(event, cipher)
+    assert err.value.code is ErrorCode.CONTENT_SHREDDED

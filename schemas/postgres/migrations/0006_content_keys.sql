@@ -32,3 +32,32 @@ ALTER TABLE chunks ALTER COLUMN section_path TYPE BYTEA
 
 -- Per store: what the deletion did there (purged / shredded / deleted / failed), when, and a note.
 ALTER TABLE deletion_log ADD COLUMN purges JSONB NOT NULL DEFAULT '[]';
+
+-- Evidence quotes are sealed under the data key of the document whose chunk they quote. Deterministic
+-- sealing (equal quotes of one document seal equal), so quote_key, the md5 that keeps the primary keys
+-- short, still tells a repeat from a new quote. A generated column's source cannot change type, so the
+-- key column is dropped (its primary key with it) and made again over the sealed value.
+ALTER TABLE kg_mentions DROP COLUMN quote_key;
+ALTER TABLE kg_mentions ALTER COLUMN quote TYPE BYTEA USING '\x00'::bytea || convert_to(quote, 'UTF8');
+ALTER TABLE kg_mentions ADD COLUMN quote_key TEXT GENERATED ALWAYS AS (md5(quote)) STORED;
+ALTER TABLE kg_mentions ADD PRIMARY KEY (chunk_id, entity_id, name, quote_key);
+
+ALTER TABLE kg_relation_evidence DROP COLUMN quote_key;
+ALTER TABLE kg_relation_evidence ALTER COLUMN quote TYPE BYTEA USING '\x00'::bytea || convert_to(quote, 'UTF8');
+ALTER TABLE kg_relation_evidence ADD COLUMN quote_key TEXT GENERATED ALWAYS AS (md5(quote)) STORED;
+ALTER TABLE kg_relation_evidence ADD PRIMARY KEY (relation_id, chunk_id, quote_key);
+
+ALTER TABLE kg_claim_evidence DROP COLUMN quote_key;
+ALTER TABLE kg_claim_evidence ALTER COLUMN quote TYPE BYTEA USING '\x00'::bytea || convert_to(quote, 'UTF8');
+ALTER TABLE kg_claim_evidence ADD COLUMN quote_key TEXT GENERATED ALWAYS AS (md5(quote)) STORED;
+ALTER TABLE kg_claim_evidence ADD PRIMARY KEY (claim_id, chunk_id, quote_key);
+
+-- A cached extraction (it quotes its text) is sealed under the key of the document whose chunk produced
+-- it (key_doc_id). Identical texts of other documents share the entry; once that document is deleted the
+-- entry no longer opens and counts as a miss, so a shared text is extracted again, never leaked.
+ALTER TABLE extraction_cache ADD COLUMN key_doc_id TEXT;
+ALTER TABLE extraction_cache ALTER COLUMN result TYPE BYTEA USING '\x00'::bytea || convert_to(result::text, 'UTF8');
+
+-- A quarantined model reply may quote its chunks: sealed under the first chunk's document.
+ALTER TABLE extraction_quarantine ADD COLUMN key_doc_id TEXT;
+ALTER TABLE extraction_quarantine ALTER COLUMN reply TYPE BYTEA USING '\x00'::bytea || convert_to(reply, 'UTF8');

@@ -2,6 +2,8 @@
 
 init                          apply migrations, create topics, index templates, collections, constraints
 rebuild --projection NAME     rewrite a projection (qdrant, opensearch, neo4j, all) from PostgreSQL alone
+rotate-keys                   re-wrap every document data key under the primary KEK (ADR 0008); also
+                              embedded: it uses KGRAG_PG_DSN, else <data_dir>/postgres (stop kgrag first)
 """
 
 from __future__ import annotations
@@ -26,9 +28,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     sub.add_parser("init", help="create everything the services expect (idempotent)")
     rebuild = sub.add_parser("rebuild", help="rewrite a projection from PostgreSQL")
     rebuild.add_argument("--projection", choices=["qdrant", "opensearch", "neo4j", "all"], default="all")
+    sub.add_parser("rotate-keys", help="re-wrap data keys under the primary key-encryption key")
     args = parser.parse_args(argv)
     settings = KgragSettings()
-    report = init(settings) if args.command == "init" else rebuild_projection(settings, args.projection)
+    if args.command == "rotate-keys":
+        from kgrag_runtime.keys import rotate_keys
+
+        report = rotate_keys(settings)
+    elif args.command == "init":
+        report = init(settings)
+    else:
+        report = rebuild_projection(settings, args.projection)
     json.dump(report, sys.stdout, indent=2)
     print()
 

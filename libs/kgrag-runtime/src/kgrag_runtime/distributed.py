@@ -116,7 +116,7 @@ def open_query_app(
         events = producer(settings, "query-api")
         yield KgragApp(
             searcher=searcher,
-            ingestion=KafkaIngest(events),
+            ingestion=KafkaIngest(events, cipher=stores.store.cipher),
             ingest_log=stores.store,
             stats_source=stores.store,
             cache=stores.cache,

@@ -25,6 +25,7 @@ from kgrag_core.events import (
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 from kgrag_core.ports import IngestLog
+from kgrag_core.shredding import ContentCipher
 from kgrag_runtime.bus import InProcessBus
 
 ProgressCallback = Callable[[int], None]
@@ -124,9 +125,14 @@ class EmbeddedIngest:
 
 @dataclass(slots=True)
 class KafkaIngest:
-    """Validate and produce change events; the workers index them. Done when Kafka acknowledged them."""
+    """Validate and produce change events; the workers index them. Done when Kafka acknowledged them.
+
+    With a cipher, each event's content is sealed under its document's data key (created here when the
+    document has none), so Kafka's log segments hold ciphertext that a deletion shreds (ADR 0008).
+    """
 
     sink: EventSink
+    cipher: ContentCipher | None = None
 
     def ingest(
         self, items: Iterable[ConnectorItem], *, progress: ProgressCallback | None = None
@@ -136,9 +142,9 @@ class KafkaIngest:
             if isinstance(item, ConnectorFailure):
                 outcomes.append(_failure_outcome(item))
             else:
-                self.sink.produce(
-                    DOCUMENTS_CHANGED, item.doc_id, document_changed_from_source(item).model_dump(mode="json")
-                )
+                sealer = self.cipher.sealer(item.doc_id) if self.cipher is not None else None
+                event = document_changed_from_source(item, sealer)
+                self.sink.produce(DOCUMENTS_CHANGED, item.doc_id, event.model_dump(mode="json"))
                 outcomes.append(IngestOutcome(item.doc_id, IngestStatus.QUEUED, source=item.source, uri=item.uri))
             if progress:
                 progress(1)
