@@ -30,6 +30,9 @@ ALTER TABLE chunks ALTER COLUMN text TYPE BYTEA USING '\x00'::bytea || convert_t
 ALTER TABLE chunks ALTER COLUMN section_path TYPE BYTEA
     USING '\x00'::bytea || convert_to(array_to_json(section_path)::text, 'UTF8');
 
+-- The ingest log's URI of each event (often a file path naming the content), sealed like the document's.
+ALTER TABLE ingest_log ALTER COLUMN uri TYPE BYTEA USING '\x00'::bytea || convert_to(uri, 'UTF8');
+
 -- Per store: what the deletion did there (purged / shredded / deleted / failed), when, and a note.
 ALTER TABLE deletion_log ADD COLUMN purges JSONB NOT NULL DEFAULT '[]';
 

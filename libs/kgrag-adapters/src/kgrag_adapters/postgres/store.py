@@ -330,23 +330,27 @@ class PostgresStore(Closeable):
     def record_outcomes(self, outcomes: Sequence[IngestOutcome]) -> None:
         if not outcomes:
             return
-        params = [
-            (
-                o.doc_id,
-                o.status.value,
-                o.source,
-                o.uri,
-                o.error_code.value if o.error_code else None,
-                o.message,
-                o.chunks_total,
-                o.chunks_embedded,
-                o.chunks_removed,
-                _utc_or_none(o.at),
-            )
-            for o in outcomes
-        ]
-        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
-            cur.executemany(_INSERT_OUTCOME, params)
+        with self._lock, self._conn.transaction():
+            # The URI (often a file path that names the content) is sealed under the document's key, so a
+            # deletion shreds the log's copies too; an empty one is stored as it is.
+            sealers = {o.doc_id: self.cipher.sealer(o.doc_id) for o in outcomes if o.uri}
+            params = [
+                (
+                    o.doc_id,
+                    o.status.value,
+                    o.source,
+                    seal_text(sealers[o.doc_id], o.uri) if o.uri else b"\x00",
+                    o.error_code.value if o.error_code else None,
+                    o.message,
+                    o.chunks_total,
+                    o.chunks_embedded,
+                    o.chunks_removed,
+                    _utc_or_none(o.at),
+                )
+                for o in outcomes
+            ]
+            with self._conn.cursor() as cur:
+                cur.executemany(_INSERT_OUTCOME, params)
 
     def recent_outcomes(self, limit: int = 100) -> list[IngestOutcome]:
         """The latest `limit` outcomes, newest first."""
@@ -356,7 +360,7 @@ class PostgresStore(Closeable):
                 " chunks_removed, at FROM ingest_log ORDER BY id DESC LIMIT %s",
                 (limit,),
             ).fetchall()
-        return [_outcome(r) for r in rows]
+        return [_outcome(r, self._text(r[0], bytes(r[3])) if r[3] is not None else "") for r in rows]
 
     # --- EmbeddingCache ---------------------------------------------------------------------------------
 
@@ -492,12 +496,12 @@ def _chunk_params(ch: Chunk, sealed_breadcrumb: bytes, sealed_text: bytes) -> Ro
     )
 
 
-def _outcome(r: Row) -> IngestOutcome:
+def _outcome(r: Row, uri: str) -> IngestOutcome:
     return IngestOutcome(
         doc_id=r[0],
         status=IngestStatus(r[1]),
         source=r[2] or "",
-        uri=r[3] or "",
+        uri=uri,
         error_code=ErrorCode(r[4]) if r[4] else None,
         message=r[5] or "",
         chunks_total=r[6] or 0,
