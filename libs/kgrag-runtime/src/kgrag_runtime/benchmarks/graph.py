@@ -191,7 +191,7 @@ def load_graph(store: PostgresGraphStore, dsn: str, graph: SyntheticGraph) -> di
         evidence = io.StringIO()
         for relation_id, chunk_id in graph.evidence:
             confidence = 0.5 + rng.random() / 2
-            evidence.write(f"{relation_id}\t{chunk_id}\tsynthetic quote\t1\t{confidence:.3f}\n")
+            evidence.write(f"{relation_id}\t{chunk_id}\t{_plain('synthetic quote')}\t1\t{confidence:.3f}\n")
         _copy(cur, "kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence)", evidence)
         conn.commit()
         timings["copy_s"] = time.perf_counter() - started
