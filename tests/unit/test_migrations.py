@@ -13,7 +13,14 @@ from kgrag_adapters.postgres import migrate
 from kgrag_adapters.postgres.migrate import MIGRATIONS_DIR, applied_versions, apply_migrations
 
 # Every migration in schemas/postgres/migrations, in order; a new file must be added here on purpose.
-ALL = ["0001_init", "0002_event_times", "0003_extraction", "0004_resolution", "0005_resolution_near", "0006_content_keys"]
+ALL = [
+    "0001_init",
+    "0002_event_times",
+    "0003_extraction",
+    "0004_resolution",
+    "0005_resolution_near",
+    "0006_content_keys",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {

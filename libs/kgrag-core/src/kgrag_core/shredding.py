@@ -147,6 +147,7 @@ class Purgeable(Protocol):
         must first rewrite the live entries (tantivy-py offers no explicit merge)."""
         ...
 
-    def purge_deleted(self) -> str:
-        """Reclaim deleted entries now; return a short note of what the engine did."""
+    def purge_deleted(self) -> tuple[bool, str]:
+        """Reclaim deleted entries now; return whether none is left in the engine's files, and a short note
+        of what it did (and, when something is left, what keeps it)."""
         ...

@@ -96,12 +96,12 @@ class EdgeVectorIndex(Closeable):
     def purge_needs_rewrite(self) -> bool:
         return False
 
-    def purge_deleted(self) -> str:
+    def purge_deleted(self) -> tuple[bool, str]:
         """Run the engine's optimizer now: its vacuum rewrites segments whose points were deleted."""
         shard = self._live()
         shard.optimize()
         shard.flush()
-        return "optimizer (vacuum) run"
+        return True, "optimizer (vacuum) run"
 
     def search(self, vector: Sequence[float], acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
         check_limit(limit)

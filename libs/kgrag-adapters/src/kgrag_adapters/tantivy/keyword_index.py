@@ -176,7 +176,7 @@ class TantivyKeywordIndex(Closeable):
         # the live chunks (the caller re-projects them) empties every old segment.
         return True
 
-    def purge_deleted(self) -> str:
+    def purge_deleted(self) -> tuple[bool, str]:
         index = self._live()
         writer = index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
         try:
@@ -184,7 +184,7 @@ class TantivyKeywordIndex(Closeable):
         finally:
             writer.wait_merging_threads()
         index.reload()
-        return f"segments rewritten and unused files removed ({index.searcher().num_segments} segment(s) left)"
+        return True, f"segments rewritten and unused files removed ({index.searcher().num_segments} segment(s) left)"
 
     def doc_freq(self, term: str) -> int:
         """How many indexed chunks (deleted ones included, until purged) hold `term` in their text."""

@@ -344,10 +344,10 @@ class DocumentIndexer:
                 # O(live chunks): the price of a physical purge on an engine without an explicit merge.
                 live = [d.doc_id for d in self.documents.list_documents() if d.doc_id != rewrite_without]
                 self.reproject(live, vectors=False)
-            note = index.purge_deleted()
+            complete, note = index.purge_deleted()
         except Exception as err:  # noqa: BLE001 - the deletion itself stands; the record says the purge failed
             return StorePurge(name, PurgeStatus.FAILED, self.clock(), f"{type(err).__name__}: {err}"[:300])
-        return StorePurge(name, PurgeStatus.PURGED, self.clock(), note)
+        return StorePurge(name, PurgeStatus.PURGED if complete else PurgeStatus.DELETED, self.clock(), note)
 
     def _drop_old_bodies(self, doc_id: str, keep_hash: str) -> None:
         keep = _object_key(doc_id, keep_hash)
