@@ -81,6 +81,11 @@ def test_kafka_payload_is_ciphertext_and_dies_with_the_key(
     with pytest.raises(KgragError) as err:
         source_from_document_changed(event, stores.store.cipher)
     assert err.value.code is ErrorCode.CONTENT_SHREDDED
+    # Replayed to the chunk-indexer, the dead record is skipped (no dead letter, nothing indexed again).
+    replay = ChunkIndexerHandler(indexer).handle(DOCUMENTS_CHANGED, [(doc_id, json.loads(raw))])
+    assert [(o.doc_id, o.status) for o in replay.outcomes] == [(doc_id, IngestStatus.UNCHANGED)]
+    assert replay.dead_letters == [] and replay.outputs == []
+    assert stores.store.chunks_of(doc_id) == []
     [record] = stores.store.deletion_records(doc_id)
     statuses = {p.store: p.status for p in record.purges}
     assert statuses["postgres"] is PurgeStatus.SHREDDED
