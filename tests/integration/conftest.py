@@ -67,6 +67,7 @@ def distributed_settings(tmp_path: Path, pg_dsn: str, monkeypatch: pytest.Monkey
     settings = KgragSettings(
         runtime="distributed",
         data_dir=tmp_path / "unused",
+        kek_dir=tmp_path / "keys",  # one KEK for every process of the test (ADR 0008)
         pg_dsn=pg_dsn,
         kafka_bootstrap=endpoint("kafka"),
         kafka_group_prefix=f"test-{tag}",

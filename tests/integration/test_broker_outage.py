@@ -28,7 +28,8 @@ def _post(client: TestClient) -> tuple[int, dict[str, str], dict[str, object], f
 
 def test_the_gateway_answers_503_fast_while_no_broker_answers(distributed_settings: KgragSettings) -> None:
     down = distributed_settings.model_copy(update={"kafka_bootstrap": "127.0.0.1:9", "kafka_ack_timeout_s": 2.0})
-    with TestClient(build_gateway(down, VERIFIER)) as client:
+    app = build_gateway(down, VERIFIER)
+    with TestClient(app) as client:
         status, headers, body, took = _post(client)
         # Before librdkafka has given up on every broker the call waits for its acknowledgement, bounded.
         assert status == 503, body
@@ -41,14 +42,17 @@ def test_the_gateway_answers_503_fast_while_no_broker_answers(distributed_settin
         assert status == 503 and headers["retry-after"] == "5"
         assert took < 1.5
         assert client.get("/readyz").json()["ok"] is False
+    app.state.store.close()
 
 
 def test_positive_control_the_same_gateway_queues_against_the_real_broker(
     distributed_settings: KgragSettings,
 ) -> None:
-    with TestClient(build_gateway(distributed_settings, VERIFIER)) as client:
+    app = build_gateway(distributed_settings, VERIFIER)
+    with TestClient(app) as client:
         status, _, body, _ = _post(client)
         assert status == 202, body
         assert body["status"] == "QUEUED"
         ready = client.get("/readyz")
         assert ready.status_code == 200 and ready.json()["brokers"] >= 1
+    app.state.store.close()

@@ -23,12 +23,14 @@ ALL = [
     "0006_acl_principal_names",
     "0007_visibility_by_evidence",
     "0008_duplicates_outlive_representatives",
+    "0009_content_keys",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
     "acl_classes",
     "documents",
+    "document_keys",
     "chunks",
     "embedding_cache",
     "ingest_log",

@@ -7,6 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from kgrag_core.errors import ErrorCode
+from kgrag_core.shredding import StorePurge
 
 
 class IngestStatus(StrEnum):
@@ -55,6 +56,8 @@ class DeletionRecord:
     object_keys: tuple[str, ...]
     stores: tuple[str, ...]
     at: datetime | None = None
+    # per store: purged / shredded / deleted / failed, with when (the compliance trail of ADR 0008)
+    purges: tuple[StorePurge, ...] = ()
 
 
 def no_active_document(doc_id: str) -> IngestOutcome:

@@ -3,6 +3,8 @@
 init                          apply migrations, create topics, index templates, collections, constraints
 rebuild --projection NAME     rewrite a projection (qdrant, opensearch, neo4j, all) from PostgreSQL alone
 dlq CONSUMER [--replay]       list a consumer's dead letters; --replay re-submits them to their source topics
+rotate-keys                   re-wrap every document data key under the primary KEK (ADR 0008); also
+                              embedded: it uses KGRAG_PG_DSN, else <data_dir>/postgres (stop kgrag first)
 """
 
 from __future__ import annotations
@@ -34,10 +36,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     dlq.add_argument("consumer", help="the consumer whose <prefix><consumer>.dlq topic to read")
     dlq.add_argument("--replay", action="store_true", help="re-submit every record to its source topic")
     dlq.add_argument("--limit", type=int, default=10_000, help="records at most (default 10000)")
+    sub.add_parser("rotate-keys", help="re-wrap data keys under the primary key-encryption key")
     args = parser.parse_args(argv)
     try:
         settings = KgragSettings()
-        if args.command == "init":
+        if args.command == "rotate-keys":
+            from kgrag_runtime.keys import rotate_keys
+
+            report = rotate_keys(settings)
+        elif args.command == "init":
             report = init(settings)
         elif args.command == "rebuild":
             report = rebuild_projection(settings, args.projection)

@@ -25,7 +25,7 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import adopt_entity_id_key, build_embedder, build_indexer, build_llm
+from kgrag_runtime.wiring import adopt_entity_id_key, build_embedder, build_indexer, build_key_ring, build_llm
 
 T = TypeVar("T")
 
@@ -144,7 +144,14 @@ def require(value: str | None, name: str) -> str:
 def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) -> Iterator[DistributedStores]:
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
-        store = stack.enter_context(PostgresGraphStore.connect(dsn, pool_size=settings.pg_pool_size))
+        store = stack.enter_context(
+            PostgresGraphStore.connect(
+                dsn,
+                pool_size=settings.pg_pool_size,
+                kek=build_key_ring(settings),
+                encrypt=settings.content_encryption,
+            )
+        )
         adopt_entity_id_key(store, settings)
         yield DistributedStores(settings, stack, store, embedder)
 
@@ -178,7 +185,10 @@ def open_query_app(
         yield KgragApp(
             searcher=searcher,
             ingestion=KafkaIngest(
-                events, ack_timeout_s=settings.kafka_ack_timeout_s, is_active=active_document_check(stores.store)
+                events,
+                cipher=stores.store.cipher,
+                ack_timeout_s=settings.kafka_ack_timeout_s,
+                is_active=active_document_check(stores.store),
             ),
             ingest_log=stores.store,
             stats_source=stores.store,

@@ -19,6 +19,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ingest import IngestOutcome, IngestStatus, no_active_document
 from kgrag_core.ports import IngestLog
+from kgrag_core.shredding import ContentCipher
 from kgrag_runtime.bus import InProcessBus
 from kgrag_runtime.kafka.deliveries import Deliveries
 from kgrag_runtime.single_writer import SingleWriter
@@ -167,9 +168,14 @@ class KafkaIngest:
 
     A caller never waits on a broker outage: with every broker known down it is refused at once, and an
     acknowledgement that does not come within `ack_timeout_s` is BROKER_UNAVAILABLE (HTTP 503 with
-    Retry-After), never a client error."""
+    Retry-After), never a client error.
+
+    With a cipher, each event's content is sealed under its document's data key (created here when the
+    document has none), so Kafka's log segments hold ciphertext that a deletion shreds (ADR 0008).
+    """
 
     sink: EventSink
+    cipher: ContentCipher | None = None
     ack_timeout_s: float = 5.0
     # Whether PostgreSQL holds an active document with this ID: a delete or ACL change of any other ID
     # answers DOCUMENT_NOT_FOUND, as on the embedded runtime, instead of queueing an event that does nothing.
@@ -187,7 +193,8 @@ class KafkaIngest:
             if isinstance(item, ConnectorFailure):
                 outcomes.append(_failure_outcome(item))
             else:
-                event = document_changed_from_source(item).model_dump(mode="json")
+                sealer = self.cipher.sealer(item.doc_id) if self.cipher is not None else None
+                event = document_changed_from_source(item, sealer).model_dump(mode="json")
                 self.sink.produce(DOCUMENTS_CHANGED, item.doc_id, event, deliveries=deliveries)
                 outcomes.append(IngestOutcome(item.doc_id, IngestStatus.QUEUED, source=item.source, uri=item.uri))
             if progress:

@@ -62,6 +62,24 @@ class KgragSettings(BaseSettings):
 
     answer_cache_ttl_s: int = Field(300, ge=0)
 
+    # --- content encryption (crypto-shredding, docs/adr/0008-crypto-shredding.md) ----------------------
+    content_encryption: bool = Field(
+        True,
+        description="Seal every document's content under its own data key, so a deletion shreds it. Off only "
+        "for the benchmark's baseline: a deletion then leaves the text in dead tuples, WAL and backups.",
+    )
+    kek: SecretStr | None = Field(
+        None, description="The key-encryption key (base64 of 32 random bytes); wraps every document's data key."
+    )
+    kek_previous: SecretStr | None = Field(
+        None, description="Comma-separated older KEKs that still unwrap (during a rotation; see docs/operations.md)."
+    )
+    kek_dir: Path | None = Field(
+        None,
+        description="A folder of KEK files (kek-NNNNNN.key, the highest is the primary), e.g. a mounted secret. "
+        "Default in embedded mode: <data_dir>/keys, created 0600 on first start.",
+    )
+
     # --- extraction (issue: tiered, evidence-bound knowledge extraction) ----------------------------------
     extraction_enabled: bool = Field(True, description="Run tiers 0-3 on every changed chunk.")
     extractor_version: str = Field("1", description="Part of the extraction cache key; bump it to re-extract.")

@@ -13,6 +13,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
+from kgrag_adapters.crypto.kek import KeyRing, file_key_ring, secret_key_ring
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
 from kgrag_adapters.localfs.object_store import LocalObjectStore
 from kgrag_adapters.memory.cache import InMemoryCache
@@ -45,6 +46,24 @@ def adopt_entity_id_key(store: PostgresGraphStore, settings: KgragSettings) -> N
     """Key entity ids with KGRAG_ENTITY_ID_KEY when it is set (else PostgreSQL's generated key stays)."""
     if settings.entity_id_key is not None:
         store.use_entity_id_key(settings.entity_id_key.get_secret_value().encode("utf-8"))
+
+
+def build_key_ring(settings: KgragSettings) -> KeyRing:
+    """The key-encryption keys, for both runtimes: KGRAG_KEK (+ KGRAG_KEK_PREVIOUS), else the key files in
+    KGRAG_KEK_DIR, else (embedded only) <data_dir>/keys, created on first start."""
+    if settings.kek is not None:
+        previous = settings.kek_previous.get_secret_value().split(",") if settings.kek_previous else []
+        return secret_key_ring(settings.kek.get_secret_value(), previous)
+    if settings.kek_dir is not None:
+        return file_key_ring(settings.kek_dir.expanduser())
+    if settings.runtime == "distributed":
+        # Each process would otherwise make its own KEK and none could read another's content.
+        raise KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            "The distributed runtime needs a key-encryption key shared by every process.",
+            hint="Set KGRAG_KEK (from a secret store) or KGRAG_KEK_DIR (a mounted key folder); see docs/operations.md.",
+        )
+    return file_key_ring(settings.data_dir.expanduser().resolve() / "keys")
 
 
 def build_embedder(settings: KgragSettings) -> Embedder:
@@ -123,6 +142,8 @@ def build_indexer(
         embedding_cache=store,
         cache=cache,
         extraction_store=store if isinstance(store, PostgresExtractionStore) else None,
+        # The raw body is sealed under the same data key as the document's rows (ADR 0008).
+        cipher=store.cipher,
         # Chunk sizes are measured with the embedding model's own tokenizer when it has one, so a
         # chunk fits the model's window.
         count_tokens=embedder.count_tokens if isinstance(embedder, TokenCounter) else estimate_tokens,
@@ -164,7 +185,14 @@ def open_embedded(
                 supervise=(data_dir, idle_s) if idle_s > 0 else None,
             )
             dsn = stack.enter_context(server).dsn
-        store = stack.enter_context(PostgresGraphStore.connect(dsn, pool_size=settings.pg_pool_size))
+        store = stack.enter_context(
+            PostgresGraphStore.connect(
+                dsn,
+                pool_size=settings.pg_pool_size,
+                kek=build_key_ring(settings),
+                encrypt=settings.content_encryption,
+            )
+        )
         adopt_entity_id_key(store, settings)
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)

@@ -8,16 +8,27 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from fastapi import FastAPI
 
+from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_query_api.api import create_gateway_app
 from kgrag_query_api.auth import TokenVerifier
-from kgrag_runtime.distributed import producer, require
+from kgrag_runtime.distributed import active_document_check, producer, require
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.wiring import build_key_ring
 
 
 def build_gateway(settings: KgragSettings, verifier: TokenVerifier) -> FastAPI:
     admin = AdminClient({"bootstrap.servers": require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP")})
     events = producer(settings, "connector-gateway")
+    # Events are sealed under their documents' data keys (ADR 0008), which live in PostgreSQL: the gateway
+    # needs KGRAG_PG_DSN and the shared KEK like the workers, and so it also answers a delete or ACL change
+    # of an unknown document with 404, as the query API does.
+    store = PostgresStore.connect(
+        require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN"),
+        pool_size=settings.pg_pool_size,
+        kek=build_key_ring(settings),
+        encrypt=settings.content_encryption,
+    )
 
     def ready() -> dict[str, Any]:
         # The producer learns "all brokers down" from librdkafka at once; ask the broker only otherwise.
@@ -29,4 +40,12 @@ def build_gateway(settings: KgragSettings, verifier: TokenVerifier) -> FastAPI:
             return {"ok": False, "brokers": 0, "error": str(err)}
         return {"ok": bool(metadata.brokers), "brokers": len(metadata.brokers)}
 
-    return create_gateway_app(KafkaIngest(events, ack_timeout_s=settings.kafka_ack_timeout_s), verifier, ready=ready)
+    ingest = KafkaIngest(
+        events,
+        cipher=store.cipher,
+        ack_timeout_s=settings.kafka_ack_timeout_s,
+        is_active=active_document_check(store),
+    )
+    app = create_gateway_app(ingest, verifier, ready=ready)
+    app.state.store = store  # closed with the process; tests close it through this handle
+    return app

@@ -15,6 +15,7 @@ from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_core.handlers.protocol import Handler
 from kgrag_runtime.distributed import DistributedStores, require
 from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.wiring import build_key_ring
 from kgrag_runtime.worker import run_worker
 
 SERVICE = "graph-writer"
@@ -31,7 +32,8 @@ def main() -> None:
         )
         knowledge = Neo4jKnowledgeGraph(graph.driver, graph.database)
         source = PostgresKnowledgeSource.connect(
-            require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
+            require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN"),
+            kek=build_key_ring(settings),
         )
         return CompositeHandler(
             SERVICE,

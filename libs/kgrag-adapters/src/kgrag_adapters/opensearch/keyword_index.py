@@ -216,6 +216,39 @@ class OpenSearchKeywordIndex(Closeable):
         actions = ({"_op_type": "delete", "_index": self._index, "_id": chunk_id} for chunk_id in unique)
         self._bulk(actions, len(unique), "delete")
 
+    # --- Purgeable (ADR 0008) -----------------------------------------------------------------------
+
+    @property
+    def purge_needs_rewrite(self) -> bool:
+        return False
+
+    def purge_deleted(self) -> tuple[bool, str]:
+        """Expunge deleted documents from the index's segments now (a merge of only the segments that
+        hold deletions), instead of waiting for the merge policy.
+
+        OpenSearch keeps soft-deleted documents that a shard's retention lease still covers (for peer
+        recovery, up to `index.soft_deletes.retention_lease.period`, 12 h by default) through any merge;
+        the result says so when some are left, and a later merge drops them.
+        """
+        client = self._live()
+        # By default a segment is expunged only above 10 % deleted documents; a compliance deletion needs
+        # every deleted chunk gone, so the threshold is 0 (a dynamic index setting, idempotent).
+        client.indices.put_settings(index=self._index, body={"index.merge.policy.expunge_deletes_allowed": 0})
+        client.indices.forcemerge(index=self._index, params={"only_expunge_deletes": "true"})
+        left = self.deleted_documents()
+        if left:
+            return False, (
+                f"forcemerge only_expunge_deletes ran; {left} soft-deleted document(s) still retained by the"
+                " shard's retention lease (index.soft_deletes.retention_lease.period), dropped by a later merge"
+            )
+        return True, "forcemerge only_expunge_deletes: no deleted document left"
+
+    def deleted_documents(self) -> int:
+        """Deleted documents still held in the index's segments (0 after a purge)."""
+        self._live().indices.refresh(index=self._index)
+        stats = self._live().indices.stats(index=self._index, metric="docs")
+        return int(stats["_all"]["primaries"]["docs"]["deleted"])
+
     def search(self, query: str, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
         check_limit(limit)
         _reject_bare_string(acl_class_ids, "acl_class_ids")

@@ -11,6 +11,7 @@ and triggers remove facts left without evidence, so documents changing or going 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -20,7 +21,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from kgrag_adapters.postgres.merge_clusters import hold_merge_log, recluster
-from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _chunk, _utc_or_none
+from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _utc_or_none
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import cardinalities, timeline
@@ -36,14 +37,15 @@ from kgrag_core.extraction.records import (
     RunEstimate,
 )
 from kgrag_core.extraction.serialise import extraction_from_dict, extraction_to_dict
+from kgrag_core.shredding import KeyEncryptionKey, Sealer, seal_text
 
 _LIVE_CHUNKS: LiteralString = " JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'"
 
 _UPSERT_CACHE = """
-INSERT INTO extraction_cache (content_hash, extractor_version, ontology_version, tier, result)
-VALUES (%s, %s, %s, %s, %s)
+INSERT INTO extraction_cache (content_hash, extractor_version, ontology_version, tier, result, key_doc_id)
+VALUES (%s, %s, %s, %s, %s, %s)
 ON CONFLICT (content_hash, extractor_version, ontology_version) DO UPDATE SET
-    tier = EXCLUDED.tier, result = EXCLUDED.result, created_at = now()
+    tier = EXCLUDED.tier, result = EXCLUDED.result, key_doc_id = EXCLUDED.key_doc_id, created_at = now()
 """
 
 _UPSERT_STATE = """
@@ -210,8 +212,16 @@ class PostgresExtractionStore(PostgresStore):
     created it; `use_entity_id_key` adopts an operator-set one), read once per store object.
     """
 
-    def __init__(self, conn: psycopg.Connection[Row], *, dsn: str | None = None, pool_size: int = 1) -> None:
-        super().__init__(conn, dsn=dsn, pool_size=pool_size)
+    def __init__(
+        self,
+        conn: psycopg.Connection[Row],
+        *,
+        dsn: str | None = None,
+        pool_size: int = 1,
+        kek: KeyEncryptionKey | None = None,
+        encrypt: bool = True,
+    ) -> None:
+        super().__init__(conn, dsn=dsn, pool_size=pool_size, kek=kek, encrypt=encrypt)
         self._entity_key: bytes | None = None
 
     # --- the installation's entity-id key -----------------------------------------------------------------
@@ -268,7 +278,8 @@ class PostgresExtractionStore(PostgresStore):
             return {}
         with self._lease:
             rows = self._conn.execute(
-                "SELECT x.content_hash, x.extractor_version, x.ontology_version, x.result FROM extraction_cache x"
+                "SELECT x.content_hash, x.extractor_version, x.ontology_version, x.result, x.key_doc_id"
+                " FROM extraction_cache x"
                 " JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(h, e, o)"
                 " ON x.content_hash = k.h AND x.extractor_version = k.e AND x.ontology_version = k.o",
                 (
@@ -277,7 +288,14 @@ class PostgresExtractionStore(PostgresStore):
                     [k.ontology_version for k in keys],
                 ),
             ).fetchall()
-        return {ExtractionKey(r[0], r[1], r[2]): extraction_from_dict(r[3]) for r in rows}
+        out: dict[ExtractionKey, ChunkExtraction] = {}
+        for r in rows:
+            # Sealed under the producing document's key (ADR 0008); once that document is deleted the entry
+            # does not open, and the text counts as never extracted.
+            plain = self.cipher.open(r[4] or "", bytes(r[3]))
+            if plain is not None:
+                out[ExtractionKey(r[0], r[1], r[2])] = extraction_from_dict(json.loads(plain))
+        return out
 
     def save(self, results: Sequence[ChunkExtraction]) -> None:
         """Cache each cacheable result and replace its chunk's state, facts and evidence, in one transaction.
@@ -293,18 +311,27 @@ class PostgresExtractionStore(PostgresStore):
             conn = self._conn
             # KEY SHARE: a concurrent deletion of these chunks waits for this transaction, so no evidence
             # is written for a chunk that is being removed.
-            live = {
-                r[0]
+            live: dict[str, str] = {
+                r[0]: r[1]
                 for r in conn.execute(
-                    "SELECT chunk_id FROM chunks WHERE chunk_id = ANY(%s) FOR KEY SHARE", (chunk_ids,)
+                    "SELECT chunk_id, doc_id FROM chunks WHERE chunk_id = ANY(%s) FOR KEY SHARE", (chunk_ids,)
                 )
             }
+            # Quotes and cached results are sealed under their chunk's document key (ADR 0008); quotes
+            # deterministically, so quote_key still recognises a repeated quote.
+            quote_sealers = {d: self.cipher.sealer(d, deterministic=True) for d in sorted(set(live.values()))}
+            sealers = {d: self.cipher.sealer(d) for d in sorted(set(live.values()))}
             facts = _Facts(self._id_key())
             for result in latest.values():
                 if result.chunk_id in live:
-                    facts.add(result)
+                    facts.add(result, quote_sealers[live[result.chunk_id]])
             with conn.cursor() as cur:
-                cache = [_cache_params(r) for r in latest.values() if cacheable(r)]
+                # A result whose chunk is gone is not cached: its text may belong to a deleted document.
+                cache = [
+                    _cache_params(r, live[r.chunk_id], sealers[live[r.chunk_id]])
+                    for r in latest.values()
+                    if cacheable(r) and r.chunk_id in live
+                ]
                 if cache:
                     cur.executemany(_UPSERT_CACHE, cache)
                 kept = [r for r in latest.values() if r.chunk_id in live]
@@ -361,22 +388,33 @@ class PostgresExtractionStore(PostgresStore):
     def quarantine(self, items: Sequence[Quarantined]) -> None:
         if not items:
             return
-        with self._lease, self._conn.transaction(), self._conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO extraction_quarantine (chunk_ids, reason, reply, extractor_version)"
-                " VALUES (%s, %s, %s, %s)",
-                [(list(q.chunk_ids), q.reason, q.reply, q.extractor_version) for q in items],
+        with self._lease, self._conn.transaction():
+            first = [q.chunk_ids[0] if q.chunk_ids else "" for q in items]
+            owner: dict[str, str] = dict(
+                self._conn.execute("SELECT chunk_id, doc_id FROM chunks WHERE chunk_id = ANY(%s)", (first,)).fetchall()
             )
+            rows = []
+            for q, chunk in zip(items, first, strict=True):
+                # A reply naming no live chunk quotes nothing kgrag still holds a key for: kept as it came.
+                doc = owner.get(chunk)
+                reply = seal_text(self.cipher.sealer(doc), q.reply) if doc else b"\x00" + q.reply.encode("utf-8")
+                rows.append((list(q.chunk_ids), q.reason, reply, q.extractor_version, doc))
+            with self._conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO extraction_quarantine (chunk_ids, reason, reply, extractor_version, key_doc_id)"
+                    " VALUES (%s, %s, %s, %s, %s)",
+                    rows,
+                )
 
     def quarantined(self, limit: int = 100) -> list[Quarantined]:
         """The latest `limit` quarantined replies, newest first."""
         with self._lease:
             rows = self._conn.execute(
-                "SELECT chunk_ids, reason, reply, extractor_version FROM extraction_quarantine"
+                "SELECT chunk_ids, reason, reply, extractor_version, key_doc_id FROM extraction_quarantine"
                 " ORDER BY id DESC LIMIT %s",
                 (limit,),
             ).fetchall()
-        return [Quarantined(tuple(r[0]), r[1], r[2], r[3]) for r in rows]
+        return [Quarantined(tuple(r[0]), r[1], self._text(r[4] or "", bytes(r[2])), r[3]) for r in rows]
 
     def purge_content(self, content_hashes: Sequence[str] | None = None) -> int:
         """Delete cache entries for texts no chunk has any more; None sweeps every such entry.
@@ -502,7 +540,11 @@ class PostgresExtractionStore(PostgresStore):
         with self._lease:
             rows = self._conn.execute(_SELECT_CLAIMS, params).fetchall()
             body = self._active_ontology_body()
-        return timeline([_claim(r) for r in rows], _cardinality(body))
+        return timeline([self._claim(r) for r in rows], _cardinality(body))
+
+    def _claim(self, r: Row) -> ClaimRecord:
+        """A claim row (see _SELECT_CLAIMS) with its quote opened under its chunk's document key."""
+        return _claim(r, self._text(r[13], bytes(r[6])))
 
     def fact_counts(self) -> dict[str, int]:
         with self._lease:
@@ -614,23 +656,22 @@ class PostgresExtractionStore(PostgresStore):
         ]
 
     def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
-        patterns = ["%" + _like_escape(term) + "%" for term in scope.contains_any]
         with self._lease:
             rows = self._conn.execute(
                 "SELECT " + _CHUNK_COLUMNS + " FROM chunks c" + _LIVE_CHUNKS + " WHERE"
                 " (cardinality(%(docs)s::text[]) = 0 OR c.doc_id = ANY(%(docs)s::text[]))"
                 " AND (cardinality(%(sources)s::text[]) = 0 OR d.source = ANY(%(sources)s::text[]))"
                 " AND (cardinality(%(chunks)s::text[]) = 0 OR c.chunk_id = ANY(%(chunks)s::text[]))"
-                " AND (cardinality(%(patterns)s::text[]) = 0 OR c.text ILIKE ANY(%(patterns)s::text[]))"
                 " ORDER BY c.doc_id, c.seq",
-                {
-                    "docs": list(scope.doc_ids),
-                    "sources": list(scope.sources),
-                    "chunks": list(scope.chunk_ids),
-                    "patterns": patterns,
-                },
+                {"docs": list(scope.doc_ids), "sources": list(scope.sources), "chunks": list(scope.chunk_ids)},
             ).fetchall()
-        return [_chunk(r) for r in rows]
+        chunks = [self._chunk(r) for r in rows]
+        if not scope.contains_any:
+            return chunks
+        # Chunk texts are sealed (ADR 0008), so the text filter runs here, on the opened text, with
+        # ILIKE's meaning: a case-insensitive substring.
+        terms = [t.lower() for t in scope.contains_any]
+        return [c for c in chunks if any(t in c.text.lower() for t in terms)]
 
 
 # --- ChunkExtraction -> rows -------------------------------------------------------------------------------
@@ -660,7 +701,7 @@ class _Facts:
         self.entities[key] = (known[0], known[1], known[2], [[k, v] for k, v in pairs])
         return key
 
-    def add(self, result: ChunkExtraction) -> None:
+    def add(self, result: ChunkExtraction, seal: Sealer) -> None:
         tier = int(result.tier)
         chunk = result.chunk_id
         # A relation endpoint or claim subject named like a mention of this chunk that carries a strong ID
@@ -670,7 +711,9 @@ class _Facts:
             ent = self._entity(m.type, m.name, m.strong_ids)
             local.setdefault((m.type, normalise_name(m.name)), ent)
             ids = Jsonb([list(p) for p in sorted(set(m.strong_ids))])
-            self.mentions.append((chunk, ent, m.name, normalise_name(m.name), tier, m.quote, m.confidence, ids))
+            self.mentions.append(
+                (chunk, ent, m.name, normalise_name(m.name), tier, seal_text(seal, m.quote), m.confidence, ids)
+            )
 
         def resolve(entity_type: str, name: str) -> str:
             return local.get((entity_type, normalise_name(name))) or self._entity(entity_type, name)
@@ -682,14 +725,14 @@ class _Facts:
                 rid,
                 (rid, subject, r.relation, obj, r.polarity.value, r.modality.value, r.valid_from, r.valid_to),
             )
-            self.relation_evidence.append((rid, chunk, r.quote, tier, r.confidence))
+            self.relation_evidence.append((rid, chunk, seal_text(seal, r.quote), tier, r.confidence))
         for c in result.claims:
             ent = resolve(c.entity_type, c.entity)
             cid = claim_id(ent, c.attribute, c.value, c.valid_from, c.polarity, c.modality)
             self.claims.setdefault(
                 cid, (cid, ent, c.attribute, c.value, c.polarity.value, c.modality.value, c.valid_from, c.valid_to)
             )
-            self.claim_evidence.append((cid, chunk, c.quote, tier, c.confidence))
+            self.claim_evidence.append((cid, chunk, seal_text(seal, c.quote), tier, c.confidence))
 
     def statements(self) -> list[tuple[str, list[Row]]]:
         entities: list[Row] = [(k, t, n, nn, Jsonb(ids)) for k, (t, n, nn, ids) in self.entities.items()]
@@ -703,14 +746,15 @@ class _Facts:
         ]
 
 
-def _cache_params(result: ChunkExtraction) -> Row:
+def _cache_params(result: ChunkExtraction, doc_id: str, seal: Sealer) -> Row:
     k = result.key
     return (
         k.content_hash,
         k.extractor_version,
         k.ontology_version,
         int(result.tier),
-        Jsonb(extraction_to_dict(result)),
+        seal(json.dumps(extraction_to_dict(result)).encode("utf-8")),
+        doc_id,
     )
 
 
@@ -734,7 +778,7 @@ def _state_params(result: ChunkExtraction) -> Row:
 # --- rows -> records ------------------------------------------------------------------------------------------
 
 
-def _claim(r: Row) -> ClaimRecord:
+def _claim(r: Row, quote: str) -> ClaimRecord:
     written: date | None = r[11]
     return ClaimRecord(
         claim_id=r[0],
@@ -743,7 +787,7 @@ def _claim(r: Row) -> ClaimRecord:
         entity_type=r[3],
         attribute=r[4],
         value=r[5],
-        quote=r[6],
+        quote=quote,
         modality=Modality(r[7]),
         polarity=Polarity(r[8]),
         valid_from=r[9],
@@ -774,10 +818,6 @@ def _scope_to_dict(scope: RerunScope) -> dict[str, Any]:
 def _scope_from_dict(data: Mapping[str, Any]) -> RerunScope:
     names = {f.name for f in dataclasses.fields(RerunScope)}
     return RerunScope(**{k: tuple(v) for k, v in data.items() if k in names})
-
-
-def _like_escape(term: str) -> str:
-    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _to_signed(value: int) -> int:

@@ -25,7 +25,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.types.json import Jsonb
 
-from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore, _cardinality, _claim
+from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore, _cardinality
 from kgrag_adapters.postgres.merge_clusters import lock_merge_log, recluster
 from kgrag_adapters.postgres.store import Row
 from kgrag_core.errors import ErrorCode, KgragError
@@ -230,7 +230,9 @@ _PROFILE_ENTITIES: LiteralString = (
 # Up to ten quotes per entity (the strongest first); Python keeps the first three distinct ones.
 _PROFILE_MENTIONS: LiteralString = (
     "SELECT m.entity_id, array_agg(DISTINCT m.name), count(*),"
-    " (array_agg(m.quote ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10]"
+    " (array_agg(m.quote ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10],"
+    # each quote's document: quotes are sealed under its key (ADR 0008)
+    " (array_agg(c.doc_id ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10]"
     " FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
     + _SEES
     + " AND (%(every)s OR m.entity_id = ANY(%(ids)s::text[])) GROUP BY m.entity_id"
@@ -370,7 +372,7 @@ class PostgresGraphStore(PostgresExtractionStore):
             body = self._active_ontology_body()
         records: list[ClaimRecord] = []
         for row in rows:
-            record = _claim(row)
+            record = self._claim(row)
             cluster = clusters.get(owner[record.entity_id])
             if cluster is None:  # cannot happen: a visible claim makes its entity visible
                 continue
@@ -414,7 +416,8 @@ class PostgresGraphStore(PostgresExtractionStore):
             m = mentions.get(ent)
             norm = normalise_name(name)
             aliases = tuple(sorted(n for n in (m[1] if m else ()) if normalise_name(n) != norm))
-            quotes = list(dict.fromkeys(m[3] if m else ()))[:_CONTEXT_QUOTES]
+            opened = (self._text(doc, bytes(q)) for q, doc in zip(m[3], m[4], strict=True)) if m else ()
+            quotes = list(dict.fromkeys(opened))[:_CONTEXT_QUOTES]
             out.append(
                 EntityProfile(
                     entity_id=ent,

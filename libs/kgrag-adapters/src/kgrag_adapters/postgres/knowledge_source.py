@@ -13,7 +13,10 @@ from typing import LiteralString, TypeVar
 
 import psycopg
 
+from kgrag_adapters.crypto.envelope import EnvelopeCipher
+from kgrag_adapters.crypto.kek import ephemeral_key_ring
 from kgrag_adapters.postgres.extraction_store import _cardinality
+from kgrag_adapters.postgres.keys import PostgresKeyStore
 from kgrag_adapters.postgres.store import Row
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.handlers.knowledge_projection import (
@@ -26,6 +29,7 @@ from kgrag_core.handlers.knowledge_projection import (
     RelationEvidenceRow,
     group_edges,
 )
+from kgrag_core.shredding import ContentCipher, KeyEncryptionKey, open_text
 
 _T = TypeVar("_T")
 
@@ -100,16 +104,18 @@ class PostgresKnowledgeSource:
     Its own autocommit connection; each snapshot is read in one REPEATABLE READ transaction.
     """
 
-    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+    def __init__(self, conn: psycopg.Connection[Row], *, kek: KeyEncryptionKey | None = None) -> None:
         if not conn.autocommit:
             raise ValueError("PostgresKnowledgeSource needs an autocommit connection")
         self._conn = conn
         self._lock = threading.RLock()
+        # Evidence quotes are sealed per document (ADR 0008); the projection carries them opened.
+        self._cipher = EnvelopeCipher(PostgresKeyStore(lambda: self._conn, self._lock), kek or ephemeral_key_ring())
         self._held: dict[str, int] = {}  # advisory locks this object holds, by name, with their depth
 
     @classmethod
-    def connect(cls, dsn: str) -> PostgresKnowledgeSource:
-        return cls(psycopg.connect(dsn, autocommit=True))
+    def connect(cls, dsn: str, *, kek: KeyEncryptionKey | None = None) -> PostgresKnowledgeSource:
+        return cls(psycopg.connect(dsn, autocommit=True), kek=kek)
 
     def close(self) -> None:
         self._conn.close()
@@ -199,7 +205,7 @@ class PostgresKnowledgeSource:
             entity_ids=tuple(sorted(set(entity_ids) | set(canonical))),
             entities=entities,
             edges=tuple(edges),
-            claims=_claims(claim_rows),
+            claims=_claims(claim_rows, self._cipher),
             cardinality=tuple(sorted(cardinality.items())),
         )
 
@@ -225,10 +231,11 @@ class PostgresKnowledgeSource:
             yield self._conn
 
 
-def _claims(rows: Sequence[Row]) -> tuple[ProjectedClaim, ...]:
+def _claims(rows: Sequence[Row], cipher: ContentCipher) -> tuple[ProjectedClaim, ...]:
     grouped: dict[str, tuple[Row, list[ClaimEvidence]]] = {}
     for r in rows:
-        evidence = ClaimEvidence(r[8], r[9], Reach(r[10], bool(r[11])), r[12], r[13], Tier(r[14]), float(r[15]))
+        quote = open_text(cipher, r[9], bytes(r[13])) or ""
+        evidence = ClaimEvidence(r[8], r[9], Reach(r[10], bool(r[11])), r[12], quote, Tier(r[14]), float(r[15]))
         grouped.setdefault(r[0], (r, []))[1].append(evidence)
     return tuple(
         ProjectedClaim(

@@ -7,13 +7,18 @@ Threads share the object and run their queries in parallel (`ConnectionPool`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, LiteralString, Self
 
 import psycopg
+from psycopg.types.json import Jsonb
 
+from kgrag_adapters.crypto.envelope import EnvelopeCipher, PlaintextCipher
+from kgrag_adapters.crypto.kek import ephemeral_key_ring
 from kgrag_adapters.lifecycle import Closeable
+from kgrag_adapters.postgres.keys import PostgresKeyStore
 from kgrag_adapters.postgres.migrate import apply_migrations
 from kgrag_adapters.postgres.pool import ConnectionPool
 from kgrag_core.acl import AclClass
@@ -21,6 +26,7 @@ from kgrag_core.documents import Chunk, DocumentStatus, StoredDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import DeletionRecord, IngestOutcome, IngestStatus
 from kgrag_core.ports import StoreStats
+from kgrag_core.shredding import ContentCipher, KeyEncryptionKey, PurgeStatus, StorePurge, open_text, seal_text
 
 Row = tuple[Any, ...]
 
@@ -58,7 +64,9 @@ ON CONFLICT (doc_id) DO UPDATE SET
 """
 
 # The WHERE skips rows that did not change, so a kept chunk is not rewritten (no dead tuple, and its
-# indexed_at still says when it was really indexed).
+# indexed_at still says when it was really indexed). The text is compared by its hash (the chunk ID
+# already names it; sealing is randomised, so two seals of one text differ) and by its first byte, so a
+# row from before migration 0009 (0x00, unencrypted) is sealed the next time its document is committed.
 _UPSERT_CHUNK = """
 INSERT INTO chunks AS c (chunk_id, doc_id, seq, section_path, start_byte, end_byte, text, token_count,
                          content_hash, acl_class_id, doc_time)
@@ -68,10 +76,10 @@ ON CONFLICT (chunk_id) DO UPDATE SET
     end_byte = EXCLUDED.end_byte, text = EXCLUDED.text, token_count = EXCLUDED.token_count,
     content_hash = EXCLUDED.content_hash, acl_class_id = EXCLUDED.acl_class_id,
     doc_time = EXCLUDED.doc_time, indexed_at = now()
-WHERE (c.seq, c.section_path, c.start_byte, c.end_byte, c.text, c.token_count, c.content_hash,
+WHERE (c.seq, c.section_path, c.start_byte, c.end_byte, get_byte(c.text, 0), c.token_count, c.content_hash,
        c.acl_class_id, c.doc_time)
       IS DISTINCT FROM
-      (EXCLUDED.seq, EXCLUDED.section_path, EXCLUDED.start_byte, EXCLUDED.end_byte, EXCLUDED.text,
+      (EXCLUDED.seq, EXCLUDED.section_path, EXCLUDED.start_byte, EXCLUDED.end_byte, get_byte(EXCLUDED.text, 0),
        EXCLUDED.token_count, EXCLUDED.content_hash, EXCLUDED.acl_class_id, EXCLUDED.doc_time)
 """
 
@@ -96,18 +104,37 @@ SELECT (SELECT count(*) FROM documents WHERE status = 'ACTIVE'),
 
 
 class PostgresStore(Closeable):
-    """DocumentStore, AclStore, IngestLog, EmbeddingCache and StatsSource on one connection."""
+    """DocumentStore, AclStore, IngestLog, EmbeddingCache, KeyStore and StatsSource on one connection.
 
-    def __init__(self, conn: psycopg.Connection[Row], *, dsn: str | None = None, pool_size: int = 1) -> None:
+    Document titles, URIs and chunk texts are sealed under the document's data key (`cipher`); the
+    data keys live in this database, wrapped by `kek`. Without a `kek` the store uses a key ring that
+    lives only as long as this process (tests and one-process tools; the runtimes always pass theirs).
+    """
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Row],
+        *,
+        dsn: str | None = None,
+        pool_size: int = 1,
+        kek: KeyEncryptionKey | None = None,
+        encrypt: bool = True,
+    ) -> None:
         """Wrap an open autocommit connection (prefer `connect`); the store closes it on `close`. With a DSN
         the store opens up to `pool_size` connections, one per thread in a call, and replaces broken ones."""
         if not conn.autocommit:
             raise ValueError("PostgresStore needs an autocommit connection; it opens its own transactions")
         # `with self._lease:` gives this thread a connection for one operation (re-entrant); `_conn` is it.
         self._lease = ConnectionPool(conn, dsn=dsn, max_size=pool_size)
+        self.keys = PostgresKeyStore(lambda: self._conn, self._lease)
+        self.cipher: ContentCipher = (
+            EnvelopeCipher(self.keys, kek or ephemeral_key_ring()) if encrypt else PlaintextCipher(self.keys)
+        )
 
     @classmethod
-    def connect(cls, dsn: str, *, pool_size: int = 4) -> Self:
+    def connect(
+        cls, dsn: str, *, pool_size: int = 4, kek: KeyEncryptionKey | None = None, encrypt: bool = True
+    ) -> Self:
         """Open a connection, bring the schema up to date, and return the store.
 
         A store opened this way reconnects by itself when a connection breaks (a server restart or
@@ -119,7 +146,11 @@ class PostgresStore(Closeable):
         except BaseException:
             conn.close()
             raise
-        return cls(conn, dsn=dsn, pool_size=pool_size)
+        return cls(conn, dsn=dsn, pool_size=pool_size, kek=kek, encrypt=encrypt)
+
+    def _text(self, doc_id: str, sealed: bytes) -> str:
+        """A sealed column's text; "" once the document's key is destroyed (a tombstone's title)."""
+        return open_text(self.cipher, doc_id, sealed) or ""
 
     @property
     def _conn(self) -> psycopg.Connection[Row]:
@@ -135,7 +166,7 @@ class PostgresStore(Closeable):
             row = self._conn.execute(
                 "SELECT " + _DOC_COLUMNS + " FROM documents WHERE doc_id = %s", (doc_id,)
             ).fetchone()
-        return _document(row) if row else None
+        return self._document(row) if row else None
 
     def get_documents(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
@@ -144,7 +175,7 @@ class PostgresStore(Closeable):
             rows = self._conn.execute(
                 "SELECT " + _DOC_COLUMNS + " FROM documents WHERE doc_id = ANY(%s)", (list(doc_ids),)
             ).fetchall()
-        return {doc.doc_id: doc for doc in map(_document, rows)}
+        return {doc.doc_id: doc for doc in map(self._document, rows)}
 
     def list_documents(self, *, include_deleted: bool = False) -> list[StoredDocument]:
         with self._lease:
@@ -152,7 +183,7 @@ class PostgresStore(Closeable):
                 "SELECT " + _DOC_COLUMNS + " FROM documents WHERE %s OR status = 'ACTIVE' ORDER BY doc_id",
                 (include_deleted,),
             ).fetchall()
-        return [_document(r) for r in rows]
+        return [self._document(r) for r in rows]
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         with self._lease:
@@ -161,7 +192,7 @@ class PostgresStore(Closeable):
                 " WHERE c.doc_id = %s AND d.status = 'ACTIVE' ORDER BY c.seq",
                 (doc_id,),
             ).fetchall()
-        return [_chunk(r) for r in rows]
+        return [self._chunk(r) for r in rows]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         if not chunk_ids:
@@ -172,7 +203,7 @@ class PostgresStore(Closeable):
                 " WHERE c.chunk_id = ANY(%s) AND d.status = 'ACTIVE'",
                 (list(chunk_ids),),
             ).fetchall()
-        return {r[0]: _chunk(r) for r in rows}
+        return {r[0]: self._chunk(r) for r in rows}
 
     def commit_document(self, doc: StoredDocument, acl: AclClass, chunks: Sequence[Chunk]) -> None:
         if doc.acl_class_id != acl.acl_class_id:
@@ -182,14 +213,20 @@ class PostgresStore(Closeable):
                 raise ValueError(f"chunk {ch.chunk_id} belongs to {ch.doc_id}, not {doc.doc_id}")
         keep = [ch.chunk_id for ch in chunks]
         with self._lease, self._conn.transaction():
+            # Inside the transaction: the key row and the rows sealed under it commit together.
+            seal = self.cipher.sealer(doc.doc_id)
+            seal_same = self.cipher.sealer(doc.doc_id, deterministic=True)
+            # A concurrent deletion that destroyed the key after `sealer` read it makes this commit fail
+            # (and its retry start over with a new key) instead of storing text nobody can open.
+            self._lock_key(doc.doc_id)
             _store_acl_class(self._conn, acl)
             self._conn.execute(
                 _UPSERT_DOC,
                 (
                     doc.doc_id,
                     doc.source,
-                    doc.uri,
-                    doc.title,
+                    seal_text(seal, doc.uri),
+                    seal_text(seal, doc.title),
                     doc.version,
                     doc.content_hash,
                     doc.acl_class_id,
@@ -203,7 +240,22 @@ class PostgresStore(Closeable):
             self._conn.execute("DELETE FROM chunks WHERE doc_id = %s AND NOT (chunk_id = ANY(%s))", (doc.doc_id, keep))
             if chunks:
                 with self._conn.cursor() as cur:
-                    cur.executemany(_UPSERT_CHUNK, [_chunk_params(ch) for ch in chunks])
+                    cur.executemany(
+                        _UPSERT_CHUNK,
+                        [
+                            _chunk_params(
+                                ch, seal_text(seal_same, json.dumps(list(ch.breadcrumb))), seal_text(seal, ch.text)
+                            )
+                            for ch in chunks
+                        ],
+                    )
+
+    def _lock_key(self, doc_id: str) -> None:
+        if isinstance(self.cipher, PlaintextCipher):
+            return
+        row = self._conn.execute("SELECT 1 FROM document_keys WHERE doc_id = %s FOR SHARE", (doc_id,)).fetchone()
+        if row is None:
+            raise RuntimeError(f"the data key of {doc_id!r} was destroyed by a concurrent deletion; retry")
 
     def update_acl(self, doc_id: str, acl: AclClass) -> bool:
         with self._lease, self._conn.transaction():
@@ -221,34 +273,54 @@ class PostgresStore(Closeable):
         if record.doc_id != doc_id:
             raise ValueError(f"deletion record is for {record.doc_id}, not {doc_id}")
         with self._lease, self._conn.transaction():
+            # The tombstone keeps IDs, hashes and times; its title and URI become empty (unsealed), and
+            # the earlier sealed values left in dead tuples lose their key below.
             found = self._conn.execute(
-                "UPDATE documents SET status = 'DELETED', deleted_at = COALESCE(%s::timestamptz, now())"
-                " WHERE doc_id = %s RETURNING doc_id",
+                "UPDATE documents SET status = 'DELETED', deleted_at = COALESCE(%s::timestamptz, now()),"
+                " title = '\\x00'::bytea, uri = '\\x00'::bytea WHERE doc_id = %s RETURNING doc_id",
                 (_utc_or_none(record.at), doc_id),
             ).fetchone()
             if found is None:
                 # Raising rolls the transaction back: no audit row for a document that never existed.
                 raise KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"no document {doc_id!r} to delete")
             self._conn.execute("DELETE FROM chunks WHERE doc_id = %s", (doc_id,))
+            # Same transaction: the key goes exactly when the tombstone commits, never before.
+            shredded = self.cipher.shred(doc_id)
+            purges = [p for p in record.purges if p.store != "postgres"]
+            purges.append(
+                StorePurge(
+                    "postgres",
+                    PurgeStatus.SHREDDED if shredded else PurgeStatus.DELETED,
+                    record.at,
+                    "data key destroyed; dead tuples, WAL and backups hold only its ciphertext"
+                    if shredded
+                    else "no data key (written unencrypted): rows deleted, dead tuples remain until vacuumed",
+                )
+            )
             self._conn.execute(
-                "INSERT INTO deletion_log (doc_id, chunk_ids, object_keys, stores, at)"
-                " VALUES (%s, %s, %s, %s, COALESCE(%s::timestamptz, now()))",
+                "INSERT INTO deletion_log (doc_id, chunk_ids, object_keys, stores, at, purges)"
+                " VALUES (%s, %s, %s, %s, COALESCE(%s::timestamptz, now()), %s)",
                 (
                     doc_id,
                     list(record.chunk_ids),
                     list(record.object_keys),
                     list(record.stores),
                     _utc_or_none(record.at),
+                    Jsonb([p.as_dict() for p in purges]),
                 ),
             )
 
     def deletion_records(self, doc_id: str) -> list[DeletionRecord]:
         with self._lease:
             rows = self._conn.execute(
-                "SELECT doc_id, chunk_ids, object_keys, stores, at FROM deletion_log WHERE doc_id = %s ORDER BY id",
+                "SELECT doc_id, chunk_ids, object_keys, stores, at, purges FROM deletion_log WHERE doc_id = %s"
+                " ORDER BY id",
                 (doc_id,),
             ).fetchall()
-        return [DeletionRecord(r[0], tuple(r[1]), tuple(r[2]), tuple(r[3]), _utc(r[4])) for r in rows]
+        return [
+            DeletionRecord(r[0], tuple(r[1]), tuple(r[2]), tuple(r[3]), _utc(r[4]), tuple(map(_purge, r[5])))
+            for r in rows
+        ]
 
     # --- AclStore -------------------------------------------------------------------------------------
 
@@ -264,36 +336,44 @@ class PostgresStore(Closeable):
     def record_outcomes(self, outcomes: Sequence[IngestOutcome]) -> None:
         if not outcomes:
             return
-        params = [
-            (
-                o.doc_id,
-                o.status.value,
-                o.source,
-                o.uri,
-                o.error_code.value if o.error_code else None,
-                o.message,
-                o.chunks_total,
-                o.chunks_embedded,
-                o.chunks_removed,
-                _utc_or_none(o.at),
-            )
-            for o in outcomes
-        ]
-        with self._lease, self._conn.transaction(), self._conn.cursor() as cur:
-            cur.executemany(_INSERT_OUTCOME, params)
+        with self._lease, self._conn.transaction():
+            # The URI (often a file path that names the content) is sealed under the document's key, so a
+            # deletion shreds the log's copies too; an empty one is stored as it is.
+            sealers = {o.doc_id: self.cipher.sealer(o.doc_id) for o in outcomes if o.uri}
+            params = [
+                (
+                    o.doc_id,
+                    o.status.value,
+                    o.source,
+                    seal_text(sealers[o.doc_id], o.uri) if o.uri else b"\x00",
+                    o.error_code.value if o.error_code else None,
+                    o.message,
+                    o.chunks_total,
+                    o.chunks_embedded,
+                    o.chunks_removed,
+                    _utc_or_none(o.at),
+                )
+                for o in outcomes
+            ]
+            with self._conn.cursor() as cur:
+                cur.executemany(_INSERT_OUTCOME, params)
 
     def recent_outcomes(self, limit: int = 100) -> list[IngestOutcome]:
         """The latest `limit` outcomes, newest first."""
         with self._lease:
             rows = self._conn.execute(_SELECT_OUTCOMES + " ORDER BY id DESC LIMIT %s", (limit,)).fetchall()
-        return [_outcome(r) for r in rows]
+        return self._outcomes(rows)
 
     def outcomes_for(self, doc_id: str, limit: int = 20) -> list[IngestOutcome]:
         with self._lease:
             rows = self._conn.execute(
                 _SELECT_OUTCOMES + " WHERE doc_id = %s ORDER BY id DESC LIMIT %s", (doc_id, limit)
             ).fetchall()
-        return [_outcome(r) for r in rows]
+        return self._outcomes(rows)
+
+    def _outcomes(self, rows: Sequence[Row]) -> list[IngestOutcome]:
+        # The URI is sealed under its document's key: a deleted document's log rows read with an empty one.
+        return [_outcome(r, self._text(r[0], bytes(r[3])) if r[3] is not None else "") for r in rows]
 
     # --- EmbeddingCache ---------------------------------------------------------------------------------
 
@@ -333,6 +413,18 @@ class PostgresStore(Closeable):
             )
         return cur.rowcount
 
+    # --- sealed rows -> dataclasses ------------------------------------------------------------------
+
+    def _document(self, r: Row) -> StoredDocument:
+        return _document(r, self._text(r[0], r[2]), self._text(r[0], r[3]))
+
+    def _chunk(self, r: Row) -> Chunk:
+        text = open_text(self.cipher, r[1], r[6])
+        crumb = open_text(self.cipher, r[1], r[3])
+        if text is None or crumb is None:  # only chunks of active documents are read, and those have their key
+            raise RuntimeError(f"chunk {r[0]} of {r[1]!r} is sealed under a key that is gone")
+        return _chunk(r, tuple(json.loads(crumb)), text)
+
     # --- StatsSource ------------------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
@@ -357,12 +449,22 @@ def _utc_or_none(value: datetime | None) -> datetime | None:
     return None if value is None else _utc(value)
 
 
-def _document(r: Row) -> StoredDocument:
+def _purge(d: dict[str, str | None]) -> StorePurge:
+    at = d.get("at")
+    return StorePurge(
+        store=str(d["store"]),
+        status=PurgeStatus(str(d["status"])),
+        at=_utc(datetime.fromisoformat(at)) if at else None,
+        detail=str(d.get("detail") or ""),
+    )
+
+
+def _document(r: Row, uri: str, title: str) -> StoredDocument:
     return StoredDocument(
         doc_id=r[0],
         source=r[1],
-        uri=r[2],
-        title=r[3],
+        uri=uri,
+        title=title,
         version=r[4],
         content_hash=r[5],
         acl_class_id=r[6],
@@ -375,15 +477,15 @@ def _document(r: Row) -> StoredDocument:
     )
 
 
-def _chunk(r: Row) -> Chunk:
+def _chunk(r: Row, breadcrumb: tuple[str, ...], text: str) -> Chunk:
     return Chunk(
         chunk_id=r[0],
         doc_id=r[1],
         seq=r[2],
-        breadcrumb=tuple(r[3]),
+        breadcrumb=breadcrumb,
         start_byte=r[4],
         end_byte=r[5],
-        text=r[6],
+        text=text,
         token_count=r[7],
         content_hash=r[8],
         acl_class_id=r[9],
@@ -391,15 +493,15 @@ def _chunk(r: Row) -> Chunk:
     )
 
 
-def _chunk_params(ch: Chunk) -> Row:
+def _chunk_params(ch: Chunk, sealed_breadcrumb: bytes, sealed_text: bytes) -> Row:
     return (
         ch.chunk_id,
         ch.doc_id,
         ch.seq,
-        list(ch.breadcrumb),
+        sealed_breadcrumb,
         ch.start_byte,
         ch.end_byte,
-        ch.text,
+        sealed_text,
         ch.token_count,
         ch.content_hash,
         ch.acl_class_id,
@@ -407,12 +509,12 @@ def _chunk_params(ch: Chunk) -> Row:
     )
 
 
-def _outcome(r: Row) -> IngestOutcome:
+def _outcome(r: Row, uri: str) -> IngestOutcome:
     return IngestOutcome(
         doc_id=r[0],
         status=IngestStatus(r[1]),
         source=r[2] or "",
-        uri=r[3] or "",
+        uri=uri,
         error_code=ErrorCode(r[4]) if r[4] else None,
         message=r[5] or "",
         chunks_total=r[6] or 0,

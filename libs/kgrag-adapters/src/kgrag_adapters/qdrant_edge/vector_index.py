@@ -90,6 +90,19 @@ class EdgeVectorIndex(Closeable):
             shard.update(qe.UpdateOperation.delete_points(ids[start : start + _WRITE_BATCH]))
         shard.flush()
 
+    # --- Purgeable (ADR 0008) -----------------------------------------------------------------------
+
+    @property
+    def purge_needs_rewrite(self) -> bool:
+        return False
+
+    def purge_deleted(self) -> tuple[bool, str]:
+        """Run the engine's optimizer now: its vacuum rewrites segments whose points were deleted."""
+        shard = self._live()
+        shard.optimize()
+        shard.flush()
+        return True, "optimizer (vacuum) run"
+
     def search(self, vector: Sequence[float], acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
         check_limit(limit)
         query_vector = self._checked_vector(vector)

@@ -171,6 +171,29 @@ class TantivyKeywordIndex(Closeable):
 
     # --- helpers -----------------------------------------------------------------------------------
 
+    # --- Purgeable (ADR 0008) -----------------------------------------------------------------------
+
+    @property
+    def purge_needs_rewrite(self) -> bool:
+        # A deleted document's terms stay in its segment's term dictionary (doc_freq still counts them)
+        # until the segment goes; tantivy drops a segment with no live document at commit, so rewriting
+        # the live chunks (the caller re-projects them) empties every old segment.
+        return True
+
+    def purge_deleted(self) -> tuple[bool, str]:
+        index = self._live()
+        writer = index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
+        try:
+            writer.garbage_collect_files()
+        finally:
+            writer.wait_merging_threads()
+        index.reload()
+        return True, f"segments rewritten and unused files removed ({index.searcher().num_segments} segment(s) left)"
+
+    def doc_freq(self, term: str) -> int:
+        """How many indexed chunks (deleted ones included, until purged) hold `term` in their text."""
+        return int(self._live().searcher().doc_freq("text", term))
+
     def _live(self) -> tantivy.Index:
         if self._index is None:
             raise RuntimeError(f"keyword index at {self._path} is closed")

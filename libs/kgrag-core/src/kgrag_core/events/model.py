@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.shredding import ContentCipher, Sealer
 
 DOCUMENTS_CHANGED = "documents.changed"
 DOCUMENTS_DELETED = "documents.deleted"
@@ -42,6 +44,11 @@ class DocumentChanged(_Event):
     media_type: str = "text/markdown"
     metadata: dict[str, str] = Field(default_factory=dict)
     observed_at: datetime | None = Field(None, description="When the producer saw the change (UTC).")
+    sealed_b64: str | None = Field(
+        None,
+        description="Title, URI, body and metadata sealed under the document's data key (ADR 0008); when set, "
+        "those fields are empty, so the topic's log holds ciphertext that a deletion shreds.",
+    )
 
 
 class DocumentDeleted(_Event):
@@ -91,23 +98,60 @@ class EntitiesChanged(_Event):
     hubs: bool = False
 
 
-def document_changed_from_source(doc: SourceDocument) -> DocumentChanged:
+def document_changed_from_source(doc: SourceDocument, sealer: Sealer | None = None) -> DocumentChanged:
+    """The event for a document; with `sealer` (the document's, ADR 0008) its content travels sealed."""
+    body_b64 = base64.b64encode(doc.body).decode("ascii")
+    sealed_b64 = None
+    if sealer is not None:
+        content = {"title": doc.title, "uri": doc.uri, "body_b64": body_b64, "metadata": dict(doc.metadata)}
+        sealed_b64 = base64.b64encode(sealer(json.dumps(content).encode("utf-8"))).decode("ascii")
     return DocumentChanged(
         doc_id=doc.doc_id,
         source=doc.source,
-        uri=doc.uri,
-        title=doc.title,
-        body_b64=base64.b64encode(doc.body).decode("ascii"),
+        uri="" if sealer else doc.uri,
+        title="" if sealer else doc.title,
+        body_b64="" if sealer else body_b64,
         acl_principals=[p for p in doc.acl.principals],
         acl_malformed=doc.acl.malformed,
         modified_at=doc.modified_at,
         media_type=doc.media_type,
-        metadata=dict(doc.metadata),
+        metadata={} if sealer else dict(doc.metadata),
         observed_at=doc.observed_at or datetime.now(UTC),
+        sealed_b64=sealed_b64,
     )
 
 
-def source_from_document_changed(event: DocumentChanged) -> SourceDocument:
+def _opened(event: DocumentChanged, cipher: ContentCipher | None) -> DocumentChanged:
+    if event.sealed_b64 is None:
+        return event
+    if cipher is None:
+        raise KgragError(ErrorCode.MALFORMED_EVENT, "A sealed event reached a consumer without a cipher.")
+    try:
+        sealed = base64.b64decode(event.sealed_b64, validate=True)
+        plain = cipher.open(event.doc_id, sealed)
+    except (binascii.Error, ValueError) as err:
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"sealed_b64 does not open: {err}") from err
+    if plain is None:
+        raise KgragError(
+            ErrorCode.CONTENT_SHREDDED, f"Document {event.doc_id!r} was deleted: the event's key is destroyed."
+        )
+    try:
+        content = json.loads(plain)
+        return event.model_copy(
+            update={
+                "title": str(content["title"]),
+                "uri": str(content["uri"]),
+                "body_b64": str(content["body_b64"]),
+                "metadata": {str(k): str(v) for k, v in dict(content["metadata"]).items()},
+                "sealed_b64": None,
+            }
+        )
+    except (ValueError, KeyError, TypeError) as err:
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"sealed content is malformed: {err}") from err
+
+
+def source_from_document_changed(event: DocumentChanged, cipher: ContentCipher | None = None) -> SourceDocument:
+    event = _opened(event, cipher)
     try:
         body = base64.b64decode(event.body_b64, validate=True)
     except (binascii.Error, ValueError) as err:

@@ -38,11 +38,16 @@ class ChunkIndexerHandler:
         docs: list[SourceDocument] = []
         for key, payload in batch:
             try:
-                docs.append(source_from_document_changed(DocumentChanged.model_validate(payload)))
+                changed = DocumentChanged.model_validate(payload)
+                docs.append(source_from_document_changed(changed, self.indexer.cipher))
             except ValidationError as err:
                 self._poison(key, payload, ErrorCode.MALFORMED_EVENT, _brief(err), result)
             except KgragError as err:
-                self._poison(key, payload, err.code, err.message, result)
+                if err.code is ErrorCode.CONTENT_SHREDDED:
+                    # A replayed change of a document deleted since: nothing to index, nothing to retry.
+                    result.outcomes.append(IngestOutcome(changed.doc_id, IngestStatus.UNCHANGED, message=err.message))
+                else:
+                    self._poison(key, payload, err.code, err.message, result)
         for outcome in self.indexer.index_batch(docs):
             result.outcomes.append(outcome)
             if outcome.status in (IngestStatus.INDEXED, IngestStatus.UPDATED):

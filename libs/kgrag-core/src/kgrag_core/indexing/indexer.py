@@ -29,6 +29,7 @@ from kgrag_core.ports import (
     VectorIndex,
 )
 from kgrag_core.search import KeywordDoc, VectorPoint
+from kgrag_core.shredding import ContentCipher, Purgeable, PurgeStatus, StorePurge
 from kgrag_core.validation import decode_body
 
 
@@ -62,6 +63,8 @@ class DocumentIndexer:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     # Where extraction results are cached: a compliance deletion purges the deleted texts' entries too.
     extraction_store: ExtractionStore | None = None
+    # Seals the raw body before it reaches the object store (ADR 0008); None stores it as it came.
+    cipher: ContentCipher | None = None
 
     def index_batch(self, docs: Sequence[SourceDocument]) -> list[IngestOutcome]:
         """Index a batch; one bad document gets its error code and the rest go on (invariant 8)."""
@@ -120,12 +123,28 @@ class DocumentIndexer:
         )
         self.vectors.delete(chunk_ids)
         self.keywords.delete(chunk_ids)
+        # What must stay plaintext to be searchable (BM25 terms, vectors) is purged physically, not only
+        # marked deleted; the record says per store what happened and when (ADR 0008).
+        purges = [
+            self._purge("vector_index", self.vectors),
+            self._purge("keyword_index", self.keywords, rewrite_without=doc_id),
+        ]
         object_keys = self.objects.delete_prefix(_object_prefix(doc_id))
+        purges.append(
+            StorePurge(
+                "object_store",
+                PurgeStatus.SHREDDED if self.cipher is not None else PurgeStatus.DELETED,
+                self.clock(),
+                f"{len(object_keys)} object(s) deleted" + ("; sealed under the document's key" if self.cipher else ""),
+            )
+        )
         # The cached vectors are derived from the document's text too; a compliance deletion takes them.
-        self.embedding_cache.delete_vectors(
+        removed = self.embedding_cache.delete_vectors(
             self.embedder.model_id, sorted({_embedding_key(_embedding_text(existing.title, c)) for c in stored_chunks})
         )
+        purges.append(StorePurge("embedding_cache", PurgeStatus.DELETED, self.clock(), f"{removed} vector(s)"))
         self.cache.invalidate_all()
+        purges.append(StorePurge("result_cache", PurgeStatus.DELETED, self.clock(), "every cached answer invalidated"))
         record = DeletionRecord(
             doc_id=doc_id,
             chunk_ids=tuple(chunk_ids),
@@ -133,10 +152,11 @@ class DocumentIndexer:
             stores=("postgres", "vector_index", "keyword_index", "object_store", "embedding_cache", "result_cache")
             + (("knowledge_graph", "extraction_cache") if self.extraction_store is not None else ()),
             at=self.clock(),
+            purges=tuple(purges),
         )
         # Marking the document deleted removes its chunks, and with them (same transaction) their evidence
-        # and every fact left without evidence; then no live chunk has these texts, so their cached
-        # extractions (which quote them) can go.
+        # and every fact left without evidence, and destroys the document's data key; then no live chunk
+        # has these texts, so their cached extractions (which quote them) can go.
         self.documents.mark_deleted(doc_id, record)
         if self.extraction_store is not None:
             self.extraction_store.purge_content(sorted({c.content_hash for c in stored_chunks}))
@@ -290,7 +310,8 @@ class DocumentIndexer:
         stale: list[str] = []
         for item in items:
             doc = item.source
-            self.objects.put(_object_key(doc.doc_id, item.stored.content_hash), doc.body)
+            body = self.cipher.sealer(doc.doc_id)(doc.body) if self.cipher is not None else doc.body
+            self.objects.put(_object_key(doc.doc_id, item.stored.content_hash), body)
             self._drop_old_bodies(doc.doc_id, item.stored.content_hash)
             for c in item.chunks:
                 key = _embedding_key(_embedding_text(doc.title, c))
@@ -308,6 +329,19 @@ class DocumentIndexer:
         if stale:
             self.vectors.delete(sorted(stale))
             self.keywords.delete(sorted(stale))
+
+    def _purge(self, name: str, index: object, *, rewrite_without: str | None = None) -> StorePurge:
+        if not isinstance(index, Purgeable):
+            return StorePurge(name, PurgeStatus.DELETED, self.clock(), "the engine offers no purge on demand")
+        try:
+            if index.purge_needs_rewrite and rewrite_without is not None:
+                # O(live chunks): the price of a physical purge on an engine without an explicit merge.
+                live = [d.doc_id for d in self.documents.list_documents() if d.doc_id != rewrite_without]
+                self.reproject(live, vectors=False)
+            complete, note = index.purge_deleted()
+        except Exception as err:  # noqa: BLE001 - the deletion itself stands; the record says the purge failed
+            return StorePurge(name, PurgeStatus.FAILED, self.clock(), f"{type(err).__name__}: {err}"[:300])
+        return StorePurge(name, PurgeStatus.PURGED if complete else PurgeStatus.DELETED, self.clock(), note)
 
     def _drop_old_bodies(self, doc_id: str, keep_hash: str) -> None:
         keep = _object_key(doc_id, keep_hash)

@@ -82,7 +82,7 @@ from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.runner import ConsumerRunner, RunnerSettings
 from kgrag_runtime.kafka.topics import all_topics, ensure_topics
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder, build_indexer
+from kgrag_runtime.wiring import build_embedder, build_indexer, build_key_ring
 from kgrag_runtime.worker import group_id
 
 log = logging.getLogger(__name__)
@@ -218,6 +218,7 @@ def _isolated_run(endpoints: Endpoints, label: str, data_dir: Path) -> Iterator[
     settings = KgragSettings(
         runtime="distributed",
         data_dir=data_dir,
+        kek_dir=data_dir / "keys",  # one KEK for the run's every process (ADR 0008)
         pg_dsn=SecretStr(make_conninfo(endpoints.pg_server_dsn, dbname=database)),
         kafka_bootstrap=endpoints.kafka,
         kafka_group_prefix=f"bench-{tag}",
@@ -370,7 +371,9 @@ def _open_indexer_stores(settings: KgragSettings, shard: Path, embedder: Embedde
     with contextlib.ExitStack() as stack:
         dsn = settings.pg_dsn.get_secret_value() if settings.pg_dsn else ""
         redis_url = settings.redis_url.get_secret_value() if settings.redis_url else ""
-        store = stack.enter_context(PostgresStore.connect(dsn))
+        store = stack.enter_context(
+            PostgresStore.connect(dsn, kek=build_key_ring(settings), encrypt=settings.content_encryption)
+        )
         vectors = stack.enter_context(EdgeVectorIndex(shard, embedder.dimension))
         keywords = stack.enter_context(
             OpenSearchKeywordIndex.connect(settings.opensearch_url or "", index=settings.opensearch_index)
@@ -572,7 +575,7 @@ def bench_freshness(
         dsn = settings.pg_dsn.get_secret_value() if settings.pg_dsn else ""
         with (
             _open_indexer_stores(settings, Path(tmp) / "shard", embedder) as stores,
-            PostgresStore.connect(dsn) as probe_store,
+            PostgresStore.connect(dsn, kek=build_key_ring(settings)) as probe_store,
             OpenSearchKeywordIndex.connect(
                 settings.opensearch_url or "", index=settings.opensearch_index
             ) as probe_keywords,

@@ -160,11 +160,12 @@ def load_graph(store: PostgresGraphStore, dsn: str, graph: SyntheticGraph) -> di
             doc_id = f"bench-doc-{n:07d}"
             when = (_EPOCH + timedelta(days=n % 900)).isoformat()
             docs.write(
-                f"{doc_id}\tbench\tbench://{doc_id}\t{doc_id}\t1\th{n}\t{acl.acl_class_id}\t{when}\ttext/plain\t64\n"
+                f"{doc_id}\tbench\t{_plain(f'bench://{doc_id}')}\t{_plain(doc_id)}\t1\th{n}\t{acl.acl_class_id}\t{when}"
+                "\ttext/plain\t64\n"
             )
             chunks.write(
-                f"{_chunk_id(n)}\t{doc_id}\t0\t{{{doc_id}}}\t0\t64\tsynthetic evidence {n}\t3\th{n}\t"
-                f"{acl.acl_class_id}\t{when}\t2\n"
+                f"{_chunk_id(n)}\t{doc_id}\t0\t{_plain(json.dumps([doc_id]))}\t0\t64"
+                f"\t{_plain(f'synthetic evidence {n}')}\t3\th{n}\t{acl.acl_class_id}\t{when}\t2\n"
             )
         _copy(
             cur,
@@ -190,7 +191,7 @@ def load_graph(store: PostgresGraphStore, dsn: str, graph: SyntheticGraph) -> di
         evidence = io.StringIO()
         for relation_id, chunk_id in graph.evidence:
             confidence = 0.5 + rng.random() / 2
-            evidence.write(f"{relation_id}\t{chunk_id}\tsynthetic quote\t1\t{confidence:.3f}\n")
+            evidence.write(f"{relation_id}\t{chunk_id}\t{_plain('synthetic quote')}\t1\t{confidence:.3f}\n")
         _copy(cur, "kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence)", evidence)
         conn.commit()
         timings["copy_s"] = time.perf_counter() - started
@@ -202,6 +203,11 @@ def load_graph(store: PostgresGraphStore, dsn: str, graph: SyntheticGraph) -> di
     timings["hubs_labelled"] = float(store.label_hubs(HUB_MIN_DEGREE))
     timings["label_hubs_s"] = time.perf_counter() - started
     return timings
+
+
+def _plain(text: str) -> str:
+    """A sealed column's unencrypted form (ADR 0008: 0x00 then UTF-8) as COPY's text format writes bytea."""
+    return "\\\\x00" + text.encode("utf-8").hex()
 
 
 def _copy(cur: psycopg.Cursor[Any], target: str, rows: io.StringIO) -> None:

@@ -269,10 +269,16 @@ class DocumentStoreContract:
         store.mark_deleted("doc-1", record)
         assert store.chunks_of("doc-1") == []
         assert store.get_chunks(ids(chunks)) == {}
-        assert store.get_document("doc-1") == dataclasses.replace(doc, status=DocumentStatus.DELETED, deleted_at=T0)
+        # The tombstone keeps IDs, hashes and times, not the title or URI (ADR 0008).
+        assert store.get_document("doc-1") == dataclasses.replace(
+            doc, status=DocumentStatus.DELETED, deleted_at=T0, title="", uri=""
+        )
         assert store.list_documents() == []
         assert [d.doc_id for d in store.list_documents(include_deleted=True)] == ["doc-1"]
-        assert store.deletion_records("doc-1") == [record]
+        [stored] = store.deletion_records("doc-1")
+        assert dataclasses.replace(stored, purges=()) == record
+        # The store adds its own purge line: the document's rows are shredded (key destroyed).
+        assert [(p.store, p.status.value) for p in stored.purges] == [("postgres", "shredded")]
         assert store.deletion_records("doc-2") == []
         stats = store.stats()
         assert (stats.documents, stats.deleted_documents, stats.chunks) == (0, 1, 0)

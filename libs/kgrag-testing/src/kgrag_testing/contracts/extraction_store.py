@@ -257,7 +257,8 @@ class ExtractionStoreContract:
         x.save([priya(chunk)])
         assert x.states([chunk.chunk_id]) == {}
         assert counts(stores, *FACTS) == (0,) * 6
-        assert set(x.cached([key(chunk)])) == {key(chunk)}  # the text's extraction is still valid
+        # Nor is it cached: the text was a deleted document's, and the cache would keep it (ADR 0008).
+        assert x.cached([key(chunk)]) == {}
 
     def test_strong_id_names_one_entity(self, stores: Stores) -> None:
         a, b = commit_doc(stores, "doc-1", ["Priya (priya@x.org) leads Routing.", "P. Raman (PRIYA@x.org) agreed."])

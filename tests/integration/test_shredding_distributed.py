@@ -1,0 +1,100 @@
+"""Crypto-shredding on the distributed runtime (ADR 0008): Kafka payloads are ciphertext that a deletion
+makes unreadable, and OpenSearch expunges the deleted chunks. Real Kafka, PostgreSQL, OpenSearch, S3."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from confluent_kafka import Consumer
+
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.events import DOCUMENTS_CHANGED, DocumentChanged, source_from_document_changed
+from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+from kgrag_core.ingest import IngestStatus
+from kgrag_core.shredding import PurgeStatus
+from kgrag_runtime.distributed import DistributedStores, producer
+from kgrag_runtime.ingest_gateway import KafkaIngest
+from kgrag_runtime.settings import KgragSettings
+from tests.integration.conftest import Workers, wait_for
+from tests.pipeline.corpus import doc
+
+pytestmark = pytest.mark.integration
+
+
+def _raw_records(settings: KgragSettings, doc_id: str) -> list[bytes]:
+    """The topic's raw record values for `doc_id`, read from the start of the log."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.kafka_bootstrap,
+            "group.id": f"raw-reader-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([settings.kafka_topic_prefix + DOCUMENTS_CHANGED])
+    found: list[bytes] = []
+
+    def drained() -> bool:
+        msg = consumer.poll(1.0)
+        if msg is not None and msg.error() is None and msg.key() == doc_id.encode():
+            value = msg.value()
+            if value is not None:
+                found.append(bytes(value))
+        return bool(found)
+
+    try:
+        wait_for(drained, timeout_s=60, what="the raw documents.changed record")
+    finally:
+        consumer.close()
+    return found
+
+
+def test_kafka_payload_is_ciphertext_and_dies_with_the_key(
+    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers
+) -> None:
+    secret = "zq" + uuid.uuid4().hex
+    doc_id = "kafka-" + uuid.uuid4().hex[:10]
+    indexer = stores.indexer(distributed_settings)
+    workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
+    ingest = KafkaIngest(producer(distributed_settings, "test"), cipher=stores.store.cipher)
+    ingest.ingest(
+        [
+            doc(doc_id, f"# Plan {secret}\n\nThe vault code is {secret}.\n", title=secret),
+            doc(doc_id + "-live", "# Live\n\nThis document stays.\n\n## More\n\nAnd so does this part.\n"),
+        ]
+    )
+    wait_for(lambda: stores.store.get_document(doc_id + "-live") is not None, what="the sealed events indexed")
+    # Positive control: the worker opened the event; an allowed reader reads the text from the store.
+    assert any(secret in c.text for c in stores.store.chunks_of(doc_id))
+
+    [raw] = _raw_records(distributed_settings, doc_id)
+    assert secret.encode() not in raw  # the log segment holds ciphertext only
+    event = DocumentChanged.model_validate(json.loads(raw))
+    assert event.sealed_b64 and event.title == "" and event.body_b64 == ""
+    assert secret.encode() in source_from_document_changed(event, stores.store.cipher).body  # opens before
+
+    outcome = indexer.delete(doc_id)
+    assert outcome.status is IngestStatus.DELETED
+    # The same record, replayed from the log after the deletion, no longer opens: its key is destroyed.
+    with pytest.raises(KgragError) as err:
+        source_from_document_changed(event, stores.store.cipher)
+    assert err.value.code is ErrorCode.CONTENT_SHREDDED
+    # Replayed to the chunk-indexer, the dead record is skipped (no dead letter, nothing indexed again).
+    replay = ChunkIndexerHandler(indexer).handle(DOCUMENTS_CHANGED, [(doc_id, json.loads(raw))])
+    assert [(o.doc_id, o.status) for o in replay.outcomes] == [(doc_id, IngestStatus.UNCHANGED)]
+    assert replay.dead_letters == [] and replay.outputs == []
+    assert stores.store.chunks_of(doc_id) == []
+    [record] = stores.store.deletion_records(doc_id)
+    statuses = {p.store: p.status for p in record.purges}
+    assert statuses["postgres"] is PurgeStatus.SHREDDED
+    assert statuses["object_store"] is PurgeStatus.SHREDDED
+    assert stores.keywords.ids_for_doc(doc_id) == []
+    # OpenSearch: forcemerge only_expunge_deletes ran; the record is honest about what the engine kept.
+    # Soft deletes under a retention lease survive any merge, so "purged" only when none is left.
+    left = stores.keywords.deleted_documents()
+    keyword = next(p for p in record.purges if p.store == "keyword_index")
+    assert keyword.status is (PurgeStatus.PURGED if left == 0 else PurgeStatus.DELETED), keyword
+    assert "forcemerge only_expunge_deletes" in keyword.detail
+    assert stores.keywords.ids_for_doc(doc_id + "-live")  # the live document is untouched
