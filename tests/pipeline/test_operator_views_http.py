@@ -39,7 +39,12 @@ READER = {
     ("get", "/v1/entities/{entity_id}/neighbors"),
     ("post", "/v1/entities/resolve"),
 }
-INGESTION = {("post", "/v1/ingest/documents"), ("delete", "/v1/ingest/documents/{doc_id}"), ("post", "/v1/ingest/acl")}
+INGESTION = {
+    ("post", "/v1/ingest/documents"),
+    ("delete", "/v1/ingest/documents/{doc_id}"),
+    ("get", "/v1/ingest/documents/{doc_id}/status"),  # ingest scope: tested in test_http_api
+    ("post", "/v1/ingest/acl"),
+}
 ADMIN_ONLY = {
     ("get", "/v1/admin/ontology"),
     ("put", "/v1/admin/ontology"),
@@ -52,6 +57,7 @@ ADMIN_ONLY = {
     ("get", "/v1/admin/entities/review-queue"),
     ("post", "/v1/admin/entities/review"),
     ("post", "/v1/admin/entities/resolution"),
+    ("get", "/v1/admin/entities/resolution/{run_id}"),
 }
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ class LagMonitor:
         config: dict[str, Any] = {"bootstrap.servers": bootstrap}
         # Only client-level settings apply to the admin client; consumer ones (group.id, ...) would warn.
         config.update({k: v for k, v in (extra_config or {}).items() if k.startswith(("security.", "sasl.", "ssl."))})
+        self._config = config
         self._admin = AdminClient(config)
         self.group_id = group_id
         self.interval_s = interval_s
@@ -100,6 +101,10 @@ class LagMonitor:
     def refresh(self) -> LagReading:
         """Measure once (blocking, bounded by the request timeout); keep the last good numbers on failure."""
         parts = sorted(self.partitions)
+        if self.reading.error is not None:
+            # After a broker restart an admin client's requests can keep timing out on connections it still
+            # believes in; a fresh client reconnects (cheap: one every few seconds while failing).
+            self._admin = AdminClient(self._config)
         try:
             if parts:
                 per_partition = self._measure(parts)
@@ -107,8 +112,8 @@ class LagMonitor:
                 # Nothing assigned: no lag, but readiness still needs to know the broker answers.
                 self._admin.list_topics(timeout=self.request_timeout_s)
                 per_partition = {}
-        except (KafkaException, TimeoutError) as err:
-            log.info("consumer lag unavailable for now: %s", err)
+        except Exception as err:  # noqa: BLE001 - a metric must never kill its thread; the reading goes stale
+            log.info("consumer lag unavailable for now: %s: %s", type(err).__name__, err)
             with self._lock:
                 previous = self._reading
                 self._reading = LagReading(previous.total, previous.per_partition, previous.measured_at, str(err))
@@ -125,18 +130,22 @@ class LagMonitor:
         timeout = self.request_timeout_s
         request = [ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(t, p) for t, p in parts])]
         (group_future,) = self._admin.list_consumer_group_offsets(request, request_timeout=timeout).values()
-        committed = {(tp.topic, tp.partition): tp.offset for tp in group_future.result(timeout).topic_partitions}
+        committed = {(tp.topic, tp.partition): tp.offset for tp in group_future.result(self._wait()).topic_partitions}
         latest = self._offsets(parts, _LATEST)
         # A partition the group never committed on starts from its earliest offset (auto.offset.reset).
         never = [p for p in parts if committed.get(p, -1) < 0]
         earliest = self._offsets(never, _EARLIEST) if never else {}
         return {p: max(0, latest[p] - (earliest[p] if p in earliest else committed[p])) for p in parts}
 
+    def _wait(self) -> float:
+        """How long to wait on a future: the request's own timeout, plus a little for the answer to arrive."""
+        return self.request_timeout_s + 1.0
+
     def _offsets(self, parts: list[Partition], spec: OffsetSpec) -> dict[Partition, int]:
         futures = self._admin.list_offsets(
             {TopicPartition(t, p): spec for t, p in parts}, request_timeout=self.request_timeout_s
         )
-        return {(tp.topic, tp.partition): f.result(self.request_timeout_s).offset for tp, f in futures.items()}
+        return {(tp.topic, tp.partition): f.result(self._wait()).offset for tp, f in futures.items()}
 
     # --- background thread ---------------------------------------------------------------------------------
 
