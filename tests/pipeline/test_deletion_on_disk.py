@@ -52,8 +52,10 @@ def files_holding(root: Path, needle: bytes) -> list[Path]:
 
 @pytest.mark.parametrize("encrypt", [True, False], ids=["sealed", "plaintext-control"])
 def test_deleted_text_is_nowhere_on_disk(tmp_path: Path, embedder: OnnxMiniLmEmbedder, encrypt: bool) -> None:
-    secret = "zq" + uuid.uuid4().hex  # one token: BM25 indexes it as a term
-    live = "zl" + uuid.uuid4().hex
+    # One token each, ending in a digit: BM25 indexes it as a term that the English stemmer leaves alone
+    # (a random hex tail ending "e" or "ed" would be stemmed, and doc_freq of the raw token would read 0).
+    secret = "zq" + uuid.uuid4().hex + "0"
+    live = "zl" + uuid.uuid4().hex + "0"
     doc_id = "gone-" + uuid.uuid4().hex[:12]
     data_dir = tmp_path / "index"
     # No pg_dsn: the embedded PostgreSQL lives under data_dir, so its files are ours to scan.
@@ -111,7 +113,7 @@ PLAINTEXT_BY_DESIGN = ("kg_entities", "kg_mentions", "kg_claims", "kg_relations"
 
 
 def test_with_extraction_the_token_is_only_in_entity_name_tables(tmp_path: Path, embedder: OnnxMiniLmEmbedder) -> None:
-    secret = "zq" + uuid.uuid4().hex
+    secret = "zq" + uuid.uuid4().hex + "0"
     data_dir = tmp_path / "index"
     with open_embedded(KgragSettings(data_dir=data_dir), embedder=embedder) as kg:
         kg.ingest(
@@ -124,13 +126,14 @@ def test_with_extraction_the_token_is_only_in_entity_name_tables(tmp_path: Path,
         assert store.fact_counts()["mentions"] > 0
         assert any(secret in c.text for c in store.chunks_of("gone"))
         assert kg.delete("gone").status is IngestStatus.DELETED
-        relations: dict[str, str] = dict(
-            store._conn.execute(
-                "SELECT pg_relation_filenode(c.oid)::text, COALESCE(t.relname, c.relname) FROM pg_class c"
-                " LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid"
-                " WHERE pg_relation_filenode(c.oid) IS NOT NULL"
-            ).fetchall()
-        )
+        with store._lease:  # the store's pooled connection, leased to this thread for the query
+            relations: dict[str, str] = dict(
+                store._conn.execute(
+                    "SELECT pg_relation_filenode(c.oid)::text, COALESCE(t.relname, c.relname) FROM pg_class c"
+                    " LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid"
+                    " WHERE pg_relation_filenode(c.oid) IS NOT NULL"
+                ).fetchall()
+            )
     leaked = files_holding(data_dir / "postgres" / "base", secret.encode())
     tables = {relations.get(p.name.split(".")[0], f"unknown:{p.name}") for p in leaked}
     assert all(t.startswith(PLAINTEXT_BY_DESIGN) for t in tables), tables

@@ -182,12 +182,13 @@ class TantivyKeywordIndex(Closeable):
 
     def purge_deleted(self) -> tuple[bool, str]:
         index = self._live()
-        writer = index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
-        try:
-            writer.garbage_collect_files()
-        finally:
-            writer.wait_merging_threads()
-        index.reload()
+        with self._writer_lock:  # one writer per index: never beside an ingest's
+            writer = index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
+            try:
+                writer.garbage_collect_files()
+            finally:
+                writer.wait_merging_threads()
+            index.reload()
         return True, f"segments rewritten and unused files removed ({index.searcher().num_segments} segment(s) left)"
 
     def doc_freq(self, term: str) -> int:
