@@ -67,6 +67,11 @@ class IngestLog(Protocol):
 
     def recent_outcomes(self, limit: int = 100) -> list[IngestOutcome]: ...
 
+    def recent_errors(self, limit: int = 20) -> list[IngestOutcome]:
+        """The latest `limit` outcomes that carry an error code, newest first (`StoreStats.ingest_errors`
+        counts them all)."""
+        ...
+
 
 @runtime_checkable
 class EmbeddingCache(Protocol):

@@ -294,6 +294,16 @@ class PostgresStore(Closeable):
             ).fetchall()
         return [_outcome(r) for r in rows]
 
+    def recent_errors(self, limit: int = 20) -> list[IngestOutcome]:
+        """The latest `limit` rejected outcomes, newest first, however many successes came after them."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT doc_id, status, source, uri, error_code, message, chunks_total, chunks_embedded,"
+                " chunks_removed, at FROM ingest_log WHERE error_code IS NOT NULL ORDER BY id DESC LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [_outcome(r) for r in rows]
+
     # --- EmbeddingCache ---------------------------------------------------------------------------------
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, tuple[float, ...]]:
