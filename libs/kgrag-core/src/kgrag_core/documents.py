@@ -32,6 +32,9 @@ class SourceDocument:
     media_type: str = "text/markdown"
     metadata: dict[str, str] = field(default_factory=dict)
     observed_at: datetime | None = None  # when the producer saw this change: orders it against deletions
+    # What the connector noticed but did not reject (a misspelt front-matter key, an unclosed block), for the
+    # person who runs the ingest; not part of the document, so it never changes its identity or its hash.
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)

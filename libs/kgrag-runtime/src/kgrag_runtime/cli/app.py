@@ -12,6 +12,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
 from kgrag_core.retrieval.hybrid import SearchMode
@@ -55,10 +56,17 @@ def ingest(
     with open_app(state) as kg, _progress(state, len(items), f"Ingesting {path.name}") as advance:
         outcomes = kg.ingest(items, progress=advance)
     counts = {s.value: sum(1 for o in outcomes if o.status is s) for s in IngestStatus}
+    warnings = [
+        {"doc_id": item.doc_id, "uri": item.uri, "message": message}
+        for item in items
+        if isinstance(item, SourceDocument)
+        for message in item.warnings
+    ]
     if state.as_json:
-        render.emit_json({"counts": counts, "outcomes": [o.as_dict() for o in outcomes]})
+        render.emit_json({"counts": counts, "outcomes": [o.as_dict() for o in outcomes], "warnings": warnings})
         return
     render.ingest_summary(state.out, counts, outcomes)
+    render.ingest_warnings(state.console, warnings)
 
 
 @app.command()

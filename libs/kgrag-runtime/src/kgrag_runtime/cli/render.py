@@ -92,6 +92,12 @@ def ingest_summary(console: Console, counts: Mapping[str, int], outcomes: Sequen
             console.print(f"… and {len(rejected) - 50} more; `kgrag ingest --json` lists every outcome.")
 
 
+def ingest_warnings(console: Console, warnings: Sequence[Mapping[str, str]]) -> None:
+    """What was indexed but probably not as meant (front-matter typos): one line per file and problem."""
+    for w in warnings:
+        console.print(f"[yellow]warning[/] {escape(w['doc_id'])}: {escape(w['message'])}")
+
+
 def search_results(console: Console, response: SearchResponse | GraphSearchResponse) -> None:
     if isinstance(response, GraphSearchResponse):
         route = response.route
