@@ -16,8 +16,16 @@ def _check(tmp_path: Path, docs: list[dict[str, object]], questions: list[dict[s
     (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--docs", str(tmp_path / "docs.jsonl"), "--questions", str(tmp_path / "q.jsonl")]
-        + ["--min-per-type", "0"],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--docs",
+            str(tmp_path / "docs.jsonl"),
+            "--questions",
+            str(tmp_path / "q.jsonl"),
+            "--min-per-type",
+            "0",
+        ],
         capture_output=True,
         text=True,
         check=False,
