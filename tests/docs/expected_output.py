@@ -39,6 +39,8 @@ def json_pairs(shown: str) -> list[str]:
     """`"key": value` as json.dumps writes it (one space after the colon), a cut string left open."""
     pairs = []
     for match in _PAIR.finditer(shown):
+        if _ELISION.search(match["key"]):
+            continue  # `"…": "…"`: fields left out
         value = match["value"]
         if value.startswith('"'):
             cut = _ELISION.search(value)

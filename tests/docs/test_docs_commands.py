@@ -3,12 +3,14 @@ says it shows (tests/docs/README.md: the convention, and why each skipped block 
 
 One shared working folder for all pages, in page order, as a reader who follows them one after the other:
 the pages build the demo index themselves (getting-started's first commands), and a served API on a copy
-of it answers the curl examples. Variables and functions a step defines reach the later steps.
+of it answers the curl examples. Variables and functions a step defines reach the later steps (KGRAG_*
+settings only within their page).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -49,6 +51,10 @@ SKIPPED_PAGES = {
     "docs/dev-services.md": "starts and stops the shared dev servers; `make test` itself runs services.sh",
     "docs/benchmarks.md": "benchmarks take minutes on an idle machine; `make bench` is their entry point",
 }
+_SERVER = "starts `kgrag serve`, which runs until stopped"
+# The step that starts the server the curl examples talk to: the test starts it itself, in the background,
+# with the step's `export`s, on a copy of the demo index (so the CLI examples keep theirs), on a free port.
+SERVE_STEP = ("docs/http-api.md", "export KGRAG_AUTH_SECRET")
 # Single steps that cannot run here, by page and a piece of their first line; each with its reason. A stale
 # entry (no such step any more) fails the test, so this list stays short and true.
 SKIPPED_STEPS: dict[tuple[str, str], str] = {
@@ -59,12 +65,12 @@ SKIPPED_STEPS: dict[tuple[str, str], str] = {
     ("docs/extraction.md", "KGRAG_LLM_RECORD_DIR"): "records a real model's replies: needs an LLM endpoint",
     ("docs/evaluation.md", "make eval"): "the full evaluation (minutes); tests/pipeline/test_bundled_corpus_eval.py",
     ("docs/evaluation.md", "make eval-graph"): "the graph evaluation with the reply book (minutes)",
-    ("docs/evaluation.md", "uv run kgrag eval corpora/northwind/questions.jsonl --data-dir"): "the full evaluation",
-    ("docs/http-api.md", "export KGRAG_AUTH_SECRET"): "the test serves the demo index itself (a copy, on a free "
-    "port, with this secret), so that the CLI examples keep their index",
+    ("docs/evaluation.md", "--data-dir .kgrag-docs-eval"): "the full evaluation (minutes)",
+    SERVE_STEP: _SERVER + ": the test starts it in the background with these settings (SERVE_STEP)",
+    ("docs/http-api.md", "uv run kgrag serve"): _SERVER + "; the curl examples use the one SERVE_STEP starts",
+    ("README.md", "uv run kgrag eval"): "the full evaluation (minutes) and a server that runs until stopped",
 }
 DOC_PORT = "8765"  # the port every curl example uses; rewritten to the served API's free port
-AUTH_SECRET = "change-me-to-a-long-random-string"  # docs/http-api.md's example secret
 STEP_TIMEOUT_S = 300
 
 
@@ -146,14 +152,14 @@ def _run(step: Step, work: Path, env: dict[str, str], state: Path, port: int) ->
 
 @contextmanager
 def _served_copy(work: Path, env: dict[str, str], port: int) -> Iterator[None]:
-    """`kgrag serve` on a copy of the demo index (the CLI examples keep using theirs), with the docs' secret."""
+    """`kgrag serve` on a copy of the demo index (the CLI examples keep using theirs), with `env`."""
     api_dir = work / ".kgrag-demo-api"
     shutil.copytree(work / ".kgrag-demo", api_dir, ignore=shutil.ignore_patterns(".lock", "postmaster.pid"))
     log = (work.parent / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "kgrag_runtime.cli", "serve", "--data-dir", str(api_dir), "--port", str(port)],
         cwd=work,
-        env={**env, "KGRAG_AUTH_SECRET": AUTH_SECRET},
+        env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -217,10 +223,13 @@ def run_pages(
         for page in pages:
             if page in SKIPPED_PAGES:
                 continue
-            if page == "docs/http-api.md":
-                stack.enter_context(_served_copy(work, env, port))
+            _forget_settings(state)
             for step in steps_of(REPO / page, page):
                 skip = _skip_entry(step)
+                if skip == SERVE_STEP:
+                    # The page's own server start, run the way a test can: in the background, with the step's
+                    # settings, on a copy of the index it names.
+                    stack.enter_context(_served_copy(work, {**env, **_exports(step.commands)}, port))
                 if skip is not None:
                     used_skips.add(skip)
                     continue
@@ -229,6 +238,26 @@ def run_pages(
                 if problem := _problem(outcome):
                     failures.append(problem)
     return failures, outcomes, used_skips
+
+
+def _exports(commands: str) -> dict[str, str]:
+    """The `export NAME=VALUE …` settings of a step."""
+    out: dict[str, str] = {}
+    for line in commands.splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["export"]:
+            out.update(word.split("=", 1) for word in words[1:] if "=" in word)  # type: ignore[misc]
+    return out
+
+
+def _forget_settings(state: Path) -> None:
+    """Each page names its own index and settings: a KGRAG_* export of an earlier page must not make a later
+    page's example work that would fail for a reader who opens that page first. (Other variables, such as
+    the tokens of http-api.md, carry on, as for a reader who follows the pages in order.)"""
+    env = state / "env.sh"
+    if env.exists():
+        kept = [line for line in env.read_text().splitlines() if not line.startswith("declare -x KGRAG_")]
+        env.write_text("\n".join(kept) + "\n")
 
 
 def _problem(outcome: Outcome) -> str | None:
