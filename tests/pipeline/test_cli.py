@@ -63,9 +63,14 @@ def test_ingest_a_folder_then_search_ask_delete(kgrag, tmp_path: Path) -> None: 
     assert status["chunks"] == status["vector_points"] == status["keyword_docs"]
 
 
-def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag) -> None:  # type: ignore[no-untyped-def]
+def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    not_an_index = kgrag("delete", "no-such-doc", expect=2)
+    assert not_an_index["error"]["code"] == "DATA_DIR_NOT_FOUND"  # nothing was ever ingested here
+    assert not (tmp_path / "index").exists()  # and the mistake created nothing
+    (tmp_path / "empty").mkdir()
+    kgrag("ingest", str(tmp_path / "empty"))
     missing = kgrag("delete", "no-such-doc", expect=2)
     assert missing["error"]["code"] == "DOCUMENT_NOT_FOUND"
-    assert "hint" in missing["error"]
+    assert "`kgrag documents`" in missing["error"]["hint"]
     too_many = kgrag("search", "x", "--top-k", "1000", expect=2)
     assert too_many["error"]["code"] == "LIMIT_EXCEEDED"
