@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -71,7 +72,7 @@ SKIPPED_STEPS: dict[tuple[str, str], str] = {
     ("README.md", "uv run kgrag eval"): "the full evaluation (minutes) and a server that runs until stopped",
 }
 DOC_PORT = "8765"  # the port every curl example uses; rewritten to the served API's free port
-STEP_TIMEOUT_S = 300
+STEP_TIMEOUT_S = 600
 
 
 @dataclass
@@ -137,17 +138,27 @@ def _script(step: Step, state: Path, port: int) -> str:
 
 def _run(step: Step, work: Path, env: dict[str, str], state: Path, port: int) -> Outcome:
     started = time.monotonic()
-    proc = subprocess.run(
+    # A session of its own, so that a step that runs too long is stopped with every process it started.
+    proc = subprocess.Popen(
         ["bash", "-c", _script(step, state, port)],
         cwd=work,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=STEP_TIMEOUT_S,
-        check=False,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
     )
-    return Outcome(step, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+    try:
+        stdout, stderr = proc.communicate(timeout=STEP_TIMEOUT_S)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        rc, stderr = 124, f"{stderr}\n(stopped after {STEP_TIMEOUT_S} s)"
+    outcome = Outcome(step, rc, stdout, stderr, time.monotonic() - started)
+    print(f"{step.where}: exit {rc} in {outcome.seconds:.1f} s", file=sys.stderr, flush=True)
+    return outcome
 
 
 @contextmanager
@@ -236,6 +247,7 @@ def run_pages(
                 outcome = _run(step, work, env, state, port)
                 outcomes.append(outcome)
                 if problem := _problem(outcome):
+                    print(problem, file=sys.stderr, flush=True)  # as it happens: a long run shows its progress
                     failures.append(problem)
     return failures, outcomes, used_skips
 
