@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import click
+from typing import Any
+
 from typer.core import TyperOption
 
 
@@ -13,7 +14,7 @@ def hide_flag_types() -> None:
     if getattr(original, "_kgrag_flags_hidden", False):
         return
 
-    def display_type_rich(self: TyperOption, ctx: click.Context) -> str | None:
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:  # typer's vendored click Context
         return None if self.is_flag and not self.count else original(self, ctx)
 
     display_type_rich._kgrag_flags_hidden = True  # type: ignore[attr-defined]
