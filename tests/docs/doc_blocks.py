@@ -7,7 +7,7 @@ The convention (tests/docs/README.md):
   no heading and no other step comes first. Several commands in one step: the output is all of theirs.
 - A `text` block whose first line starts with `$ ` is a **transcript**: each `$ ` line is a step, and
   the lines after it, up to the next `$ ` line, are its expected output.
-- A usage synopsis (`kgrag ingest PATH [--json]`) is not a command: write it in a `text` block without `$`.
+- A usage synopsis (`kgrag ingest PATH [--json]`) is neither a command nor an output: tag it `usage`.
 """
 
 from __future__ import annotations
