@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from kgrag_runtime.app import KgragApp
-from kgrag_runtime.cli.data_dir import check_data_dir, named_explicitly
+from kgrag_runtime.cli.data_dir import check_data_dir
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 
@@ -30,6 +30,8 @@ class CliState:
         """`creates`: the command adds documents, so it may start a new index (and says so); `uses_index`
         False: it never opens the data dir (e.g. extraction scoring on a temporary index)."""
         settings = KgragSettings()
+        # Chosen by the user (`--data-dir`, or $KGRAG_DATA_DIR, which the settings record as set) or the default.
+        explicit = data_dir is not None or "data_dir" in settings.model_fields_set
         if data_dir is not None:
             settings = settings.model_copy(update={"data_dir": data_dir})
         # Progress and messages go to stderr so `--json` output on stdout stays parseable.
@@ -38,7 +40,7 @@ class CliState:
             check_data_dir(
                 settings.data_dir,
                 creates=creates,
-                explicit=named_explicitly(data_dir),
+                explicit=explicit,
                 console=None if as_json else console,
             )
         return CliState(settings, as_json, console, Console())

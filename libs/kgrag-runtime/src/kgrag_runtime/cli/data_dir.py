@@ -7,7 +7,6 @@ every other command needs a folder that already holds one.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from rich.console import Console
@@ -42,8 +41,3 @@ def check_data_dir(folder: Path, *, creates: bool, explicit: bool, console: Cons
         console.print(f"[dim]Creating a new index in {escape(str(folder))}[/]")
     elif not explicit:
         console.print(f"[dim]Using the index in {escape(str(folder))} (the default; pass --data-dir for another)[/]")
-
-
-def named_explicitly(option: Path | None) -> bool:
-    """Whether the user chose the folder (`--data-dir` or $KGRAG_DATA_DIR) rather than the default."""
-    return option is not None or bool(os.environ.get("KGRAG_DATA_DIR"))
