@@ -97,7 +97,7 @@ def _workdir(tmp: Path) -> Path:
     folders are this test's own."""
     work = tmp / "repo"
     work.mkdir()
-    for name in ("corpora", "schemas", "scripts", "Makefile", "pyproject.toml"):
+    for name in ("corpora", "docs", "schemas", "scripts", "Makefile", "pyproject.toml"):
         (work / name).symlink_to(REPO / name)
     (tmp / "home").mkdir()
     return work
