@@ -8,6 +8,8 @@ The convention (tests/docs/README.md):
 - A `text` block whose first line starts with `$ ` is a **transcript**: each `$ ` line is a step, and
   the lines after it, up to the next `$ ` line, are its expected output.
 - A usage synopsis (`kgrag ingest PATH [--json]`) is neither a command nor an output: tag it `usage`.
+- A step whose shown output is a CLI error (`error [CODE] …`) must fail with exit status 2; any other
+  step must succeed.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ class Expected:
     kind: str  # "text" or "json"
     text: str
     line: int
+
+    @property
+    def shows_an_error(self) -> bool:
+        """The page shows the CLI failing (`error [CODE] …`, or `{"error": …}` in a transcript of `--json`):
+        the command must then exit with status 2, the CLI's error status. (A curl example shows an error
+        body in a `json` block, and curl itself succeeds.)"""
+        first = next((line.strip() for line in self.text.splitlines() if line.strip()), "")
+        return first.startswith("error [") or (self.kind == "text" and first.startswith('{"error"'))
 
 
 @dataclass(frozen=True, slots=True)

@@ -276,9 +276,10 @@ def _forget_settings(state: Path) -> None:
 
 def _problem(outcome: Outcome) -> str | None:
     step = outcome.step
-    if outcome.rc != 0:
+    expected_rc = 2 if step.expected is not None and step.expected.shows_an_error else 0
+    if outcome.rc != expected_rc:
         return (
-            f"{step.where}: exit {outcome.rc}\n$ {step.commands.strip()}\n"
+            f"{step.where}: exit {outcome.rc}, not {expected_rc}\n$ {step.commands.strip()}\n"
             f"{outcome.stdout[-1500:]}{outcome.stderr[-1500:]}"
         )
     if step.expected is None:
