@@ -60,6 +60,7 @@ def test_steps_outputs_and_transcripts(tmp_path: Path) -> None:
     assert steps[2].expected is not None and steps[2].expected.text == "documents 106"
     assert steps[3].expected is not None and "2 chunks removed" in steps[3].expected.text
     assert not any(s.expected.shows_an_error for s in steps if s.expected is not None)
+    assert [s.line for s in steps] == [3, 19, 30, 32]  # the fence's line; a transcript's `$` line
 
 
 def test_a_shown_cli_error_means_the_step_must_fail() -> None:
@@ -67,7 +68,6 @@ def test_a_shown_cli_error_means_the_step_must_fail() -> None:
     assert Expected("text", '{"error": {"code": "DOCUMENT_NOT_FOUND"}}', 1).shows_an_error  # a --json transcript
     assert not Expected("json", '{"error": {"code": "LIMIT_EXCEEDED"}}', 1).shows_an_error  # curl succeeds
     assert not Expected("text", "Deleted a: 2 chunks removed from every store.", 1).shows_an_error
-    assert [s.line for s in steps] == [3, 19, 30, 32]  # the fence's line; a transcript's `$` line
 
 
 def test_text_is_compared_without_wraps_borders_or_elided_parts() -> None:
