@@ -139,7 +139,10 @@ def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         info = kg.status()
-        errors = [o.as_dict() for o in kg.ingest_log.recent_errors(RECENT_ERRORS)]
+        errors = [
+            {**o.as_dict(), "at": o.at.isoformat() if o.at else None}
+            for o in kg.ingest_log.recent_errors(RECENT_ERRORS)
+        ]
     info["data_dir"] = str(state.settings.data_dir)
     # `ingest_errors` counts every error ever logged; `recent_errors` is the newest of them (at most
     # RECENT_ERRORS), so the two never disagree by what a window of all outcomes happened to hold.

@@ -148,7 +148,10 @@ def status(console: Console, info: Mapping[str, Any]) -> None:
         id_table(
             console,
             ("document", "error", "message", "at"),
-            [(escape(e["doc_id"]), str(e["error_code"]), escape(e["message"]), str(e["at"])[:19]) for e in errors],
+            [
+                (escape(e["doc_id"]), str(e["error_code"]), escape(e["message"]), str(e.get("at") or "")[:19])
+                for e in errors
+            ],
             ids={"document"},
             title=f"The {len(errors)} most recent of {total} ingest errors, newest first",
         )
