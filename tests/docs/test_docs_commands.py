@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -167,7 +166,9 @@ def _run(step: Step, work: Path, env: dict[str, str], state: Path, port: int) ->
 def _served_copy(work: Path, env: dict[str, str], port: int) -> Iterator[None]:
     """`kgrag serve` on a copy of the demo index (the CLI examples keep using theirs), with `env`."""
     api_dir = work / ".kgrag-demo-api"
-    shutil.copytree(work / ".kgrag-demo", api_dir, ignore=shutil.ignore_patterns(".lock", "postmaster.pid"))
+    # `cp -a`, not copytree: the embedded PostgreSQL runs as its own user when kgrag runs as root, and the copy
+    # must stay that user's.
+    subprocess.run(["cp", "-a", str(work / ".kgrag-demo"), str(api_dir)], check=True, timeout=300)
     log = (work.parent / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "kgrag_runtime.cli", "serve", "--data-dir", str(api_dir), "--port", str(port)],
