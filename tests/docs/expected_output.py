@@ -3,7 +3,8 @@
 Text: every line of the shown output, cut at `…` (or `...`: "something goes here that varies or was
 trimmed"), must appear in the output, compared with whitespace runs (line wraps included) collapsed and
 table borders removed. JSON: every `"key": value` pair with a scalar or empty value that the page shows
-must appear in the output's JSON (a string value cut at `…` is compared up to the cut).
+must appear in the output's JSON (a string value cut at `…` is compared up to the cut; `"key": "…"` only
+asks for the key).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def json_pairs(shown: str) -> list[str]:
         if value.startswith('"'):
             cut = _ELISION.search(value)
             value = value[: cut.start()] if cut else value
+            if value == '"':
+                value = ""  # `"key": "…"`: the key, with any value
         pairs.append(f'"{match["key"]}": {value}')
     return pairs
 
