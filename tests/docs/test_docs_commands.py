@@ -191,7 +191,9 @@ def _served_copy(work: Path, env: dict[str, str], port: int) -> Iterator[None]:
             time.sleep(0.5)
         yield
     finally:
-        server.terminate()
+        # SIGINT, as Ctrl+C: the server unwinds and stops its embedded PostgreSQL. (On SIGTERM, uvicorn re-raises
+        # the signal after its shutdown and the process dies before the store's cleanup runs.)
+        server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
