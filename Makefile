@@ -7,9 +7,10 @@ RUN := $(UV) run --frozen
 
 .PHONY: install demo test lint typecheck services services-stop eval eval-graph bench bench-distributed serve clean
 
+# --quiet: `make demo` shows the demo, not the list of every installed package; errors still print.
 install:  ## Create .venv and install every workspace package from uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q "uv==$(UV_VERSION)"
-	$(UV) sync --all-packages --frozen --compile-bytecode
+	$(UV) sync --all-packages --frozen --compile-bytecode --quiet
 
 demo: install  ## Ingest the bundled corpus and print cited answers (embedded default, no servers)
 	bash scripts/demo.sh "$(DEMO_DIR)"

@@ -7,15 +7,18 @@ Usage:
     python check_corpus.py                      # checks the files next to this script
     python check_corpus.py --docs D.jsonl --questions Q.jsonl [--min-per-type 6]
 
-Checks:
-  documents  valid JSON per line, unique kebab-case ids, required fields and types,
-             known sources, ISO dates; malformed ACLs are reported (they are allowed,
-             and must be treated as private by the system under test).
-  questions  valid JSON per line, unique ids, required fields, known types, every gold
-             id exists, grades are 1 or 2, every key fact is a byte-exact substring of at
-             least one gold document (grade >= 1) and is 8-25 words long, unanswerable
-             questions have empty gold/key_facts, every gold document is readable by the
-             question's principal, and per-type minimum counts.
+Checks (the formats of docs/getting-started.md and docs/evaluation.md: what they call optional may be left out):
+  documents  valid JSON per line, unique ids, required fields (id, title, text) and the types of the
+             optional ones (source, uri, published_at: ISO 8601 date or date-time); malformed ACLs
+             are reported (they are allowed, and must be treated as private by the system under test).
+  questions  valid JSON per line, unique ids, required fields (id, question, type) and the types of
+             the optional ones, known types, every gold id exists, grades are 1 or 2, every key fact
+             is a byte-exact substring of at least one gold document (grade >= 1) and is 8-25 words
+             long, unanswerable questions have empty gold/key_facts, every gold document is readable
+             by the question's principal, and per-type minimum counts.
+  bundled    the bundled Northwind files (the defaults) also keep the corpus's own conventions:
+             lowercase kebab-case ids, known sources, every document dated, every answerable question
+             with a grade-2 gold document, key facts and a reference answer, every principal named.
 """
 
 from __future__ import annotations
@@ -32,8 +35,13 @@ HERE = Path(__file__).resolve().parent
 SOURCES = {"wiki", "tickets", "email", "meetings", "incidents", "hr", "finance"}
 QTYPES = ["lookup", "entity", "multi_hop", "temporal", "modality", "global", "unanswerable"]
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-DOC_FIELDS = {"id": str, "title": str, "text": str, "source": str, "uri": str, "published_at": str}
-Q_FIELDS = {"id": str, "question": str, "type": str, "gold": dict, "key_facts": list, "answer": str, "principal": dict}
+DOC_REQUIRED = {"id": str, "title": str, "text": str}
+DOC_OPTIONAL = {"source": str, "uri": str, "published_at": str}
+Q_REQUIRED = {"id": str, "question": str, "type": str}
+Q_OPTIONAL = {"gold": dict, "key_facts": list, "answer": str, "principal": dict}
+# The bundled corpus's own conventions (see the module docstring), on top of the documented format.
+BUNDLED_DOC_FIELDS = ("source", "uri", "published_at")
+BUNDLED_Q_FIELDS = ("gold", "key_facts", "answer", "principal")
 
 problems: list[str] = []
 
@@ -80,9 +88,33 @@ def acl_is_wellformed(acl) -> bool:
     return True
 
 
+def check_fields(row: dict, required: dict, optional: dict, must: tuple[str, ...], where: str) -> None:
+    """Required fields present, non-empty where strings; optional ones of the right type when present; `must`
+    (bundled conventions) present."""
+    for field, typ in {**required, **optional}.items():
+        if field not in row:
+            if field in required or field in must:
+                problem(f"{where}: missing field {field!r}")
+            continue
+        value = row[field]
+        if not isinstance(value, typ) or (typ is str and not value.strip()):
+            problem(f"{where}: invalid field {field!r} (want a {'non-empty string' if typ is str else typ.__name__})")
+
+
+def is_iso_timestamp(value: str) -> bool:
+    """An ISO 8601 date or date-time, as kgrag's ingest accepts (`2024-05-01`, `2024-05-01T09:30:00Z`)."""
+    try:
+        dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
 def can_read(doc: dict, principal: dict) -> bool:
     """Reference ACL semantics: no acl -> public; well-formed acl -> user listed or
-    a shared group; malformed acl -> private (admins only, never granted here)."""
+    a shared group; malformed acl -> private (admins only)."""
+    if principal.get("admin") is True:
+        return True
     if "acl" not in doc:
         return True
     acl = doc["acl"]
@@ -93,28 +125,25 @@ def can_read(doc: dict, principal: dict) -> bool:
     return bool(set(principal.get("groups", [])) & set(acl.get("groups", [])))
 
 
-def check_docs(docs: list[dict]) -> tuple[dict, list[str]]:
+def check_docs(docs: list[dict], *, bundled: bool = False) -> tuple[dict, list[str]]:
     by_id: dict[str, dict] = {}
     malformed: list[str] = []
     for d in docs:
         where = f"document line {d['_line']}"
-        for field, typ in DOC_FIELDS.items():
-            if not isinstance(d.get(field), typ) or (typ is str and not d.get(field)):
-                problem(f"{where}: missing or invalid field {field!r}")
+        check_fields(d, DOC_REQUIRED, DOC_OPTIONAL, BUNDLED_DOC_FIELDS if bundled else (), where)
         did = d.get("id")
         if isinstance(did, str):
             where = f"document {did!r}"
-            if not ID_RE.match(did):
+            if bundled and not ID_RE.match(did):
                 problem(f"{where}: id is not lowercase kebab-case")
             if did in by_id:
                 problem(f"{where}: duplicate id")
             by_id[did] = d
-        if d.get("source") not in SOURCES:
+        if bundled and "source" in d and d["source"] not in SOURCES:
             problem(f"{where}: unknown source {d.get('source')!r}")
-        try:
-            dt.date.fromisoformat(str(d.get("published_at")))
-        except ValueError:
-            problem(f"{where}: published_at is not an ISO date")
+        published = d.get("published_at")
+        if isinstance(published, str) and published.strip() and not is_iso_timestamp(published):
+            problem(f"{where}: published_at is not an ISO 8601 date or date-time")
         if "acl" in d and not acl_is_wellformed(d["acl"]):
             malformed.append(str(did))
     return by_id, malformed
@@ -146,14 +175,12 @@ def value_in(value: str, text: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(norm(value))}(?!\w)", norm(text)) is not None
 
 
-def check_questions(qs: list[dict], docs: dict, min_per_type: int) -> collections.Counter:
+def check_questions(qs: list[dict], docs: dict, min_per_type: int, *, bundled: bool = False) -> collections.Counter:
     seen: set[str] = set()
     counts: collections.Counter = collections.Counter()
     for q in qs:
         where = f"question line {q['_line']}"
-        for field, typ in Q_FIELDS.items():
-            if not isinstance(q.get(field), typ):
-                problem(f"{where}: missing or invalid field {field!r}")
+        check_fields(q, Q_REQUIRED, Q_OPTIONAL, BUNDLED_Q_FIELDS if bundled else (), where)
         qid = q.get("id")
         if isinstance(qid, str):
             where = f"question {qid!r}"
@@ -170,7 +197,13 @@ def check_questions(qs: list[dict], docs: dict, min_per_type: int) -> collection
         gold = q.get("gold") if isinstance(q.get("gold"), dict) else {}
         facts = q.get("key_facts") if isinstance(q.get("key_facts"), list) else []
         principal = q.get("principal") if isinstance(q.get("principal"), dict) else {}
-        if not isinstance(principal.get("user"), str) or not isinstance(principal.get("groups"), list):
+        if "principal" in q and (
+            not isinstance(principal.get("user", ""), str)
+            or not isinstance(principal.get("groups", []), list)
+            or not isinstance(principal.get("admin", False), bool)
+        ):
+            problem(f"{where}: principal wants 'user' (string), 'groups' (list), 'admin' (boolean)")
+        if bundled and not isinstance(principal.get("user"), str):
             problem(f"{where}: principal needs 'user' (string) and 'groups' (list)")
         if qtype == "unanswerable":
             if gold or facts:
@@ -178,11 +211,11 @@ def check_questions(qs: list[dict], docs: dict, min_per_type: int) -> collection
             continue
         if acl_denied:
             problem(f"{where}: acl_denied questions must have type 'unanswerable'")
-        if not gold:
+        if bundled and not gold:
             problem(f"{where}: answerable question has no gold documents")
-        if 2 not in gold.values():
+        if bundled and 2 not in gold.values():
             problem(f"{where}: no gold document with grade 2")
-        if not facts:
+        if bundled and not facts:
             problem(f"{where}: answerable question has no key_facts")
         for doc_id, grade in gold.items():
             if doc_id not in docs:
@@ -230,17 +263,18 @@ def main() -> int:
     )
     args = ap.parse_args()
 
+    bundled = args.docs.resolve() == (HERE / "documents.jsonl").resolve()
     docs = read_jsonl(args.docs, "documents")
-    by_id, malformed = check_docs(docs)
+    by_id, malformed = check_docs(docs, bundled=bundled)
     qs = read_jsonl(args.questions, "questions")
-    counts = check_questions(qs, by_id, args.min_per_type)
+    counts = check_questions(qs, by_id, args.min_per_type, bundled=bundled)
 
     print(f"documents: {len(docs)} ({args.docs})")
-    for src, n in sorted(collections.Counter(d.get("source") for d in docs).items(), key=lambda x: str(x[0])):
+    for src, n in sorted(collections.Counter(str(d.get("source", "jsonl")) for d in docs).items()):
         print(f"  {src:<10} {n}")
     public = sum(1 for d in docs if "acl" not in d)
     print(f"  public (no acl): {public}, restricted: {len(docs) - public}, malformed acl: {malformed}")
-    dates = sorted(str(d.get("published_at")) for d in docs)
+    dates = sorted(str(d["published_at"]) for d in docs if d.get("published_at"))
     if dates:
         print(f"  published_at: {dates[0]} .. {dates[-1]}")
     print(f"questions: {len(qs)} ({args.questions})")

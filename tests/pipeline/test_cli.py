@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.cli_runner import json_cli
+from tests.pipeline.cli_runner import json_cli, run_cli
 
 EMAIL = """From: Zoë Müller <zoe.mueller@northwind.example>
 To: ops@northwind.example
@@ -64,11 +64,24 @@ def test_ingest_a_folder_then_search_ask_delete(kgrag, tmp_path: Path) -> None: 
     listed = kgrag("documents", "--include-deleted")["documents"]
     assert {d["doc_id"]: d["status"] for d in listed}["ops/dock.eml"] == "DELETED"
     assert status["chunks"] == status["vector_points"] == status["keyword_docs"]
+    assert status["ingest_errors"] == 1
+    assert [e["doc_id"] for e in status["recent_errors"]] == ["photo.png"] and status["recent_errors"][0]["at"]
+    # The table a person reads: the count and the newest errors agree, and the extraction counts are rows.
+    env = {k: v for k, v in os.environ.items() if k != "KGRAG_PG_DSN"} | {"KGRAG_DATA_DIR": str(tmp_path / "index")}
+    shown = run_cli(env | {"COLUMNS": "100"}, "status")
+    assert shown.returncode == 0, shown.stderr
+    assert "The 1 most recent of 1 ingest errors" in shown.stdout and "photo.png" in shown.stdout
+    assert "extraction.facts.entities" in shown.stdout
 
 
-def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag) -> None:  # type: ignore[no-untyped-def]
+def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    not_an_index = kgrag("delete", "no-such-doc", expect=2)
+    assert not_an_index["error"]["code"] == "DATA_DIR_NOT_FOUND"  # nothing was ever ingested here
+    assert not (tmp_path / "index").exists()  # and the mistake created nothing
+    (tmp_path / "empty").mkdir()
+    kgrag("ingest", str(tmp_path / "empty"))
     missing = kgrag("delete", "no-such-doc", expect=2)
     assert missing["error"]["code"] == "DOCUMENT_NOT_FOUND"
-    assert "hint" in missing["error"]
+    assert "`kgrag documents`" in missing["error"]["hint"]
     too_many = kgrag("search", "x", "--top-k", "1000", expect=2)
     assert too_many["error"]["code"] == "LIMIT_EXCEEDED"

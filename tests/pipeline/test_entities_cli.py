@@ -81,7 +81,9 @@ def test_entity_commands_read_and_administer_with_json(ingested: Kgrag) -> None:
     assert (pairs[0]["a"], pairs[0]["b"]) not in {(p["a"], p["b"]) for p in kgrag("entities", "review")["pairs"]}
 
 
-def test_unknown_entities_and_merges_exit_2_with_a_code(kgrag: Kgrag, env: dict[str, str]) -> None:
+def test_unknown_entities_and_merges_exit_2_with_a_code(kgrag: Kgrag, env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert kgrag("ingest", str(tmp_path / "empty"))["counts"]["INDEXED"] == 0  # an index, with nothing in it
     errors = [
         kgrag("entities", "show", "ent_nope", expect=2),
         kgrag("entities", "neighbors", "ent_nope", expect=2),

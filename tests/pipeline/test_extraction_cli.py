@@ -122,7 +122,9 @@ def test_ontology_put_validates_the_file_and_creates_a_version(kgrag, tmp_path: 
     assert kgrag("extract", "status")["ontology_version"] == "2"
 
 
-def test_unknown_runs_and_missing_eval_corpus_exit_2_with_a_code(kgrag, env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_runs_and_missing_eval_corpus_exit_2_with_a_code(kgrag, env: dict[str, str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "empty").mkdir()
+    assert kgrag("ingest", str(tmp_path / "empty"))["counts"]["INDEXED"] == 0  # an index, with nothing in it
     unknown = [kgrag("extract", "run", "run-nope", expect=2), kgrag("extract", "resume", "run-nope", expect=2)]
     assert [e["error"]["code"] for e in unknown] == ["RUN_NOT_FOUND", "RUN_NOT_FOUND"]
     # A hint that names a command names one that exists.

@@ -71,6 +71,11 @@ class IngestLog(Protocol):
         """One document's latest `limit` outcomes, newest first."""
         ...
 
+    def recent_errors(self, limit: int = 20) -> list[IngestOutcome]:
+        """The latest `limit` outcomes that carry an error code, newest first (`StoreStats.ingest_errors`
+        counts them all)."""
+        ...
+
 
 @runtime_checkable
 class EmbeddingCache(Protocol):

@@ -15,7 +15,7 @@ from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import EntitiesChanged
 from kgrag_core.extraction.identity import normalise_name
-from kgrag_core.graph.model import DecisionKind, Edge, EntitySummary, MergeRecord, PairDecision
+from kgrag_core.graph.model import DecisionKind, Edge, EntitySummary, MergeRecord, PairDecision, hub_not_passed
 from kgrag_core.ports import AclStore
 from kgrag_core.resolution.service import ResolutionService
 from kgrag_runtime.extraction_admin import claim_as_dict
@@ -90,7 +90,7 @@ class GraphAdmin:
             for node in next_frontier:
                 if node in hubs:
                     summary = self.store.entity(node, visible)
-                    truncated.append(f"hub: {summary.entity.name if summary else node}")
+                    truncated.append(hub_not_passed(summary.entity.name if summary else node))
                 else:
                     frontier.append(node)
         return {"entity": summary_as_dict(start), "edges": out, "truncated": sorted(set(truncated))}

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import yaml
 
 from kgrag_adapters.connectors._common import failure_from
+from kgrag_adapters.connectors.front_matter_checks import key_warnings, unclosed_block, yaml_error_line
 from kgrag_core.acl import PRIVATE_ACL, PUBLIC_ACL, AclClass, acl_from_source
 from kgrag_core.chunking.blocks import BlockKind, detect_blocks
 from kgrag_core.chunking.lines import front_matter_lines, split_lines
@@ -46,6 +47,8 @@ def load_markdown(
         published_at = parse_timestamp(_first(front, "published_at", "date"), field="front matter date")
     except KgragError as err:
         return failure_from(err, uri, doc_id)
+    unclosed = unclosed_block(lines) if front_count == 0 else None
+    warnings = (unclosed,) if unclosed else tuple(key_warnings(front, lines, front_count))
 
     blocks = detect_blocks(lines, front_count)
     h1 = next((b.heading for b in blocks if b.kind is BlockKind.HEADING and b.level == 1 and b.heading), "")
@@ -71,6 +74,7 @@ def load_markdown(
         modified_at=modified_at,
         media_type=MEDIA_TYPE,
         metadata=metadata,
+        warnings=warnings,
     )
 
 
@@ -78,7 +82,11 @@ def _front_matter(data: bytes, start: int, end: int) -> Mapping[str, object]:
     try:
         loaded = yaml.safe_load(data[start:end].decode("utf-8"))
     except yaml.YAMLError as err:
-        raise KgragError(ErrorCode.MALFORMED_EVENT, f"The front matter is not valid YAML: {err}") from err
+        mark = getattr(err, "problem_mark", None)
+        line = yaml_error_line(mark.line if mark is not None else None)
+        problem = getattr(err, "problem", None) or str(err)
+        where = f" (line {line} of the file)" if line is not None else ""
+        raise KgragError(ErrorCode.MALFORMED_EVENT, f"The front matter is not valid YAML{where}: {problem}.") from err
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

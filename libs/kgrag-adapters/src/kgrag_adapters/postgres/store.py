@@ -375,6 +375,14 @@ class PostgresStore(Closeable):
         # The URI is sealed under its document's key: a deleted document's log rows read with an empty one.
         return [_outcome(r, self._text(r[0], bytes(r[3])) if r[3] is not None else "") for r in rows]
 
+    def recent_errors(self, limit: int = 20) -> list[IngestOutcome]:
+        """The latest `limit` rejected outcomes, newest first, however many successes came after them."""
+        with self._lease:
+            rows = self._conn.execute(
+                _SELECT_OUTCOMES + " WHERE error_code IS NOT NULL ORDER BY id DESC LIMIT %s", (limit,)
+            ).fetchall()
+        return self._outcomes(rows)
+
     # --- EmbeddingCache ---------------------------------------------------------------------------------
 
     def get_vectors(self, model_id: str, hashes: Sequence[str]) -> dict[str, tuple[float, ...]]:

@@ -86,7 +86,10 @@ def extractive_answer(question: str, hits: Sequence[SearchHit], settings: Extrac
         )
         citations.append(citation)
         sentences.append(AnswerSentence(s.text, (citation.id,)))
-    confidence = "HIGH" if coverage >= 0.85 else "MEDIUM" if coverage >= 0.65 else "LOW"
+    # The label describes what is quoted, not only the evidence around it: a sentence that shares one word
+    # with the question is a LOW-confidence answer however well the other chunks cover the rest.
+    quoted = set().union(*(set(content_terms(s.text)) for s in chosen)) & q_terms
+    confidence = _confidence(min(coverage, len(quoted) / len(q_terms)))
     return Answer(
         question=question,
         mode=AnswerMode.EXTRACTIVE,
@@ -97,6 +100,10 @@ def extractive_answer(question: str, hits: Sequence[SearchHit], settings: Extrac
         confidence=confidence,
         evidence_chunk_ids=evidence_ids,
     )
+
+
+def _confidence(coverage: float) -> str:
+    return "HIGH" if coverage >= 0.85 else "MEDIUM" if coverage >= 0.65 else "LOW"
 
 
 def _abstain(question: str, evidence_ids: tuple[str, ...]) -> Answer:

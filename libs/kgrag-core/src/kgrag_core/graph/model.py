@@ -104,10 +104,15 @@ class TraversalStep:
     score: float
 
 
+def hub_not_passed(name: str) -> str:
+    """How a walk that stopped at a hub says so: one wording for the graph layer and the entity reads."""
+    return f"hub not passed: {name}"
+
+
 @dataclass(slots=True)
 class Traversal:
     """What a bounded expansion found, and what it had to leave out."""
 
     seeds: list[EntityRef] = field(default_factory=list)
     steps: list[TraversalStep] = field(default_factory=list)
-    truncated: list[str] = field(default_factory=list)  # e.g. "fan-out", "time budget", "hub: Atlas"
+    truncated: list[str] = field(default_factory=list)  # e.g. "fan-out", "time budget", hub_not_passed("Atlas")

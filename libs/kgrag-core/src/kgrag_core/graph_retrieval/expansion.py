@@ -17,7 +17,7 @@ from datetime import date
 from types import MappingProxyType
 
 from kgrag_core.extraction.model import Modality, Polarity
-from kgrag_core.graph.model import Edge, EntityRef, EntitySummary, Traversal, TraversalStep
+from kgrag_core.graph.model import Edge, EntityRef, EntitySummary, Traversal, TraversalStep, hub_not_passed
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.router import QuestionKind
 
@@ -240,7 +240,7 @@ def _expand_node(
     # counts them only for labelled hubs, and only up to the threshold (a full `entity()` count took 80-100
     # ms on a 5,000-edge hub at 100k entities).
     if node.depth >= 1 and graph.hubs_among([node.entity.entity_id], acl_class_ids):
-        traversal.truncated.append(f"hub not passed: {node.entity.name}")
+        traversal.truncated.append(hub_not_passed(node.entity.name))
         return []
     # From a hub seed follow only what the question asks about, if it asks about anything (seed 003, 6.3).
     relations = sorted(relevance.relevant) if is_hub and relevance.relevant else None

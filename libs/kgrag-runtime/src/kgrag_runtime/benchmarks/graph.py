@@ -40,7 +40,7 @@ from kgrag_adapters.postgres.embedded import EmbeddedPostgres
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_core.acl import PUBLIC_ACL, acl_from_source
 from kgrag_core.documents import Chunk, DocumentStatus, StoredDocument
-from kgrag_core.graph.model import EntitySummary
+from kgrag_core.graph.model import EntitySummary, hub_not_passed
 from kgrag_core.graph_retrieval.expansion import ExpansionSettings, expand
 from kgrag_core.graph_retrieval.router import QuestionKind
 from kgrag_core.ids import content_hash
@@ -336,7 +336,7 @@ def measure_size(
                     times.append((time.perf_counter() - began) * 1000)
                     steps.append(float(len(traversal.steps)))
                     timed_out += any(n.startswith("time budget") for n in traversal.truncated)
-                    hubs_not_passed += sum(1 for n in traversal.truncated if n.startswith("hub not passed"))
+                    hubs_not_passed += sum(1 for n in traversal.truncated if n.startswith(hub_not_passed("")))
                 row[f"expand_depth{depth}_ms"] = _percentiles(times)
                 row[f"expand_depth{depth}_edges"] = _percentiles(steps)
                 row[f"expand_depth{depth}_time_budget_hit"] = timed_out

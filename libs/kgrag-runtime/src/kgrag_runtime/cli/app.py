@@ -12,6 +12,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
 from kgrag_core.retrieval.hybrid import SearchMode
@@ -19,7 +20,11 @@ from kgrag_runtime.cli import render
 from kgrag_runtime.cli.context import CliState, open_app
 from kgrag_runtime.cli.entities import entities_app
 from kgrag_runtime.cli.extraction import claims, extract_app, ontology_app
+from kgrag_runtime.cli.help_text import hide_flag_types
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
+
+RECENT_ERRORS = 20  # how many of the newest ingest errors `kgrag status` lists
+DELETE_HINT = "List documents with `kgrag documents`."
 
 app = typer.Typer(
     name="kgrag",
@@ -46,15 +51,22 @@ def ingest(
         raise KgragError(
             ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.", hint="Pass a folder or a .jsonl file."
         )
-    state = CliState.from_options(data_dir, as_json)
+    state = CliState.from_options(data_dir, as_json, creates=True)
     items = list(iter_path(path))
     with open_app(state) as kg, _progress(state, len(items), f"Ingesting {path.name}") as advance:
         outcomes = kg.ingest(items, progress=advance)
     counts = {s.value: sum(1 for o in outcomes if o.status is s) for s in IngestStatus}
+    warnings = [
+        {"doc_id": item.doc_id, "uri": item.uri, "message": message}
+        for item in items
+        if isinstance(item, SourceDocument)
+        for message in item.warnings
+    ]
     if state.as_json:
-        render.emit_json({"counts": counts, "outcomes": [o.as_dict() for o in outcomes]})
+        render.emit_json({"counts": counts, "outcomes": [o.as_dict() for o in outcomes], "warnings": warnings})
         return
     render.ingest_summary(state.out, counts, outcomes)
+    render.ingest_warnings(state.console, warnings)
 
 
 @app.command()
@@ -105,7 +117,7 @@ def ask(
 
 @app.command()
 def delete(
-    doc_id: Annotated[str, typer.Argument(help="The document ID (see `kgrag search --json`).")],
+    doc_id: Annotated[str, typer.Argument(help="The document ID (see `kgrag documents`).")],
     data_dir: DataDir = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -114,7 +126,7 @@ def delete(
     with open_app(state) as kg:
         outcome = kg.delete(doc_id)
     if outcome.error_code is not None:
-        raise KgragError(outcome.error_code, outcome.message, hint="List documents with `kgrag documents`.")
+        raise KgragError(outcome.error_code, outcome.message, hint=DELETE_HINT)
     if state.as_json:
         render.emit_json(outcome.as_dict())
         return
@@ -131,8 +143,13 @@ def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         info = kg.status()
-        errors = [o.as_dict() for o in kg.ingest_log.recent_outcomes(50) if o.error_code is not None]
+        errors = [
+            {**o.as_dict(), "at": o.at.isoformat() if o.at else None}
+            for o in kg.ingest_log.recent_errors(RECENT_ERRORS)
+        ]
     info["data_dir"] = str(state.settings.data_dir)
+    # `ingest_errors` counts every error ever logged; `recent_errors` is the newest of them (at most
+    # RECENT_ERRORS), so the two never disagree by what a window of all outcomes happened to hold.
     info["recent_errors"] = errors
     if state.as_json:
         render.emit_json(info)
@@ -203,7 +220,8 @@ def eval_command(
             "Nothing to evaluate.",
             hint="Pass a questions file, --extraction-gold DIR, or both.",
         )
-    state = CliState.from_options(data_dir, as_json)
+    # A corpus to ingest makes a new index; without one there is only an existing index to score.
+    state = CliState.from_options(data_dir, as_json, creates=bool(corpus), uses_index=questions is not None)
     if reply_book is not None:
         if not reply_book.is_file():
             raise KgragError(
@@ -278,7 +296,8 @@ def serve(
             "The HTTP API package is not installed.",
             hint="Install kgrag-query-api (it comes with `make install`).",
         ) from err
-    state = CliState.from_options(data_dir, False)
+    # The API ingests too (POST /v1/ingest/documents), so it may start a new index.
+    state = CliState.from_options(data_dir, False, creates=True)
     serve_embedded(state.settings, host=host, port=port)
 
 
@@ -291,6 +310,7 @@ app.command()(claims)
 
 
 def main() -> None:
+    hide_flag_types()
     try:
         app()
     except ValidationError as err:

@@ -23,14 +23,29 @@ class CliState:
     out: Console  # stdout: the results themselves
 
     @staticmethod
-    def from_options(data_dir: Path | None, as_json: bool) -> CliState:
+    def from_options(
+        data_dir: Path | None, as_json: bool, *, creates: bool = False, uses_index: bool = True
+    ) -> CliState:
+        """`creates`: the command adds documents, so it may start a new index (and says so); `uses_index`
+        False: it never opens the data dir (e.g. extraction scoring on a temporary index)."""
+        from kgrag_runtime.cli.data_dir import check_data_dir
         from kgrag_runtime.settings import KgragSettings
 
         settings = KgragSettings()
+        # Chosen by the user (`--data-dir`, or $KGRAG_DATA_DIR, which the settings record as set) or the default.
+        explicit = data_dir is not None or "data_dir" in settings.model_fields_set
         if data_dir is not None:
             settings = settings.model_copy(update={"data_dir": data_dir})
         # Progress and messages go to stderr so `--json` output on stdout stays parseable.
-        return CliState(settings, as_json, Console(stderr=True), Console())
+        console = Console(stderr=True)
+        if uses_index:
+            check_data_dir(
+                settings.data_dir,
+                creates=creates,
+                explicit=explicit,
+                console=None if as_json else console,
+            )
+        return CliState(settings, as_json, console, Console())
 
 
 @contextmanager

@@ -81,21 +81,27 @@ def show(
         out.print(f"  {kind}: {escape(value)}")
     if len(entity["members"]) > 1:
         out.print(f"  resolved from {', '.join(entity['members'])}")
-    attributes = Table(
-        "attribute", "value", "modality", "status", "valid", "written", "doc", title="Attributes", title_justify="left"
-    )
+    attributes = []
     for a in entity["attributes"]:
         valid = f"{a['valid_from'] or ''}..{a['valid_to'] or ''}" if a["valid_from"] or a["valid_to"] else ""
-        attributes.add_row(
-            a["attribute"],
-            escape(str(a["value"])),
-            a["modality"],
-            str(a["status"]),
-            valid,
-            str(a["written_at"]),
-            escape(a["doc_id"]),
+        attributes.append(
+            (
+                str(a["attribute"]),
+                escape(str(a["value"])),
+                str(a["modality"]),
+                str(a["status"]),
+                valid,
+                str(a["written_at"]),
+                escape(a["doc_id"]),
+            )
         )
-    out.print(attributes)
+    render.id_table(
+        out,
+        ("attribute", "value", "modality", "status", "valid", "written", "doc"),
+        attributes,
+        ids={"doc"},
+        title="Attributes",
+    )
     out.print(_edges_table("Relations", entity["relations"]))
     if entity["conflicts"]:
         out.print(
@@ -201,18 +207,22 @@ def merges(
     if state.as_json:
         render.emit_json({"merges": rows})
         return
-    table = Table("merge", "canonical", "members", "decided by", "reverted", "basis")
-    for m in rows:
-        basis = "; ".join(f"{b['rule']} {b['score']}" for b in m["basis"])
-        table.add_row(
-            m["merge_id"],
-            m["canonical_id"],
-            ", ".join(m["members"]),
-            m["decided_by"],
-            "yes" if m["reverted"] else "",
-            escape(basis),
-        )
-    state.out.print(table)
+    render.id_table(
+        state.out,
+        ("merge", "canonical", "members", "decided by", "reverted", "basis"),
+        [
+            (
+                m["merge_id"],
+                m["canonical_id"],
+                ", ".join(m["members"]),
+                escape(str(m["decided_by"])),
+                "yes" if m["reverted"] else "",
+                escape("; ".join(f"{b['rule']} {b['score']}" for b in m["basis"])),
+            )
+            for m in rows
+        ],
+        ids={"merge", "canonical", "members"},
+    )
 
 
 @entities_app.command("review")
@@ -234,17 +244,21 @@ def review(
     if state.as_json:
         render.emit_json({"pairs": pairs})
         return
-    table = Table("a", "b", "score", "features", "rule")
+    rows = []
     for p in pairs:
         a, b = names[p["a"]], names[p["b"]]
-        table.add_row(
-            f"{p['a']} {escape(a.entity.name) if a else ''}",
-            f"{p['b']} {escape(b.entity.name) if b else ''}",
-            str(p["score"]),
-            ", ".join(f"{k}={v}" for k, v in p["features"].items()),
-            p["rule"],
+        rows.append(
+            (
+                p["a"],
+                escape(a.entity.name) if a else "",
+                p["b"],
+                escape(b.entity.name) if b else "",
+                str(p["score"]),
+                ", ".join(f"{k}={v}" for k, v in p["features"].items()),
+                str(p["rule"]),
+            )
         )
-    state.out.print(table)
+    render.id_table(state.out, ("a", "name a", "b", "name b", "score", "features", "rule"), rows, ids={"a", "b"})
 
 
 @entities_app.command("decide")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from kgrag_core.extraction.records import RerunScope
 from kgrag_runtime.cli import render
@@ -85,20 +85,27 @@ def extract_runs(
     if state.as_json:
         render.emit_json({"runs": rows})
         return
-    table = Table("run", "status", "version", "chunks done", "calls planned", "calls made", "created")
+    cells = []
     for r in rows:
         preview: Any = r["preview"]
         receipt: Any = r.get("receipt") or {}
-        table.add_row(
-            str(r["run_id"]),
-            str(r["status"]),
-            str(r["extractor_version"]),
-            str(r["done_chunks"]),
-            str(preview["calls"]),
-            str(receipt.get("calls", 0)),
-            str(r["created_at"])[:19],
+        cells.append(
+            (
+                str(r["run_id"]),
+                str(r["status"]),
+                escape(str(r["extractor_version"])),
+                str(r["done_chunks"]),
+                str(preview["calls"]),
+                str(receipt.get("calls", 0)),
+                str(r["created_at"])[:19],
+            )
         )
-    state.out.print(table)
+    render.id_table(
+        state.out,
+        ("run", "status", "version", "chunks done", "calls planned", "calls made", "created"),
+        cells,
+        ids={"run"},
+    )
 
 
 @extract_app.command("run")
@@ -151,18 +158,24 @@ def claims(
     if state.as_json:
         render.emit_json({"claims": rows})
         return
-    table = Table(title=f"Claims about {entity}")
-    for column in ("written", "attribute", "value", "modality", "status", "quote", "doc"):
-        table.add_column(column)
+    cells = []
     for r in rows:
         status = str(r["status"]) + (f" by {r['superseded_by']}" if r.get("superseded_by") else "")
-        table.add_row(
-            str(r["written_at"]),
-            str(r["attribute"]),
-            str(r["value"]),
-            str(r["modality"]),
-            status,
-            str(r["quote"])[:80],
-            str(r["doc_id"]),
+        cells.append(
+            (
+                str(r["written_at"]),
+                escape(str(r["attribute"])),
+                escape(str(r["value"])),
+                str(r["modality"]),
+                escape(status),
+                escape(str(r["quote"])[:80]),
+                escape(str(r["doc_id"])),
+            )
         )
-    state.out.print(table)
+    render.id_table(
+        state.out,
+        ("written", "attribute", "value", "modality", "status", "quote", "doc"),
+        cells,
+        ids={"doc"},
+        title=f"Claims about {escape(entity)}",
+    )

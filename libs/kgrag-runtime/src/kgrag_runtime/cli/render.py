@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,6 +16,48 @@ from rich.table import Table
 from kgrag_core.graph_retrieval.searcher import GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.search import SearchResponse
+
+_NARROWEST_COLUMN = 8  # below this a wrapped text column is unreadable: switch to one record per row
+
+
+def id_table(
+    console: Console,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    ids: Collection[str],
+    title: str | None = None,
+) -> None:
+    """Rows whose `ids` columns are never cut: a reader copies them into the next command (delete, split,
+    show). Other columns wrap; where even that does not fit the terminal, each row becomes a record with
+    its ids on their own line. Cells are Rich markup (escape text before passing it)."""
+    id_index = [i for i, h in enumerate(headers) if h in ids]
+    id_widths = {i: max([len(headers[i]), *(_longest_word(r[i]) for r in rows)]) for i in id_index}
+    others = len(headers) - len(id_index)
+    needed = sum(w + 3 for w in id_widths.values()) + others * (_NARROWEST_COLUMN + 3) + 1
+    if needed <= console.width:
+        table = Table(title=title, title_justify="left")
+        for i, header in enumerate(headers):
+            if i in id_widths:
+                table.add_column(header, no_wrap=True, min_width=id_widths[i])
+            else:
+                table.add_column(header, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    if title:
+        console.print(f"[bold]{title}[/]")
+    for row in rows:
+        console.print(" ".join(f"[bold]{row[i]}[/]" for i in id_index))
+        rest = [f"{headers[i]}: {row[i]}" for i in range(len(headers)) if i not in id_widths and row[i]]
+        if rest:
+            console.print("  " + " · ".join(rest))
+
+
+def _longest_word(cell: str) -> int:
+    # A cell of several ids ("ent_a, ent_b") may wrap between them, never inside one.
+    return max((len(w) for w in cell.split()), default=0)
 
 
 def emit_json(payload: object) -> None:
@@ -39,12 +81,21 @@ def ingest_summary(console: Console, counts: Mapping[str, int], outcomes: Sequen
     console.print(f"[bold]Done:[/] {parts or 'nothing to do'}.")
     rejected = [o for o in outcomes if o.error_code is not None]
     if rejected:
-        table = Table("document", "error", "message", title="Rejected (the rest of the batch was indexed)")
-        for o in rejected[:50]:
-            table.add_row(escape(o.doc_id), o.error_code.value if o.error_code else "", escape(o.message))
-        console.print(table)
+        id_table(
+            console,
+            ("document", "error", "message"),
+            [(escape(o.doc_id), o.error_code.value if o.error_code else "", escape(o.message)) for o in rejected[:50]],
+            ids={"document"},
+            title="Rejected (the rest of the batch was indexed)",
+        )
         if len(rejected) > 50:
-            console.print(f"… and {len(rejected) - 50} more; see `kgrag status --json`.")
+            console.print(f"… and {len(rejected) - 50} more; `kgrag ingest --json` lists every outcome.")
+
+
+def ingest_warnings(console: Console, warnings: Sequence[Mapping[str, str]]) -> None:
+    """What was indexed but probably not as meant (front-matter typos): one line per file and problem."""
+    for w in warnings:
+        console.print(f"[yellow]warning[/] {escape(w['doc_id'])}: {escape(w['message'])}")
 
 
 def search_results(console: Console, response: SearchResponse | GraphSearchResponse) -> None:
@@ -89,14 +140,21 @@ def answer(console: Console, result: Mapping[str, Any]) -> None:
 
 
 def status(console: Console, info: Mapping[str, Any]) -> None:
-    table = Table("what", "value", title=f"kgrag index at {info['data_dir']}")
-    for key, value in info.items():
-        if key not in ("recent_errors", "data_dir"):
-            table.add_row(key, escape(str(value)))
-    console.print(table)
-    errors = info.get("recent_errors") or []
+    counts = {k: v for k, v in info.items() if k not in ("recent_errors", "data_dir")}
+    key_values(console, counts, f"kgrag index at {escape(str(info['data_dir']))}")
+    errors: Sequence[Mapping[str, Any]] = info.get("recent_errors") or []
     if errors:
-        console.print(f"{len(errors)} recent ingest errors; `kgrag status --json` lists them.")
+        total = info.get("ingest_errors", len(errors))
+        id_table(
+            console,
+            ("document", "error", "message", "at"),
+            [
+                (escape(e["doc_id"]), str(e["error_code"]), escape(e["message"]), str(e.get("at") or "")[:19])
+                for e in errors
+            ],
+            ids={"document"},
+            title=f"The {len(errors)} most recent of {total} ingest errors, newest first",
+        )
 
 
 def key_values(console: Console, payload: Mapping[str, Any], title: str) -> None:
@@ -121,17 +179,22 @@ def documents(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
     if not rows:
         console.print("The index holds no documents yet: `kgrag ingest PATH` adds some.")
         return
-    table = Table("doc_id", "title", "source", "version", "status", "modified")
-    for r in rows:
-        table.add_row(
-            escape(r["doc_id"]),
-            escape(r["title"]),
-            escape(r["source"]),
-            str(r["version"]),
-            r["status"],
-            (r["modified_at"] or "")[:10],
-        )
-    console.print(table)
+    id_table(
+        console,
+        ("doc_id", "title", "source", "version", "status", "modified"),
+        [
+            (
+                escape(r["doc_id"]),
+                escape(r["title"]),
+                escape(r["source"]),
+                str(r["version"]),
+                r["status"],
+                (r["modified_at"] or "")[:10],
+            )
+            for r in rows
+        ],
+        ids={"doc_id"},
+    )
 
 
 # Column headers short enough that a metric table fits 80 columns (docs/evaluation.md names the types).
@@ -154,11 +217,12 @@ def eval_report(console: Console, report: Mapping[str, Any]) -> None:
         table = Table(
             title=f"{config}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
         )
-        # Metric names are what the reader looks up in docs/evaluation.md: never cut them; a narrow terminal
-        # folds the type headers instead (the numbers fit in 4 characters).
+        # Metric names are what the reader looks up in docs/evaluation.md: never cut them, nor the (short)
+        # type headers; the numbers fit in 4 characters.
         table.add_column("metric", no_wrap=True, min_width=max((len(m) for m in metrics), default=6))
         for qtype in rows:
-            table.add_column(_SHORT_TYPES.get(qtype, qtype), justify="right", overflow="fold", min_width=4)
+            header = _SHORT_TYPES.get(qtype, qtype)
+            table.add_column(header, justify="right", overflow="fold", min_width=max(4, len(header)))
         for metric in metrics:
             table.add_row(metric, *[_fmt(rows[t][metric]) if metric in rows[t] else "–" for t in rows])
         console.print(table)

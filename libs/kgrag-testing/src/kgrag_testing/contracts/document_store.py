@@ -346,6 +346,21 @@ class DocumentStoreContract:
         assert store.outcomes_for("doc-1", limit=1) == [outcomes[2]]
         assert store.outcomes_for("doc-2") == [outcomes[1]]
         assert store.outcomes_for("doc-3") == []
+        assert store.recent_errors() == [outcomes[1]]
+
+    def test_recent_errors_outlive_later_successes(self, store: FullStore) -> None:
+        # The status view lists errors by count and by the newest N: a long run of successes after a
+        # rejection must not push it out of the list while the count still includes it.
+        bad = [
+            IngestOutcome(f"bad-{i}", IngestStatus.REJECTED, error_code=ErrorCode.MALFORMED_JSON, message=f"#L{i}")
+            for i in range(3)
+        ]
+        store.record_outcomes(bad)
+        store.record_outcomes([IngestOutcome(f"ok-{i}", IngestStatus.INDEXED) for i in range(60)])
+        assert store.stats().ingest_errors == 3
+        assert [o.doc_id for o in store.recent_errors()] == ["bad-2", "bad-1", "bad-0"]
+        assert [o.doc_id for o in store.recent_errors(limit=2)] == ["bad-2", "bad-1"]
+        assert all(o.error_code is None for o in store.recent_outcomes(50))
 
     def test_ingest_outcome_without_time_is_stamped(self, store: FullStore) -> None:
         store.record_outcomes([IngestOutcome("doc-1", IngestStatus.DELETED, chunks_removed=3)])
