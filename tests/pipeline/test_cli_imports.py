@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.cli_runner import cli_env
+from tests.pipeline.cli_runner import cli_env, run_cli
 
 PROBE = """
 import json, sys
@@ -38,7 +38,12 @@ def modules_after(env: dict[str, str], *args: str) -> set[str]:
 
 @pytest.fixture
 def env(tmp_path: Path, pg_dsn: str) -> dict[str, str]:
-    return cli_env(KGRAG_DATA_DIR=str(tmp_path / "index"), KGRAG_PG_DSN=pg_dsn)
+    env = cli_env(KGRAG_DATA_DIR=str(tmp_path / "index"), KGRAG_PG_DSN=pg_dsn)
+    # Read commands refuse a folder that holds no index (DATA_DIR_NOT_FOUND): make an empty one first.
+    (tmp_path / "empty").mkdir()
+    made = run_cli(env, "ingest", str(tmp_path / "empty"), "--json")
+    assert made.returncode == 0, made.stderr[-2000:]
+    return env
 
 
 def test_help_imports_no_settings_and_no_store(env: dict[str, str]) -> None:
