@@ -170,16 +170,16 @@ def test_a_hub_by_restricted_edges_is_no_hub_to_an_outsider(
             return body
 
         outsider = walk(avery["entity_id"], OUTSIDER)
-        assert "hub: Falcon" not in outsider["truncated"]
+        assert "hub not passed: Falcon" not in outsider["truncated"]
         assert {(e["subject"]["name"], e["object"]["name"]) for e in outsider["edges"]} == {("Avery Public", "Falcon")}
         # Positive controls: to HR readers (public records too) and admins Falcon is a hub of 4, and walks stop there.
         [hr_team] = [t for t in resolve(c, "Falcon", READER) if t["type"] == "Team"]
         assert (hr_team["entity_id"], hr_team["degree"], hr_team["is_hub"]) == (team["entity_id"], 4, True)
         [secret] = resolve(c, "Secret Member 0", READER)
-        assert "hub: Falcon" in walk(secret["entity_id"], READER)["truncated"]
+        assert "hub not passed: Falcon" in walk(secret["entity_id"], READER)["truncated"]
         admin = c.get(f"/v1/entities/{team['entity_id']}", headers=ADMIN).json()
         assert (admin["degree"], admin["is_hub"]) == (4, True)
-        assert "hub: Falcon" in walk(avery["entity_id"], ADMIN)["truncated"]
+        assert "hub not passed: Falcon" in walk(avery["entity_id"], ADMIN)["truncated"]
 
 
 def test_graph_search_seeds_and_paths_hold_only_visible_entities(client: TestClient) -> None:

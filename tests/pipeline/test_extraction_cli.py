@@ -101,6 +101,8 @@ def test_ontology_put_validates_the_file_and_creates_a_version(kgrag, tmp_path: 
         ),
         encoding="utf-8",
     )
+    (tmp_path / "empty").mkdir()  # read commands refuse a folder with no index: make an empty one
+    assert kgrag("ingest", str(tmp_path / "empty"))["counts"]["INDEXED"] == 0
     refused = kgrag("ontology", "put", str(bad), expect=2)
     assert refused["error"]["code"] == "ONTOLOGY_INVALID"
     assert refused["error"]["message"] and "hint" in refused["error"]

@@ -106,6 +106,14 @@ class _IngestFields(_Strict):
     modified_at: datetime | None = None
     media_type: str = Field("text/markdown", min_length=1, max_length=128, pattern=TEXT)
 
+    @field_validator("modified_at", mode="before")
+    @classmethod
+    def _a_date_string(cls, value: object) -> object:
+        # The schema says date-time string: a number (which pydantic would read as a Unix time) is refused.
+        if value is not None and not isinstance(value, str | datetime):
+            raise ValueError("modified_at must be an ISO 8601 date-time string")
+        return value
+
     @field_validator("modified_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
