@@ -180,12 +180,8 @@ def _served_copy(work: Path, env: dict[str, str], port: int) -> Iterator[None]:
     try:
         deadline = time.monotonic() + 120
         while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
+            if _answers(port):
+                break
             assert server.poll() is None, (work.parent / "serve.log").read_text()
             assert time.monotonic() < deadline, "kgrag serve did not answer /healthz within 120 s"
             time.sleep(0.5)
@@ -295,3 +291,12 @@ def _problem(outcome: Outcome) -> str | None:
         f"{step.where}: the output lacks what {step.doc}:{step.expected.line} shows: {lacking[:6]}\n"
         f"$ {step.commands.strip()}\n{outcome.stdout[-2500:]}{outcome.stderr[-800:]}"
     )
+
+
+def _answers(port: int) -> bool:
+    """Whether the served API answers /healthz; a refused or reset connection means not yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False

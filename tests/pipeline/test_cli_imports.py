@@ -18,8 +18,8 @@ import json, sys
 from kgrag_runtime.cli.app import app
 try:
     app(sys.argv[1:], standalone_mode=False)
-except SystemExit:
-    pass
+except SystemExit as done:  # --help exits; what matters here is what was imported by then
+    print("EXIT=" + str(done.code))
 roots = {"spacy", "psycopg", "kgrag_runtime", "kgrag_core"}
 print("MODULES=" + json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in roots)))
 """

@@ -98,9 +98,10 @@ _FULL_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 def _full_date(text: str) -> str:
     """An RFC 3339 full-date (what `format: date` promises), not every form `date.fromisoformat` takes."""
+    invalid = KgragError(ErrorCode.INVALID_QUERY, f"{text!r} is not a date.", hint="Use YYYY-MM-DD.")
+    if not _FULL_DATE.fullmatch(text):
+        raise invalid
     try:
-        if _FULL_DATE.fullmatch(text):
-            return date.fromisoformat(text).isoformat()
-    except ValueError:
-        pass
-    raise KgragError(ErrorCode.INVALID_QUERY, f"{text!r} is not a date.", hint="Use YYYY-MM-DD.")
+        return date.fromisoformat(text).isoformat()
+    except ValueError as err:  # the right shape, but no such day (2026-02-30)
+        raise invalid from err
