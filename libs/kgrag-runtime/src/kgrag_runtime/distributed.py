@@ -25,7 +25,7 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import adopt_entity_id_key, build_embedder, build_indexer, build_key_ring, build_llm
+from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm, connect_graph_store
 
 T = TypeVar("T")
 
@@ -144,15 +144,7 @@ def require(value: str | None, name: str) -> str:
 def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) -> Iterator[DistributedStores]:
     with ExitStack() as stack:
         dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
-        store = stack.enter_context(
-            PostgresGraphStore.connect(
-                dsn,
-                pool_size=settings.pg_pool_size,
-                kek=build_key_ring(settings),
-                encrypt=settings.content_encryption,
-            )
-        )
-        adopt_entity_id_key(store, settings)
+        store = stack.enter_context(connect_graph_store(settings, dsn))
         yield DistributedStores(settings, stack, store, embedder)
 
 

@@ -42,6 +42,20 @@ _LOCK_PATIENCE_S = 0.5
 _STOPPING_PATIENCE_S = 30.0
 
 
+def connect_graph_store(settings: KgragSettings, dsn: str) -> PostgresGraphStore:
+    """The authoritative store, as every runtime opens it: pooled, sealing content under the key ring, and
+    keying entity ids with the installation's secret."""
+    store = PostgresGraphStore.connect(
+        dsn, pool_size=settings.pg_pool_size, kek=build_key_ring(settings), encrypt=settings.content_encryption
+    )
+    try:
+        adopt_entity_id_key(store, settings)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
 def adopt_entity_id_key(store: PostgresGraphStore, settings: KgragSettings) -> None:
     """Key entity ids with KGRAG_ENTITY_ID_KEY when it is set (else PostgreSQL's generated key stays)."""
     if settings.entity_id_key is not None:
@@ -185,15 +199,7 @@ def open_embedded(
                 supervise=(data_dir, idle_s) if idle_s > 0 else None,
             )
             dsn = stack.enter_context(server).dsn
-        store = stack.enter_context(
-            PostgresGraphStore.connect(
-                dsn,
-                pool_size=settings.pg_pool_size,
-                kek=build_key_ring(settings),
-                encrypt=settings.content_encryption,
-            )
-        )
-        adopt_entity_id_key(store, settings)
+        store = stack.enter_context(connect_graph_store(settings, dsn))
         model = embedder or build_embedder(settings)
         vectors = EdgeVectorIndex(data_dir / "qdrant", model.dimension)
         stack.callback(vectors.close)
