@@ -18,6 +18,7 @@ from pydantic import SecretStr
 from kgrag_runtime.admin import init, main
 from kgrag_runtime.kafka.topics import all_topics
 from kgrag_runtime.settings import KgragSettings
+from tests.integration.conftest import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +55,9 @@ def test_init_creates_a_missing_database_and_runs_again(
     first = init(settings)
     assert first["database_created"] is True
     assert _exists(pg_server_dsn, missing_db)
-    assert _topics(settings) == set(all_topics(settings.kafka_topic_prefix))
+    # Created topics reach the broker's metadata a moment after CreateTopics returns: wait, bounded.
+    wanted = set(all_topics(settings.kafka_topic_prefix))
+    wait_for(lambda: _topics(settings) == wanted, timeout_s=30, what="the created topics in the metadata")
     again = init(settings)  # re-runnable: nothing new to create
     assert again["database_created"] is False and again["topics_created"] == []
     AdminClient({"bootstrap.servers": settings.kafka_bootstrap or ""}).delete_topics(
