@@ -172,32 +172,37 @@ def open_query_app(
 ) -> Iterator[KgragApp]:
     """The query API's app: searches the distributed stores; ingestion goes onto Kafka."""
     with open_stores(settings, embedder=embedder) as stores:
-        searcher = stores.searcher()
-        events = producer(settings, "query-api")
-        yield KgragApp(
-            searcher=searcher,
-            ingestion=KafkaIngest(
-                events,
-                cipher=stores.store.cipher,
-                ack_timeout_s=settings.kafka_ack_timeout_s,
-                is_active=active_document_check(stores.store),
-            ),
-            ingest_log=stores.store,
-            stats_source=stores.store,
-            cache=stores.cache,
-            llm=llm if llm is not None else build_llm(settings),
-            answer_cache_ttl_s=settings.answer_cache_ttl_s,
-            # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
-            # other readers and the traversal benchmark.
-            graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
-            graph_by_default=settings.graph_retrieval,
-            graph=GraphAdmin(
-                stores.store,
-                stores.store,
-                build_resolution(settings, store=stores.store, embedder=stores.embedder),
-                announce=_announcer(events),
-            ),
-        )
+        yield query_app(settings, stores, llm=llm)
+
+
+def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatModel | None = None) -> KgragApp:
+    """The query API's app on stores already open (a test's workers share them)."""
+    searcher = stores.searcher()
+    events = producer(settings, "query-api")
+    return KgragApp(
+        searcher=searcher,
+        ingestion=KafkaIngest(
+            events,
+            cipher=stores.store.cipher,
+            ack_timeout_s=settings.kafka_ack_timeout_s,
+            is_active=active_document_check(stores.store),
+        ),
+        ingest_log=stores.store,
+        stats_source=stores.store,
+        cache=stores.cache,
+        llm=llm if llm is not None else build_llm(settings),
+        answer_cache_ttl_s=settings.answer_cache_ttl_s,
+        # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
+        # other readers and the traversal benchmark.
+        graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
+        graph_by_default=settings.graph_retrieval,
+        graph=GraphAdmin(
+            stores.store,
+            stores.store,
+            build_resolution(settings, store=stores.store, embedder=stores.embedder),
+            announce=_announcer(events),
+        ),
+    )
 
 
 def _announcer(events: EventProducer) -> Callable[[EntitiesChanged], None]:
