@@ -25,7 +25,13 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm, connect_graph_store
+from kgrag_runtime.wiring import (
+    build_embedder,
+    build_extraction_llm,
+    build_indexer,
+    build_llm,
+    connect_graph_store,
+)
 
 T = TypeVar("T")
 
@@ -179,6 +185,20 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
     """The query API's app on stores already open (a test's workers share them)."""
     searcher = stores.searcher()
     events = producer(settings, "query-api")
+    extraction = None
+    if settings.extraction_enabled:
+        # The admin and claims routes, as on the embedded runtime (without it they answered 500 "switched
+        # off"). A re-extraction run extracts in this process; the extractor service reads the ontology in
+        # force when it starts.
+        from kgrag_runtime.extraction import build_extractor, build_rerun
+        from kgrag_runtime.extraction_admin import ExtractionAdmin
+
+        extractor = build_extractor(
+            settings, store=stores.store, llm=llm if llm is not None else build_extraction_llm(settings)
+        )
+        extraction = ExtractionAdmin(
+            stores.store, stores.store, extractor, build_rerun(settings, documents=stores.store, extractor=extractor)
+        )
     return KgragApp(
         searcher=searcher,
         ingestion=KafkaIngest(
@@ -192,6 +212,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         cache=stores.cache,
         llm=llm if llm is not None else build_llm(settings),
         answer_cache_ttl_s=settings.answer_cache_ttl_s,
+        extraction=extraction,
         # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
         # other readers and the traversal benchmark.
         graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
