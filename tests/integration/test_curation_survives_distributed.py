@@ -13,7 +13,6 @@ record is restricted the outsider no longer finds its name, and a leadership rea
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ from kgrag_runtime.graph import build_resolution, build_resolver_handler
 from kgrag_runtime.kafka.runner import ConsumerRunner
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_key_ring
-from tests.integration.conftest import Workers, wait_for
+from tests.integration.conftest import Workers, wait_for, wait_until_quiet
 from tests.neo4j_lock import neo4j_held
 from tests.pipeline.test_curation_survives import ADMIN, ATLAS, PLANNER, READER, _assert_one_entity, _system
 
@@ -78,21 +77,6 @@ def pipeline(
         workers.stop_all()  # before the projection's connection closes
 
 
-def _quiet(runners: Sequence[ConsumerRunner]) -> None:
-    """Wait until every consumer group has committed everything, for two seconds on end: the pipeline's
-    chain of events (acl.changed → chunks.changed → graph.changed → entities.changed) has run out."""
-    since: list[float] = []
-
-    def idle() -> bool:
-        if any(r.lag_report()["lag_fresh"] is not True or r.lag > 0 for r in runners):
-            since.clear()
-            return False
-        since.append(time.monotonic())
-        return since[-1] - since[0] >= 2.0
-
-    wait_for(idle, timeout_s=90, what="every consumer group caught up")
-
-
 def _neo_clusters(neo: Neo4jKnowledgeGraph, stores: DistributedStores, ids: Sequence[str], caller: Caller) -> set[str]:
     """The canonical ids Neo4j shows `caller` for `ids` (one id: one entity)."""
     acl = None if caller.admin else readable_classes(stores.store.acl_classes(), caller)
@@ -117,11 +101,11 @@ def test_a_hand_merge_survives_an_acl_round_trip_through_kafka(
         )
 
     wait_for(systems, timeout_s=90, what="both records extracted on Kafka")
-    _quiet(runners)
+    wait_until_quiet(runners)
     atlas, planner = _system(graph, "Atlas")["entity_id"], _system(graph, "Route Planner")["entity_id"]
     assert atlas != planner
     merge_id = str(graph.merge([atlas, planner], canonical_id=atlas, reason="test: one system, renamed")["merge_id"])
-    _quiet(runners)
+    wait_until_quiet(runners)
     _assert_one_entity(kg, atlas, planner)
     for caller in (ADMIN, READER):
         assert len(_neo_clusters(neo, stores, [atlas, planner], caller)) == 1  # projected through entities.changed
@@ -132,7 +116,7 @@ def test_a_hand_merge_survives_an_acl_round_trip_through_kafka(
         timeout_s=60,
         what="the record restricted on Kafka",
     )
-    _quiet(runners)
+    wait_until_quiet(runners)
     # Positive control: restricted, its name is gone for the outsider; the leadership reader has the cluster.
     assert graph.resolve("Route Planner", READER)["candidates"] == []
     cluster = _system(graph, "Route Planner", LEADER)
@@ -144,7 +128,7 @@ def test_a_hand_merge_survives_an_acl_round_trip_through_kafka(
         timeout_s=60,
         what="the record public again on Kafka",
     )
-    _quiet(runners)
+    wait_until_quiet(runners)
     _assert_one_entity(kg, atlas, planner)
     for caller in (ADMIN, READER):
         assert len(_neo_clusters(neo, stores, [atlas, planner], caller)) == 1, caller
