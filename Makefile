@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 DEMO_DIR ?= .kgrag-demo
 RUN := $(UV) run --frozen
 
-.PHONY: install demo test lint typecheck services services-stop eval eval-graph bench bench-distributed serve clean
+.PHONY: install demo test lint typecheck services services-stop stack stack-stop eval eval-graph bench bench-distributed serve clean
 
 # --quiet: `make demo` shows the demo, not the list of every installed package; errors still print.
 install:  ## Create .venv and install every workspace package from uv.lock
@@ -27,6 +27,12 @@ services:  ## Fetch (cached) and start Kafka, Neo4j, OpenSearch, PostgreSQL, Red
 
 services-stop:
 	bash scripts/dev-services/services.sh stop
+
+stack: install  ## The eight distributed services as separate processes on this machine, against the dev servers (docs/operations.md)
+	bash scripts/stack/stack.sh start
+
+stack-stop:  ## Stop what `make stack` started (every process of every service)
+	bash scripts/stack/stack.sh stop
 
 test: lint typecheck services  ## Lint, strict types, corpus check, then every test (unit, contract, pipeline, integration, deploy)
 	$(RUN) python corpora/northwind/check_corpus.py

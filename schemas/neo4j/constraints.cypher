@@ -1,8 +1,8 @@
 // The Neo4j schema of kgrag's graph projection: constraints and indexes.
 //
 // Applied by kgrag_adapters.neo4j.lexical_graph (Neo4jLexicalGraph.connect / ensure_schema) on every
-// connect, so every statement must be idempotent: IF NOT EXISTS, with an explicit name (an existing
-// constraint or index of that name, or an equivalent one, makes the statement a no-op). Statements are
+// connect, so every statement must be idempotent: IF NOT EXISTS (IF EXISTS for a DROP), with an explicit
+// name (an existing constraint or index of that name, or an equivalent one, makes the statement a no-op). Statements are
 // separated by `;`. Lines starting with `//` are comments; the loader is deliberately simple, so no
 // statement may contain `;` or `//` inside a string.
 //
@@ -13,25 +13,41 @@
 // is rebuilt from it. Changing a name below is a migration (drop the old one by hand).
 
 // --- lexical graph: (Document)<-[:FROM_DOCUMENT]-(Chunk)-[:NEXT_CHUNK]->(Chunk) ----------------------
+//
+// Every node carries `ns` (KGRAG_NEO4J_NAMESPACE), so every key is (ns, id): two deployments sharing
+// Community Edition's one database never collide or see each other's nodes.
 
-// One node per document and per chunk. Each uniqueness constraint is backed by a range index, which is
-// what every MERGE and every lookup by ID uses.
-CREATE CONSTRAINT document_doc_id_unique IF NOT EXISTS
-FOR (d:Document) REQUIRE d.doc_id IS UNIQUE;
+// The rules from before namespaces: a key on doc_id / chunk_id alone would stop a second namespace from
+// holding the same IDs. Dropping them is idempotent (IF EXISTS); their nodes lack `ns` and are invisible
+// to every namespace (docs/operations.md, "Neo4j namespaces", says how to remove them).
+DROP CONSTRAINT document_doc_id_unique IF EXISTS;
 
-CREATE CONSTRAINT chunk_chunk_id_unique IF NOT EXISTS
-FOR (c:Chunk) REQUIRE c.chunk_id IS UNIQUE;
+DROP CONSTRAINT chunk_chunk_id_unique IF EXISTS;
+
+DROP INDEX chunk_doc_id IF EXISTS;
+
+DROP INDEX document_acl_class_id IF EXISTS;
+
+DROP INDEX chunk_acl_class_id IF EXISTS;
+
+// One node per document and per chunk in a namespace. Each uniqueness constraint is backed by a range
+// index, which is what every MERGE and every lookup by ID uses.
+CREATE CONSTRAINT document_key IF NOT EXISTS
+FOR (d:Document) REQUIRE (d.ns, d.doc_id) IS UNIQUE;
+
+CREATE CONSTRAINT chunk_key IF NOT EXISTS
+FOR (c:Chunk) REQUIRE (c.ns, c.chunk_id) IS UNIQUE;
 
 // A document's chunks by property: stale-chunk removal on re-upsert and delete_document.
-CREATE INDEX chunk_doc_id IF NOT EXISTS
-FOR (c:Chunk) ON (c.doc_id);
+CREATE INDEX chunk_ns_doc_id IF NOT EXISTS
+FOR (c:Chunk) ON (c.ns, c.doc_id);
 
 // ACL filtering of graph traversals (a query sees only the ACL classes its caller may read).
-CREATE INDEX document_acl_class_id IF NOT EXISTS
-FOR (d:Document) ON (d.acl_class_id);
+CREATE INDEX document_ns_acl_class_id IF NOT EXISTS
+FOR (d:Document) ON (d.ns, d.acl_class_id);
 
-CREATE INDEX chunk_acl_class_id IF NOT EXISTS
-FOR (c:Chunk) ON (c.acl_class_id);
+CREATE INDEX chunk_ns_acl_class_id IF NOT EXISTS
+FOR (c:Chunk) ON (c.ns, c.acl_class_id);
 
 // --- knowledge graph projection (kgrag_adapters.neo4j.knowledge_graph) -------------------------------
 //

@@ -55,8 +55,9 @@ DEFAULT_URI = "bolt://127.0.0.1:7687"
 START_HINT = "scripts/dev-services/services.sh start neo4j"
 
 CONSTRAINTS = {
-    "document_doc_id_unique": (["Document"], ["doc_id"]),
-    "chunk_chunk_id_unique": (["Chunk"], ["chunk_id"]),
+    # the lexical graph, keyed per namespace like the knowledge graph
+    "document_key": (["Document"], ["ns", "doc_id"]),
+    "chunk_key": (["Chunk"], ["ns", "chunk_id"]),
     # the knowledge-graph projection (kgrag_adapters.neo4j.knowledge_graph), keyed per namespace
     "kg_entity_key": (["KgEntity"], ["ns", "entity_id"]),
     "kg_canonical_key": (["KgCanonical"], ["ns", "canonical_id"]),
@@ -68,12 +69,23 @@ CONSTRAINTS = {
 }
 INDEXES = {
     **CONSTRAINTS,  # each uniqueness constraint owns a range index of the same name
-    "chunk_doc_id": (["Chunk"], ["doc_id"]),
-    "document_acl_class_id": (["Document"], ["acl_class_id"]),
+    "chunk_ns_doc_id": (["Chunk"], ["ns", "doc_id"]),
+    "document_ns_acl_class_id": (["Document"], ["ns", "acl_class_id"]),
     "kg_entity_canonical_id": (["KgEntity"], ["ns", "canonical_id"]),
     "kg_entity_norm_name": (["KgEntity"], ["ns", "norm_name"]),
     "kg_claim_entity_id": (["KgClaim"], ["ns", "entity_id"]),
-    "chunk_acl_class_id": (["Chunk"], ["acl_class_id"]),
+    "chunk_ns_acl_class_id": (["Chunk"], ["ns", "acl_class_id"]),
+}
+# The rules from before namespaces (keys without `ns`): the schema drops them, or a second namespace could
+# not hold the same IDs. Constraint names first, then plain indexes.
+LEGACY_CONSTRAINTS = {
+    "document_doc_id_unique": "FOR (d:Document) REQUIRE d.doc_id IS UNIQUE",
+    "chunk_chunk_id_unique": "FOR (c:Chunk) REQUIRE c.chunk_id IS UNIQUE",
+}
+LEGACY_INDEXES = {
+    "chunk_doc_id": "FOR (c:Chunk) ON (c.doc_id)",
+    "document_acl_class_id": "FOR (d:Document) ON (d.acl_class_id)",
+    "chunk_acl_class_id": "FOR (c:Chunk) ON (c.acl_class_id)",
 }
 
 
@@ -197,8 +209,12 @@ def test_schema_file_has_one_home() -> None:
 
 def test_schema_statements_are_idempotent_ddl() -> None:
     statements = load_schema_statements()
-    assert len(statements) == len(INDEXES)
+    assert len(statements) == len(INDEXES) + len(LEGACY_CONSTRAINTS) + len(LEGACY_INDEXES)
     for statement in statements:
+        if statement.startswith("DROP "):
+            name = statement.split()[2]
+            assert statement == f"DROP {'CONSTRAINT' if name in LEGACY_CONSTRAINTS else 'INDEX'} {name} IF EXISTS"
+            continue
         assert statement.startswith(("CREATE CONSTRAINT ", "CREATE INDEX ")), statement
         assert " IF NOT EXISTS " in statement, statement
         assert "//" not in statement
@@ -221,6 +237,32 @@ def test_schema_is_applied_and_online(graph: Neo4jLexicalGraph) -> None:
     mine = {i["name"]: i for i in indexes if i["name"] in INDEXES}
     assert {name: (i["labelsOrTypes"], i["properties"]) for name, i in mine.items()} == INDEXES
     assert {(i["type"], i["state"]) for i in mine.values()} == {("RANGE", "ONLINE")}
+    assert not {i["name"] for i in indexes} & (LEGACY_CONSTRAINTS.keys() | LEGACY_INDEXES.keys())
+
+
+def test_connect_drops_the_keys_from_before_namespaces(graph: Neo4jLexicalGraph) -> None:
+    # A database a pre-namespace release set up: its key on doc_id alone would refuse a second namespace's
+    # document of the same ID. (Its own rules would clash with the new ones on the same label, so these are
+    # made after dropping them, exactly as the old release left them.)
+    with _quiet(graph.driver, graph.database) as session:
+        for name in CONSTRAINTS.keys() & {"document_key", "chunk_key"}:
+            session.run(f"DROP CONSTRAINT {name} IF EXISTS").consume()
+        for name, rule in LEGACY_CONSTRAINTS.items():
+            session.run(f"CREATE CONSTRAINT {name} IF NOT EXISTS {rule}").consume()
+        for name, rule in LEGACY_INDEXES.items():
+            session.run(f"CREATE INDEX {name} IF NOT EXISTS {rule}").consume()
+    try:
+        with Neo4jLexicalGraph.connect(_uri()):
+            pass
+    finally:
+        graph.ensure_schema()
+    names = {i["name"] for i in _query(graph, "SHOW INDEXES YIELD name")}
+    assert names >= INDEXES.keys()
+    assert not names & (LEGACY_CONSTRAINTS.keys() | LEGACY_INDEXES.keys())
+    other = Neo4jLexicalGraph(graph.driver, graph.database, namespace="other-deployment")
+    upsert(graph, "doc-1", ["one"])
+    upsert(other, "doc-1", ["one"])  # the same IDs in another namespace: refused under the old keys
+    assert graph.counts() == other.counts() == counts(1, 1, 0, 1)
 
 
 def test_applying_the_schema_again_changes_nothing(graph: Neo4jLexicalGraph) -> None:
@@ -263,6 +305,7 @@ def test_node_and_relationship_properties(graph: Neo4jLexicalGraph) -> None:
     assert isinstance(updated_at, DateTime)
     assert updated_at.to_native().timestamp() >= before - 5  # the server's clock, so some slack
     assert stored_doc["p"] == {
+        "ns": graph.namespace,
         "doc_id": "doc-1",
         "title": "Guide",
         "uri": doc.uri,
@@ -277,6 +320,7 @@ def test_node_and_relationship_properties(graph: Neo4jLexicalGraph) -> None:
     # The graph is a navigator: no chunk text (PostgreSQL holds it).
     assert [row["p"] for row in rows] == [
         {
+            "ns": graph.namespace,
             "chunk_id": c.chunk_id,
             "doc_id": "doc-1",
             "seq": c.seq,
@@ -291,10 +335,10 @@ def test_node_and_relationship_properties(graph: Neo4jLexicalGraph) -> None:
         for c in chunks
     ]
     rels = _query(graph, "MATCH ()-[r]->() RETURN type(r) AS type, properties(r) AS p")
-    assert sorted((r["type"], r["p"]["run_id"]) for r in rels) == [
-        ("FROM_DOCUMENT", RUN_1),
-        ("FROM_DOCUMENT", RUN_1),
-        ("NEXT_CHUNK", RUN_1),
+    assert sorted((r["type"], r["p"]) for r in rels) == [
+        ("FROM_DOCUMENT", {"ns": graph.namespace, "run_id": RUN_1}),
+        ("FROM_DOCUMENT", {"ns": graph.namespace, "run_id": RUN_1}),
+        ("NEXT_CHUNK", {"ns": graph.namespace, "run_id": RUN_1}),
     ]
 
 
@@ -325,6 +369,7 @@ def test_queries_raise_no_server_notifications(graph: Neo4jLexicalGraph) -> None
     # property key exists, so "unknown label/property" warnings cannot hide a real one either.
     doc, chunks = upsert(graph, "doc-1", sections("a", 3))
     params = {
+        "ns": graph.namespace,
         "doc_id": "doc-1",
         "run_id": RUN_1,
         "props": {"title": doc.title},
@@ -341,6 +386,42 @@ def test_queries_raise_no_server_notifications(graph: Neo4jLexicalGraph) -> None
             summary = session.run("EXPLAIN " + query, params).consume()
             notes = [(n.gql_status, n.status_description) for n in summary.gql_status_objects if n.is_notification]
             assert notes == [], name
+
+
+# --- namespaces ---------------------------------------------------------------------------------------------
+
+
+def test_two_namespaces_do_not_see_each_others_nodes(graph: Neo4jLexicalGraph) -> None:
+    """Two deployments on Community Edition's one database (KGRAG_NEO4J_NAMESPACE): the same document IDs,
+    each namespace reads, counts, deletes and drops only its own nodes."""
+    other = Neo4jLexicalGraph(graph.driver, graph.database, namespace="other-deployment")
+    _, mine = upsert(graph, "doc-1", sections("mine", 3))
+    _, theirs = upsert(other, "doc-1", sections("theirs", 2), run_id=RUN_2)
+    upsert(other, "doc-2", ["only theirs"], run_id=RUN_2)
+    # Positive control: each sees its own document, whole.
+    assert graph.chunk_ids("doc-1") == ids(mine)
+    assert other.chunk_ids("doc-1") == ids(theirs)
+    assert graph.counts() == counts(1, 3, 2, 3)
+    assert other.counts() == counts(2, 3, 1, 3)
+    assert graph.chunk_ids("doc-2") == []
+    # Every node and relationship carries its namespace; no link crosses one.
+    stamps = _query(graph, "MATCH (n) RETURN DISTINCT n.ns AS ns UNION MATCH ()-[r]->() RETURN DISTINCT r.ns AS ns")
+    assert sorted(row["ns"] for row in stamps) == sorted({graph.namespace, "other-deployment"})
+    assert _query(graph, "MATCH (a)-[r]->(b) WHERE a.ns <> b.ns OR r.ns <> a.ns RETURN count(r) AS n") == [{"n": 0}]
+    # A re-upsert and a delete in one namespace leave the other's same-ID document alone.
+    graph.upsert_document(*make_document("doc-1", ["shorter"], version=2), RUN_2)
+    assert other.chunk_ids("doc-1") == ids(theirs)
+    assert other.delete_document("doc-1") == 2
+    assert graph.chunk_ids("doc-1") == ids(make_document("doc-1", ["shorter"])[1])
+    other.drop_namespace()
+    assert other.counts() == counts(0, 0, 0, 0)
+    assert graph.counts() == counts(1, 1, 0, 1)
+    assert _invariant_violations(graph) == []
+
+
+def test_a_namespace_must_be_named() -> None:
+    with GraphDatabase.driver(_uri(), auth=None) as driver, pytest.raises(ValueError, match="namespace"):
+        Neo4jLexicalGraph(driver, namespace="")
 
 
 # --- transactions, consistency --------------------------------------------------------------------------------

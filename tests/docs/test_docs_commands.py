@@ -17,8 +17,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +47,7 @@ PAGES = (
 )
 # Pages whose commands need what CI's docs run cannot give them; their own suites cover them.
 SKIPPED_PAGES = {
-    "docs/operations.md": "runs against the distributed servers and Kubernetes (tests/integration, tests/deploy)",
+    "docs/operations.md": "runs against `make stack` on the dev servers: tests/integration/test_operations_guide.py",
     "docs/dev-services.md": "starts and stops the shared dev servers; `make test` itself runs services.sh",
     "docs/benchmarks.md": "benchmarks take minutes on an idle machine; `make bench` is their entry point",
 }
@@ -120,9 +120,15 @@ uv() { if [ "$1" = run ]; then shift; [ "$1" = --frozen ] && shift; "$@"; else c
 """
 
 
-def _script(step: Step, state: Path, port: int) -> str:
-    commands = step.commands.replace(f"127.0.0.1:{DOC_PORT}", f"127.0.0.1:{port}")
-    commands = commands.replace(f"localhost:{DOC_PORT}", f"127.0.0.1:{port}")
+def doc_port_rewrites(port: int) -> dict[str, str]:
+    """The served API's address for the one every curl example uses."""
+    return {f"127.0.0.1:{DOC_PORT}": f"127.0.0.1:{port}", f"localhost:{DOC_PORT}": f"127.0.0.1:{port}"}
+
+
+def _script(step: Step, state: Path, rewrites: Mapping[str, str]) -> str:
+    commands = step.commands
+    for shown, real in rewrites.items():
+        commands = commands.replace(shown, real)
     return "\n".join(
         [
             f". {state}/env.sh 2>/dev/null || true",
@@ -137,11 +143,11 @@ def _script(step: Step, state: Path, port: int) -> str:
     )
 
 
-def _run(step: Step, work: Path, env: dict[str, str], state: Path, port: int) -> Outcome:
+def _run(step: Step, work: Path, env: dict[str, str], state: Path, rewrites: Mapping[str, str]) -> Outcome:
     started = time.monotonic()
     # A session of its own, so that a step that runs too long is stopped with every process it started.
     proc = subprocess.Popen(
-        ["bash", "-c", _script(step, state, port)],
+        ["bash", "-c", _script(step, state, rewrites)],
         cwd=work,
         env=env,
         stdout=subprocess.PIPE,
@@ -198,9 +204,9 @@ def _served_copy(work: Path, env: dict[str, str], port: int) -> Iterator[None]:
         log.close()
 
 
-def _skip_entry(step: Step) -> tuple[str, str] | None:
+def _skip_entry(step: Step, skipped_steps: Mapping[tuple[str, str], str]) -> tuple[str, str] | None:
     first = next((line for line in step.commands.splitlines() if line.strip()), "")
-    matching = [key for key in SKIPPED_STEPS if key[0] == step.doc and key[1] in first]
+    matching = [key for key in skipped_steps if key[0] == step.doc and key[1] in first]
     return max(matching, key=lambda key: len(key[1]), default=None)  # `make eval-graph` over `make eval`
 
 
@@ -224,29 +230,48 @@ def test_every_documented_command_runs_as_written(tmp_path: Path) -> None:
     assert not failures, _report(failures, outcomes)
 
 
+# A skipped step that starts something in the background the way a test can, for the steps after it.
+Starter = Callable[[Step], AbstractContextManager[object]]
+
+
 def run_pages(
-    pages: tuple[str, ...], work: Path, env: dict[str, str], port: int, state: Path
+    pages: tuple[str, ...],
+    work: Path,
+    env: dict[str, str],
+    port: int,
+    state: Path,
+    *,
+    skipped_pages: Mapping[str, str] = SKIPPED_PAGES,
+    skipped_steps: Mapping[tuple[str, str], str] = SKIPPED_STEPS,
+    starters: Mapping[tuple[str, str], Starter] | None = None,
+    rewrites: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[Outcome], set[tuple[str, str]]]:
-    """Run the pages' steps in order; what failed (with why), every outcome, the skip entries used."""
+    """Run the pages' steps in order; what failed (with why), every outcome, the skip entries used.
+
+    `starters`: what a skipped step starts instead (default: SERVE_STEP's server on `port`); `rewrites`:
+    addresses in the commands replaced by the real ones (default: the curl examples' port)."""
+    if starters is None:
+        starters = {SERVE_STEP: lambda step: _served_copy(work, {**env, **_exports(step.commands)}, port)}
+    rewrites = doc_port_rewrites(port) if rewrites is None else rewrites
     state.mkdir(exist_ok=True)
     failures: list[str] = []
     outcomes: list[Outcome] = []
     used_skips: set[tuple[str, str]] = set()
     with ExitStack() as stack:
         for page in pages:
-            if page in SKIPPED_PAGES:
+            if page in skipped_pages:
                 continue
             _forget_settings(state)
             for step in steps_of(REPO / page, page):
-                skip = _skip_entry(step)
-                if skip == SERVE_STEP:
-                    # The page's own server start, run the way a test can: in the background, with the step's
-                    # settings, on a copy of the index it names.
-                    stack.enter_context(_served_copy(work, {**env, **_exports(step.commands)}, port))
+                skip = _skip_entry(step, skipped_steps)
+                if skip is not None and skip in starters:
+                    # The page's own server start, run the way a test can: in the background (SERVE_STEP: with
+                    # the step's settings, on a copy of the index it names).
+                    stack.enter_context(starters[skip](step))
                 if skip is not None:
                     used_skips.add(skip)
                     continue
-                outcome = _run(step, work, env, state, port)
+                outcome = _run(step, work, env, state, rewrites)
                 outcomes.append(outcome)
                 if problem := _problem(outcome):
                     print(problem, file=sys.stderr, flush=True)  # as it happens: a long run shows its progress

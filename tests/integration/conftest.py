@@ -78,6 +78,7 @@ def distributed_settings(tmp_path: Path, pg_dsn: str, monkeypatch: pytest.Monkey
         qdrant_path=tmp_path / "qdrant",
         qdrant_collection=f"chunks_{tag}",
         neo4j_uri=endpoint("neo4j"),
+        neo4j_namespace=f"test-{tag}",  # the test's own nodes in the shared database
         redis_url=endpoint("redis"),
         redis_namespace=f"kgrag-test-{tag}",
         s3_endpoint=endpoint("s3"),

@@ -17,7 +17,7 @@ from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.handlers.graph_writer import GraphWriterHandler
 from kgrag_core.ingest import IngestStatus
 from kgrag_runtime.app import KgragApp
-from kgrag_runtime.distributed import DistributedStores, producer
+from kgrag_runtime.distributed import DistributedStores, connect_neo4j, producer
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.codec import encode
 from kgrag_runtime.settings import KgragSettings
@@ -48,12 +48,10 @@ def start_pipeline(
 
 @pytest.fixture
 def graph(distributed_settings: KgragSettings):  # type: ignore[no-untyped-def]
-    g = Neo4jLexicalGraph.connect(distributed_settings.neo4j_uri or "")
-    for doc in corpus():
-        g.delete_document(doc.doc_id)
+    # The test's own namespace (distributed_settings): a deployment's or another test's nodes are never touched.
+    g = connect_neo4j(distributed_settings)
     yield g
-    for doc in corpus():
-        g.delete_document(doc.doc_id)
+    g.drop_namespace()
     g.close()
 
 

@@ -26,6 +26,7 @@ from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 from tests.integration.conftest import Workers
+from tests.pipeline.cli_runner import cli_env, json_cli
 
 pytestmark = pytest.mark.integration
 VERIFIER = TokenVerifier(key="test-key-" + "x" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
@@ -136,3 +137,38 @@ def test_the_embedded_runtime_answers_the_script(embedded_client: TestClient) ->
 
 def test_the_distributed_runtime_answers_the_same_script(distributed_client: TestClient) -> None:
     assert run_script(distributed_client) == EXPECTED
+
+
+def test_kgrag_status_doc_reads_what_the_status_route_reads(
+    distributed_client: TestClient, distributed_settings: KgragSettings, tmp_path: Path
+) -> None:
+    """`kgrag status --doc ID` on KGRAG_RUNTIME=distributed answers from the deployment's ingest log, exactly
+    what the query API's status route answers (issue 16, item 3), and never touches a local index folder."""
+    first = {"doc_id": "memo-status", "title": "Gate", "text": MEMO}
+    assert distributed_client.post("/v1/ingest/documents", json=first, headers=INGEST).status_code == 202
+    _settle(distributed_client, "memo-status", "INDEXED")
+    changed = {**first, "text": MEMO + " Visitors sign in at the lodge."}
+    assert distributed_client.post("/v1/ingest/documents", json=changed, headers=INGEST).status_code == 202
+    _settle(distributed_client, "memo-status", "UPDATED")
+
+    local = tmp_path / "no-local-index"
+    env = cli_env(
+        KGRAG_RUNTIME="distributed",
+        KGRAG_PG_DSN=(distributed_settings.pg_dsn.get_secret_value() if distributed_settings.pg_dsn else ""),
+        KGRAG_KEK_DIR=str(distributed_settings.kek_dir),
+        KGRAG_DATA_DIR=str(local),
+    )
+    run = json_cli(env)
+    cli = run("status", "--doc", "memo-status")
+    route = distributed_client.get("/v1/ingest/documents/memo-status/status", headers=INGEST).json()
+    assert cli == route
+    assert [o["status"] for o in cli["outcomes"]] == ["UPDATED", "INDEXED"] and all(o["at"] for o in cli["outcomes"])
+    assert run("status", "--doc", "memo-status", "--limit", "1")["outcomes"] == route["outcomes"][:1]
+    # The error a caller gets is the route's too, with the CLI's exit status.
+    missing = run("status", "--doc", "never-ingested", expect=2)
+    assert missing["error"]["code"] == "DOCUMENT_NOT_FOUND"
+    assert distributed_client.get("/v1/ingest/documents/never-ingested/status", headers=INGEST).status_code == 404
+    assert not local.exists()
+    # Without the database setting there is nothing to read: a clear configuration error, not a new index.
+    no_dsn = json_cli({k: v for k, v in env.items() if k != "KGRAG_PG_DSN"})
+    assert no_dsn("status", "--doc", "memo-status", expect=2)["error"]["code"] == "CONFIGURATION_INVALID"

@@ -85,3 +85,32 @@ def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag, tmp_path: Path) ->
     assert "`kgrag documents`" in missing["error"]["hint"]
     too_many = kgrag("search", "x", "--top-k", "1000", expect=2)
     assert too_many["error"]["code"] == "LIMIT_EXCEEDED"
+
+
+def test_status_doc_shows_one_documents_outcomes(kgrag, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "atlas.md").write_text("# Atlas\n\nAtlas plans routes.\n", encoding="utf-8")
+    (notes / "photo.png").write_bytes(b"\x89PNG")
+    kgrag("ingest", str(notes))
+    assert kgrag("status", "--doc", "atlas.md")["status"] == "INDEXED"
+    rejected = kgrag("status", "--doc", "photo.png")
+    assert rejected["status"] == "REJECTED"
+    assert rejected["outcomes"][0]["error_code"] == "UNSUPPORTED_FILE_TYPE"
+
+    (notes / "atlas.md").write_text("# Atlas\n\nAtlas plans routes and loads.\n", encoding="utf-8")
+    kgrag("ingest", str(notes))
+    kgrag("delete", "atlas.md")
+    history = kgrag("status", "--doc", "atlas.md")
+    assert history["doc_id"] == "atlas.md" and history["status"] == "DELETED"
+    assert [o["status"] for o in history["outcomes"]] == ["DELETED", "UPDATED", "INDEXED"]
+    assert all(o["at"] for o in history["outcomes"])
+    assert [o["status"] for o in kgrag("status", "--doc", "atlas.md", "--limit", "1")["outcomes"]] == ["DELETED"]
+
+    assert kgrag("status", "--doc", "never-seen", expect=2)["error"]["code"] == "DOCUMENT_NOT_FOUND"
+    assert kgrag("status", "--doc", "atlas.md", "--limit", "0", expect=2)["error"]["code"] == "LIMIT_EXCEEDED"
+    # What a person reads: the latest outcome first, then each recorded one.
+    env = {k: v for k, v in os.environ.items() if k != "KGRAG_PG_DSN"} | {"KGRAG_DATA_DIR": str(tmp_path / "index")}
+    shown = run_cli(env | {"COLUMNS": "120"}, "status", "--doc", "photo.png")
+    assert shown.returncode == 0, shown.stderr
+    assert "photo.png: REJECTED" in shown.stdout and "UNSUPPORTED_FILE_TYPE" in shown.stdout

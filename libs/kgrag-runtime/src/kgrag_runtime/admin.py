@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -20,6 +21,9 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_runtime.distributed import open_stores, require
 from kgrag_runtime.kafka.topics import ensure_topics
 from kgrag_runtime.settings import KgragSettings
+
+if TYPE_CHECKING:
+    from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 
 BATCH = 200
 
@@ -167,14 +171,10 @@ def rebuild_projection(settings: KgragSettings, projection: str) -> dict[str, ob
     return {"projection": projection, "documents": len(doc_ids), "chunks_written": written}
 
 
-def _neo4j(settings: KgragSettings):  # type: ignore[no-untyped-def]
-    from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+def _neo4j(settings: KgragSettings) -> Neo4jLexicalGraph:
+    from kgrag_runtime.distributed import connect_neo4j
 
-    return Neo4jLexicalGraph.connect(
-        require(settings.neo4j_uri, "KGRAG_NEO4J_URI"),
-        user=settings.neo4j_user,
-        password=settings.neo4j_password.get_secret_value() if settings.neo4j_password else None,
-    )
+    return connect_neo4j(settings)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from kgrag_adapters.opensearch.keyword_index import OpenSearchKeywordIndex
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
@@ -32,6 +32,10 @@ from kgrag_runtime.wiring import (
     build_llm,
     connect_graph_store,
 )
+
+if TYPE_CHECKING:  # the Neo4j driver is imported by the processes that project or read the graph only
+    from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
+    from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 
 T = TypeVar("T")
 
@@ -144,6 +148,27 @@ def require(value: str | None, name: str) -> str:
             hint=f"Set {name} (see docs/configuration.md).",
         )
     return value
+
+
+def connect_neo4j(settings: KgragSettings) -> Neo4jLexicalGraph:
+    """The lexical graph in the deployment's Neo4j database and namespace (KGRAG_NEO4J_DATABASE,
+    KGRAG_NEO4J_NAMESPACE), schema applied; `knowledge_graph_on` shares its driver."""
+    from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+
+    return Neo4jLexicalGraph.connect(
+        require(settings.neo4j_uri, "KGRAG_NEO4J_URI"),
+        user=settings.neo4j_user,
+        password=settings.neo4j_password.get_secret_value() if settings.neo4j_password else None,
+        database=settings.neo4j_database,
+        namespace=settings.neo4j_namespace,
+    )
+
+
+def knowledge_graph_on(lexical: Neo4jLexicalGraph) -> Neo4jKnowledgeGraph:
+    """The knowledge-graph projection (and its reader) beside `lexical`: same driver, database, namespace."""
+    from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
+
+    return Neo4jKnowledgeGraph(lexical.driver, lexical.database, namespace=lexical.namespace)
 
 
 @contextmanager

@@ -157,6 +157,15 @@ class KgragSettings(BaseSettings):
     neo4j_uri: str | None = None
     neo4j_user: str | None = None
     neo4j_password: SecretStr | None = None
+    neo4j_namespace: str = Field(
+        "kg",
+        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        description="Stamped on every node and relationship this deployment writes to Neo4j, and matched by "
+        "every query, so deployments (or tests) sharing one database never see each other's graph.",
+    )
+    neo4j_database: str | None = Field(
+        None, description="Neo4j database (Enterprise: one per deployment); unset: the server's default."
+    )
     redis_url: SecretStr | None = None
     s3_endpoint: str | None = Field(None, description="S3-compatible endpoint; unset means AWS S3.")
     s3_bucket: str = "kgrag-documents"

@@ -5,15 +5,13 @@ entities, edges and claims with their evidence's reach). Both re-read PostgreSQL
 and late events converge.
 """
 
-from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
-from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
 from kgrag_core.events import CHUNKS_CHANGED, ENTITIES_CHANGED, GRAPH_CHANGED
 from kgrag_core.handlers.composite import CompositeHandler
 from kgrag_core.handlers.graph_writer import GraphWriterHandler
 from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_core.handlers.protocol import Handler
-from kgrag_runtime.distributed import DistributedStores, require
+from kgrag_runtime.distributed import DistributedStores, connect_neo4j, knowledge_graph_on, require
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_key_ring
 from kgrag_runtime.worker import run_worker
@@ -25,12 +23,8 @@ def main() -> None:
     settings = KgragSettings()
 
     def build(stores: DistributedStores) -> Handler:
-        graph = Neo4jLexicalGraph.connect(
-            require(settings.neo4j_uri, "KGRAG_NEO4J_URI"),
-            user=settings.neo4j_user,
-            password=settings.neo4j_password.get_secret_value() if settings.neo4j_password else None,
-        )
-        knowledge = Neo4jKnowledgeGraph(graph.driver, graph.database)
+        graph = connect_neo4j(settings)  # the deployment's database and namespace
+        knowledge = knowledge_graph_on(graph)
         source = PostgresKnowledgeSource.connect(
             require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN"),
             kek=build_key_ring(settings),

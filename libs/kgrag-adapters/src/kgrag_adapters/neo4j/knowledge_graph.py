@@ -31,7 +31,7 @@ from typing import Any, LiteralString, TypeVar
 
 from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Session, basic_auth
 
-from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+from kgrag_adapters.neo4j.lexical_graph import DEFAULT_NAMESPACE, Neo4jLexicalGraph
 from kgrag_core.extraction.claims import timeline
 from kgrag_core.extraction.identity import normalise_name, relation_id
 from kgrag_core.extraction.model import Modality, Polarity, Tier
@@ -45,8 +45,6 @@ from kgrag_core.handlers.knowledge_projection import (
     ProjectedEdge,
     ProjectedEntity,
 )
-
-DEFAULT_NAMESPACE = "kg"
 
 _T = TypeVar("_T")
 

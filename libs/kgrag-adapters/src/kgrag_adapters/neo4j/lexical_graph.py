@@ -4,6 +4,10 @@ The graph is a navigator, not a store: a Chunk node carries the chunk's identity
 class, never its text (PostgreSQL holds that and is the truth the graph is rebuilt from). Every node and
 relationship a write touches carries the `run_id` of the projection run that wrote it.
 
+Namespaces: every node and relationship also carries `ns`, every query matches on it, and the keys are
+(ns, id), so several deployments (or a test and a deployment) share one database — Community Edition has
+only one — without seeing each other's nodes (`KGRAG_NEO4J_NAMESPACE`; the knowledge graph uses the same).
+
 Writes:
 - `upsert_document` is ONE statement in ONE managed write transaction (`execute_write`, so transient
   errors such as deadlocks are retried as a whole): merge the Document, DETACH DELETE the document's
@@ -44,6 +48,7 @@ from kgrag_adapters.lifecycle import Closeable
 from kgrag_core.documents import Chunk, StoredDocument
 
 __all__ = [
+    "DEFAULT_NAMESPACE",
     "QUERIES",
     "SCHEMA_FILE",
     "LexicalGraphInconsistentError",
@@ -60,8 +65,12 @@ _SCHEMA_RACE_CODES = frozenset(
         "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
         "Neo.ClientError.Schema.ConstraintAlreadyExists",
         "Neo.ClientError.Schema.IndexAlreadyExists",
+        # the schema's DROP ... IF EXISTS of a pre-namespace rule that a racing connect dropped first
+        "Neo.ClientError.Schema.ConstraintDropFailed",
+        "Neo.ClientError.Schema.IndexDropFailed",
     }
 )
+DEFAULT_NAMESPACE = "kg"  # the knowledge graph's default too: one deployment, one namespace
 
 # --- Cypher ---------------------------------------------------------------------------------------------
 # Every query is a literal (typed LiteralString by the driver); values always travel as parameters.
@@ -82,21 +91,21 @@ _SCHEMA_RACE_CODES = frozenset(
 # Scoped CALL subqueries (`CALL (d) { ... }`) need Neo4j 5.23 or later; the older importing-WITH form is
 # deprecated in 5.x.
 _UPSERT_DOCUMENT: LiteralString = """
-MERGE (d:Document {doc_id: $doc_id})
+MERGE (d:Document {ns: $ns, doc_id: $doc_id})
 SET d += $props, d.run_id = $run_id, d.updated_at = datetime.transaction()
 WITH d
 CALL () {
-  MATCH (stale:Chunk {doc_id: $doc_id})
+  MATCH (stale:Chunk {ns: $ns, doc_id: $doc_id})
   WHERE NOT stale.chunk_id IN $chunk_ids
   DETACH DELETE stale
 }
 CALL () {
-  MATCH (:Chunk {doc_id: $doc_id})-[link:NEXT_CHUNK]-()
+  MATCH (:Chunk {ns: $ns, doc_id: $doc_id})-[link:NEXT_CHUNK]-()
   DELETE link
 }
 CALL (d) {
   UNWIND $chunks AS row
-  MERGE (c:Chunk {chunk_id: row.chunk_id})
+  MERGE (c:Chunk {ns: $ns, chunk_id: row.chunk_id})
   WITH c, row, c.doc_id IS NOT NULL AND c.doc_id <> $doc_id AS moved
   SET c += row, c.run_id = $run_id
   WITH c, moved
@@ -106,43 +115,53 @@ CALL (d) {
     DELETE old
   }
   MERGE (c)-[f:FROM_DOCUMENT]->(d)
-  SET f.run_id = $run_id
+  SET f.run_id = $run_id, f.ns = $ns
 }
 CALL () {
   UNWIND $links AS link
-  MATCH (a:Chunk {chunk_id: link.prev})
-  MATCH (b:Chunk {chunk_id: link.next})
-  CREATE (a)-[:NEXT_CHUNK {run_id: $run_id}]->(b)
+  MATCH (a:Chunk {ns: $ns, chunk_id: link.prev})
+  MATCH (b:Chunk {ns: $ns, chunk_id: link.next})
+  CREATE (a)-[:NEXT_CHUNK {ns: $ns, run_id: $run_id}]->(b)
 }
 """
 
 _DELETE_CHUNKS: LiteralString = """
-MATCH (c:Chunk {doc_id: $doc_id})
+MATCH (c:Chunk {ns: $ns, doc_id: $doc_id})
 DETACH DELETE c
 RETURN count(*) AS removed
 """
 
 _DELETE_DOCUMENT: LiteralString = """
-MATCH (d:Document {doc_id: $doc_id})
+MATCH (d:Document {ns: $ns, doc_id: $doc_id})
 DETACH DELETE d
 """
 
 # Membership is the FROM_DOCUMENT relationship; the chain is walked in Python (see _walk_chain), which
 # also checks it.
 _CHAIN_OF_DOCUMENT: LiteralString = """
-MATCH (c:Chunk)-[:FROM_DOCUMENT]->(:Document {doc_id: $doc_id})
+MATCH (c:Chunk)-[:FROM_DOCUMENT]->(:Document {ns: $ns, doc_id: $doc_id})
 OPTIONAL MATCH (c)-[:NEXT_CHUNK]->(n:Chunk)
 RETURN c.chunk_id AS chunk_id, collect(n.chunk_id) AS next
 """
 
-# COUNT {} of a bare label or relationship type is answered from the count store: constant time, however
-# big the graph. (Chained `WITH x, count(y)` would return no row at all on an empty graph: x is a
-# grouping key then.)
+# The namespace's nodes and links (read from its indexes, not the label count store, which counts every
+# namespace). COUNT {} subqueries, not chained `WITH x, count(y)`, which would return no row at all on an
+# empty graph (x is a grouping key then).
 _COUNTS: LiteralString = """
-RETURN COUNT { (:Document) } AS documents,
-       COUNT { (:Chunk) } AS chunks,
-       COUNT { ()-[:NEXT_CHUNK]->() } AS next_chunk,
-       COUNT { ()-[:FROM_DOCUMENT]->() } AS from_document
+RETURN COUNT { (:Document {ns: $ns}) } AS documents,
+       COUNT { (:Chunk {ns: $ns}) } AS chunks,
+       COUNT { (:Chunk {ns: $ns})-[:NEXT_CHUNK]->() } AS next_chunk,
+       COUNT { (:Chunk {ns: $ns})-[:FROM_DOCUMENT]->() } AS from_document
+"""
+
+# Everything of one namespace, in batches (a big graph in one transaction would exhaust the heap).
+_DROP_CHUNKS: LiteralString = """
+MATCH (n:Chunk {ns: $ns})
+CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS
+"""
+_DROP_DOCUMENTS: LiteralString = """
+MATCH (n:Document {ns: $ns})
+CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS
 """
 
 _AWAIT_INDEXES: LiteralString = "CALL db.awaitIndexes($seconds)"
@@ -154,6 +173,8 @@ QUERIES: Mapping[str, LiteralString] = {
     "delete_document": _DELETE_DOCUMENT,
     "chain_of_document": _CHAIN_OF_DOCUMENT,
     "counts": _COUNTS,
+    "drop_chunks": _DROP_CHUNKS,
+    "drop_documents": _DROP_DOCUMENTS,
     "await_indexes": _AWAIT_INDEXES,
 }
 
@@ -179,15 +200,20 @@ def load_schema_statements(path: Path = SCHEMA_FILE) -> list[str]:
 
 
 class Neo4jLexicalGraph(Closeable):
-    """The lexical graph in a Neo4j 5 database (`database=None`: the server's default database).
+    """The lexical graph in a Neo4j 5 database (`database=None`: the server's default database), in
+    `namespace` (every node and relationship carries it as `ns`; other namespaces' nodes are never read or
+    written).
 
     The driver passed in stays the caller's: `close()` closes only a driver that `connect()` opened.
     Safe to share between threads (the driver is; every call opens its own session).
     """
 
-    def __init__(self, driver: Driver, database: str | None = None) -> None:
+    def __init__(self, driver: Driver, database: str | None = None, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+        if not namespace:
+            raise ValueError("namespace must be a non-empty string")
         self._driver: Driver | None = driver
         self._database = database
+        self._ns = namespace
         self._owns_driver = False
 
     @classmethod
@@ -198,6 +224,7 @@ class Neo4jLexicalGraph(Closeable):
         user: str | None = None,
         password: str | None = None,
         database: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> Neo4jLexicalGraph:
         """A graph on the server at `uri` (e.g. bolt://host:7687), with the schema applied.
 
@@ -211,7 +238,7 @@ class Neo4jLexicalGraph(Closeable):
         try:
             # Fails fast; the managed transactions below would retry an unreachable server for 30 s.
             driver.verify_connectivity()
-            graph = cls(driver, database)
+            graph = cls(driver, database, namespace=namespace)
             graph.ensure_schema()
         except BaseException:
             driver.close()
@@ -226,6 +253,10 @@ class Neo4jLexicalGraph(Closeable):
     @property
     def database(self) -> str | None:
         return self._database
+
+    @property
+    def namespace(self) -> str:
+        return self._ns
 
     def ensure_schema(self, path: Path = SCHEMA_FILE) -> None:
         """Apply the schema file's constraints and indexes (idempotent), then wait until they are online."""
@@ -276,6 +307,7 @@ class Neo4jLexicalGraph(Closeable):
         ]
         links = [{"prev": a.chunk_id, "next": b.chunk_id} for a, b in itertools.pairwise(ordered)]
         parameters = {
+            "ns": self._ns,
             "doc_id": doc.doc_id,
             "run_id": run_id,
             "props": doc_props,
@@ -292,8 +324,8 @@ class Neo4jLexicalGraph(Closeable):
 
     def delete_document(self, doc_id: str) -> int:
         def work(tx: ManagedTransaction) -> int:
-            record = tx.run(_DELETE_CHUNKS, doc_id=doc_id).single(strict=True)
-            tx.run(_DELETE_DOCUMENT, doc_id=doc_id).consume()
+            record = tx.run(_DELETE_CHUNKS, ns=self._ns, doc_id=doc_id).single(strict=True)
+            tx.run(_DELETE_DOCUMENT, ns=self._ns, doc_id=doc_id).consume()
             removed: int = record["removed"]
             return removed
 
@@ -302,7 +334,7 @@ class Neo4jLexicalGraph(Closeable):
 
     def chunk_ids(self, doc_id: str) -> list[str]:
         def work(tx: ManagedTransaction) -> dict[str, list[str]]:
-            return {r["chunk_id"]: list(r["next"]) for r in tx.run(_CHAIN_OF_DOCUMENT, doc_id=doc_id)}
+            return {r["chunk_id"]: list(r["next"]) for r in tx.run(_CHAIN_OF_DOCUMENT, ns=self._ns, doc_id=doc_id)}
 
         with self._session() as session:
             successors = session.execute_read(work)
@@ -310,11 +342,18 @@ class Neo4jLexicalGraph(Closeable):
 
     def counts(self) -> dict[str, int]:
         def work(tx: ManagedTransaction) -> dict[str, int]:
-            record = tx.run(_COUNTS).single(strict=True)
+            record = tx.run(_COUNTS, ns=self._ns).single(strict=True)
             return {key: int(record[key]) for key in ("documents", "chunks", "next_chunk", "from_document")}
 
         with self._session() as session:
             return session.execute_read(work)
+
+    def drop_namespace(self) -> None:
+        """Delete this namespace's documents and chunks (a test's, or a retired deployment's); other
+        namespaces are untouched. Batched, so it runs in auto-commit transactions of its own."""
+        with self._session() as session:
+            session.run(_DROP_CHUNKS, ns=self._ns).consume()
+            session.run(_DROP_DOCUMENTS, ns=self._ns).consume()
 
     # --- lifecycle -------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_runtime.cli import render
-from kgrag_runtime.cli.context import CliState, open_app
+from kgrag_runtime.cli.context import CliState, open_app, open_ingest_log
 from kgrag_runtime.cli.entities import entities_app
 from kgrag_runtime.cli.extraction import claims, extract_app, ontology_app
 from kgrag_runtime.cli.help_text import hide_flag_types
@@ -134,12 +134,30 @@ def delete(
 
 
 @app.command()
-def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
-    """What the index holds: documents, chunks, ACL classes, cached vectors, recent ingest errors.
+def status(
+    doc: Annotated[
+        str | None,
+        typer.Option(
+            "--doc",
+            help="Only this document's outcomes (indexed, updated, unchanged, rejected with its code, deleted), "
+            "newest first: what GET /v1/ingest/documents/{id}/status answers. KGRAG_RUNTIME=distributed reads "
+            "the deployment's PostgreSQL (KGRAG_PG_DSN, KGRAG_KEK) instead of --data-dir.",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option(help="With --doc: outcomes at most (1-100).")] = 20,
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
+    """What the index holds: documents, chunks, ACL classes, cached vectors, recent ingest errors; with
+    --doc ID, what became of one document.
 
     Operator view: shows every document's data, restricted ones included, to whoever can open this index on
     this machine (no --principal/--group filter applies). Over HTTP the same data is admin-only.
     """
+    if doc is not None:
+        _document_status(doc, limit, data_dir, as_json)
+        return
     state = CliState.from_options(data_dir, as_json)
     with open_app(state) as kg:
         info = kg.status()
@@ -155,6 +173,21 @@ def status(data_dir: DataDir = None, as_json: JsonOut = False) -> None:
         render.emit_json(info)
         return
     render.status(state.out, info)
+
+
+def _document_status(doc_id: str, limit: int, data_dir: Path | None, as_json: bool) -> None:
+    from kgrag_core.ingest_status import document_status
+    from kgrag_runtime.settings import KgragSettings
+
+    distributed = KgragSettings().runtime == "distributed"
+    # Distributed: the deployment's database, not a local index folder (nothing to check or create there).
+    state = CliState.from_options(data_dir, as_json, uses_index=not distributed)
+    with open_ingest_log(state) as log:
+        answer = document_status(log, doc_id, limit=limit)
+    if state.as_json:
+        render.emit_json(answer)
+        return
+    render.document_status(state.out, answer)
 
 
 @app.command()

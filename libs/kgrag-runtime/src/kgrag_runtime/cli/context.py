@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 if TYPE_CHECKING:  # imported when a command runs, not for `--help`
+    from kgrag_core.ports import IngestLog
     from kgrag_runtime.app import KgragApp
     from kgrag_runtime.settings import KgragSettings
 
@@ -61,3 +62,20 @@ def open_app(state: CliState, *, reads_only: bool = False) -> Iterator[KgragApp]
             # The data dir's PostgreSQL outlives the call: the next command attaches to it in milliseconds.
             app = stack.enter_context(open_embedded(state.settings, reads_only=reads_only, keep_postgres=True))
         yield app
+
+
+@contextmanager
+def open_ingest_log(state: CliState) -> Iterator[IngestLog]:
+    """The ingest log the runtime's handlers write: on KGRAG_RUNTIME=distributed the deployment's PostgreSQL
+    (the log the query API's status route reads), else the embedded index's."""
+    if state.settings.runtime != "distributed":
+        with open_app(state, reads_only=True) as app:
+            yield app.ingest_log
+        return
+    from kgrag_runtime.distributed import require
+    from kgrag_runtime.wiring import connect_graph_store
+
+    settings = state.settings
+    dsn = require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN")
+    with connect_graph_store(settings, dsn) as store:
+        yield store

@@ -157,6 +157,27 @@ def status(console: Console, info: Mapping[str, Any]) -> None:
         )
 
 
+def document_status(console: Console, answer: Mapping[str, Any]) -> None:
+    """`kgrag status --doc ID`: the latest outcome, then each recorded one, newest first."""
+    console.print(f"[bold]{escape(str(answer['doc_id']))}[/]: {answer['status']}")
+    id_table(
+        console,
+        ("at", "status", "error", "message", "chunks"),
+        [
+            (
+                str(o.get("at") or "")[:19],
+                o["status"],
+                str(o["error_code"] or ""),
+                escape(o["message"]),
+                f"{o['chunks_total']} ({o['chunks_embedded']} embedded, {o['chunks_removed']} removed)",
+            )
+            for o in answer["outcomes"]
+        ],
+        ids={"at", "status", "error"},
+        title="Outcomes, newest first",
+    )
+
+
 def key_values(console: Console, payload: Mapping[str, Any], title: str) -> None:
     """A mapping as a two-column table; nested mappings are flattened to dotted keys."""
     table = Table("what", "value", title=title, title_justify="left")
