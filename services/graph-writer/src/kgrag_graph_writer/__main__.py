@@ -30,10 +30,14 @@ def main() -> None:
             user=settings.neo4j_user,
             password=settings.neo4j_password.get_secret_value() if settings.neo4j_password else None,
         )
-        knowledge = Neo4jKnowledgeGraph(graph.driver, graph.database)
         source = PostgresKnowledgeSource.connect(
             require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN"),
             kek=build_key_ring(settings),
+        )
+        # The projection holds names, values and quotes sealed under their documents' keys and looks names
+        # up by blind index (ADR 0008, "Names"): a deletion leaves Neo4j nothing readable.
+        knowledge = Neo4jKnowledgeGraph(
+            graph.driver, graph.database, cipher=source.cipher, name_index=source.name_index
         )
         return CompositeHandler(
             SERVICE,
