@@ -197,6 +197,7 @@ def open_query_app(
                 build_resolution(settings, store=stores.store, embedder=stores.embedder),
                 announce=_announcer(events),
             ),
+            answer_cipher=stores.store.cipher,
         )
 
 
