@@ -151,6 +151,12 @@ class Purgeable(Protocol):
         must first rewrite the live entries (tantivy-py offers no explicit merge)."""
         ...
 
+    def rewrite_scope(self) -> Sequence[str] | None:
+        """With `purge_needs_rewrite`: the documents whose live entries share a segment with a deleted entry
+        (the caller rewrites just these, so a purge costs what the deletion touched, not the corpus), or
+        None when the engine cannot tell (the caller rewrites every live document)."""
+        ...
+
     def purge_deleted(self) -> tuple[bool, str]:
         """Reclaim deleted entries now; return whether none is left in the engine's files, and a short note
         of what it did (and, when something is left, what keeps it)."""
