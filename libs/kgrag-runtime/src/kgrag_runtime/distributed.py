@@ -88,6 +88,7 @@ class DistributedStores:
                 user=settings.opensearch_user,
                 password=settings.opensearch_password.get_secret_value() if settings.opensearch_password else None,
                 index=settings.opensearch_index,
+                purge_wait_s=settings.opensearch_purge_wait_s,
             )
             self._stack.callback(keywords.close)
             return keywords
