@@ -722,13 +722,22 @@ class _Facts:
         self.relation_evidence: list[Row] = []
         self.claims: dict[str, Row] = {}
         self.claim_evidence: list[Row] = []
+        self._blinded: dict[str, tuple[str, list[str]]] = {}
+
+    def _blind(self, name: str) -> tuple[str, list[str]]:
+        """The name's blind indexes, computed once per batch (an entity row and its mentions share them)."""
+        found = self._blinded.get(name)
+        if found is None:
+            found = self._blinded[name] = (name_key(self.key, name), name_token_keys(self.key, name))
+        return found
 
     def _entity(self, entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = ()) -> str:
         key = entity_id(entity_type, name, strong_ids, key=self.key)
         blinded = strong_id_keys(self.key, strong_ids)
         known = self.entities.get(key)
         if known is None:
-            known = (entity_type, name_key(self.key, name), name_token_keys(self.key, name), [])
+            blind, tokens = self._blind(name)
+            known = (entity_type, blind, tokens, [])
         merged = sorted({(k, v) for k, v in known[3]} | {(k, v) for k, v in blinded})
         self.entities[key] = (known[0], known[1], known[2], [[k, v] for k, v in merged])
         return key
@@ -748,8 +757,7 @@ class _Facts:
                     chunk,
                     ent,
                     seal_text(seal, m.name),
-                    name_key(self.key, m.name),
-                    name_token_keys(self.key, m.name),
+                    *self._blind(m.name),
                     tier,
                     seal_text(seal, m.quote),
                 )
