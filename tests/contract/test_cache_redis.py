@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from kgrag_adapters.crypto.envelope import EnvelopeCipher, PlaintextCipher
+from kgrag_adapters.crypto.envelope import EnvelopeCipher
 from kgrag_adapters.crypto.kek import KeyRing, new_key
 from kgrag_adapters.memory.keys import MemoryKeyStore
 from kgrag_adapters.redis import cache as redis_cache_module
@@ -193,16 +193,3 @@ def test_a_cached_answer_is_unreadable_once_any_document_it_cites_is_deleted(
     assert cipher.shred(deleted)
     assert open_answer(cipher, copy) is None
     assert open_answer(EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()])), copy) is None  # another ring
-
-
-def test_an_answer_citing_a_document_without_a_key_is_not_cached_and_makes_no_key() -> None:
-    keys = MemoryKeyStore()
-    cipher = EnvelopeCipher(keys, KeyRing([new_key()]))
-    cipher.sealer("doc-a")
-    assert seal_answer(cipher, ["doc-a", "doc-gone"], b"answer") is None
-    assert keys.wrapped_key("doc-gone") is None  # deleted since the search ran: no fresh key for a copy
-    # Without keys (KGRAG_CONTENT_ENCRYPTION=false) the layers are the unencrypted form and still open.
-    plain = PlaintextCipher()
-    sealed = seal_answer(plain, ["doc-a"], b"answer")
-    assert sealed is not None and open_answer(plain, sealed) == b"answer"
-    assert open_answer(cipher, b"not a sealed answer") is None
