@@ -8,6 +8,7 @@ against a Redis that others use. The TTL tests of the contract really sleep (abo
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -15,8 +16,12 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from kgrag_adapters.crypto.envelope import EnvelopeCipher
+from kgrag_adapters.crypto.kek import KeyRing, new_key
+from kgrag_adapters.memory.keys import MemoryKeyStore
 from kgrag_adapters.redis import cache as redis_cache_module
 from kgrag_adapters.redis.cache import RedisCache
+from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_testing.contracts.cache import CacheContract
 
 pytestmark = pytest.mark.integration
@@ -164,3 +169,27 @@ def test_an_unreachable_server_raises() -> None:
     # Port 1 on the loopback refuses at once; the error must surface, not read as a cache miss.
     with RedisCache.connect("redis://127.0.0.1:1/0") as cache, pytest.raises(redis.ConnectionError):
         cache.get("k")
+
+
+@pytest.mark.parametrize("deleted", ["doc-a", "doc-b", "doc-c"])
+def test_a_cached_answer_is_unreadable_once_any_document_it_cites_is_deleted(
+    cache: RedisCache, client: redis.Redis, namespace: str, deleted: str
+) -> None:
+    """An answer is cached sealed under every cited document's key (kgrag_core.answering.sealed_cache): the
+    bytes Redis holds (and writes to its RDB/AOF files and replicas) quote nothing, and shredding any one
+    cited document's key leaves an entry nobody can open, even a copy taken before the invalidation."""
+    cipher = EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()]))
+    secret = "zq" + uuid.uuid4().hex + "0"
+    answer = json.dumps({"answer": f"The vault code is {secret}.", "citations": ["doc-a", "doc-b", "doc-c"]})
+    for doc_id in ("doc-a", "doc-b", "doc-c"):
+        cipher.sealer(doc_id)  # each document has its data key (made by its ingest)
+    sealed = seal_answer(cipher, ["doc-c", "doc-a", "doc-b", "doc-a"], answer.encode())
+    assert sealed is not None
+    cache.set("ask:scope:0:q", sealed, 60)
+    raw = client.get(f"{namespace}:e:ask:scope:0:q")
+    assert isinstance(raw, bytes) and secret.encode() not in raw and b"vault" not in raw
+    copy = cache.get("ask:scope:0:q")
+    assert copy is not None and open_answer(cipher, copy) == answer.encode()  # positive control
+    assert cipher.shred(deleted)
+    assert open_answer(cipher, copy) is None
+    assert open_answer(EnvelopeCipher(MemoryKeyStore(), KeyRing([new_key()])), copy) is None  # another ring

@@ -71,18 +71,23 @@ def test_chunk_deletion_does_not_wait_for_or_undo_a_concurrent_save(stores: Stor
     [gone] = commit_doc(stores, "doc-gone", ["Routing team notes"])
     [kept] = commit_doc(stores, "doc-kept", ["More about Routing"])
     stores.extraction.save([result(gone, entities=[mention("Routing", "Team")])])
-    routing = stores.extraction.entity_id_for("Team", "Routing")
+    x = stores.extraction
+    assert isinstance(x, PostgresExtractionStore)
+    routing = x.entity_id_for("Team", "Routing")
+    seal = x.cipher.sealer("doc-kept", deterministic=True)
+    blind, tokens = x.name_index("Routing")
     with psycopg.connect(pg_dsn) as saving:  # not autocommit: the transaction stays open
-        # What save does for `kept`: upsert the entity (locking it), then add its mention.
+        # What save does for `kept`: upsert the entity (locking it), then add its mention (name and quote
+        # sealed under the document's key, the name blinded under the installation's: migration 0010).
         saving.execute(
-            "INSERT INTO kg_entities (entity_id, type, name, norm_name) VALUES (%s, 'Team', 'Routing', 'routing')"
+            "INSERT INTO kg_entities (entity_id, type, name_key, name_tokens) VALUES (%s, 'Team', %s, %s)"
             " ON CONFLICT (entity_id) DO UPDATE SET strong_ids = kg_entities.strong_ids",
-            (routing,),
+            (routing, blind, tokens),
         )
         saving.execute(
-            "INSERT INTO kg_mentions (chunk_id, entity_id, name, norm_name, tier, quote, confidence)"
-            " VALUES (%s, %s, 'Routing', 'routing', 3, 'Routing', 0.9)",
-            (kept.chunk_id, routing),
+            "INSERT INTO kg_mentions (chunk_id, entity_id, name, name_key, name_tokens, tier, quote, confidence)"
+            " VALUES (%s, %s, %s, %s, %s, 3, %s, 0.9)",
+            (kept.chunk_id, routing, seal(b"Routing"), blind, tokens, seal(b"Routing")),
         )
         with psycopg.connect(pg_dsn, autocommit=True) as deleting:
             deleting.execute("SET lock_timeout = '5s'")  # without SKIP LOCKED this would wait, then fail

@@ -11,6 +11,7 @@ same file lock as the lexical graph tests (which wipe the whole database), so th
 
 from __future__ import annotations
 
+import base64
 import os
 import uuid
 from collections.abc import Iterator, Sequence
@@ -27,7 +28,15 @@ from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
 from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, DocumentStatus
-from kgrag_core.extraction.model import ChunkExtraction, EntityMention, ExtractionKey, RelationItem, Tier
+from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.extraction.model import (
+    ChunkExtraction,
+    ClaimItem,
+    EntityMention,
+    ExtractionKey,
+    RelationItem,
+    Tier,
+)
 from kgrag_core.graph.model import MergeRecord
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.handlers.knowledge_projection import (
@@ -138,14 +147,19 @@ class Neo4jWorld:
 
 
 @pytest.fixture
-def world(pg_dsn: str, neo4j_graph: Neo4jKnowledgeGraph) -> Iterator[Neo4jWorld]:
+def world(pg_dsn: str, neo4j_uri: str, neo4j_graph: Neo4jKnowledgeGraph) -> Iterator[Neo4jWorld]:
+    """The projection as the graph-writer makes it: sealed with the source's cipher, names blind-indexed
+    (in `neo4j_graph`'s namespace, which that fixture drops afterwards)."""
     with (
         PostgresGraphStore.connect(pg_dsn) as pg,
         PostgresStore.connect(pg_dsn) as documents,
         PostgresKnowledgeSource.connect(pg_dsn) as source,
     ):
         pg.use_entity_id_key(CONTRACT_ENTITY_KEY)
-        yield Neo4jWorld(pg, documents, source, neo4j_graph)
+        with Neo4jKnowledgeGraph.connect(
+            neo4j_uri, namespace=neo4j_graph.namespace, cipher=source.cipher, name_index=source.name_index
+        ) as sealed:
+            yield Neo4jWorld(pg, documents, source, sealed)
 
 
 class TestNeo4jGraphReader(GraphReaderContract):
@@ -243,3 +257,56 @@ def test_namespaces_do_not_see_each_other(world: Neo4jWorld, neo4j_uri: str) -> 
             assert world.neo.entity(ROUTING, ADMIN) == world.pg.entity(ROUTING, ADMIN)
         finally:
             other.drop_namespace()
+
+
+def _projected_text(graph: Neo4jKnowledgeGraph) -> str:
+    """Every property of every node and relationship in the namespace, as one text to search."""
+    return "\n".join(_shape(graph))
+
+
+def test_the_projection_holds_no_document_text_and_nothing_readable_after_a_deletion(
+    world: Neo4jWorld, neo4j_uri: str, pg_dsn: str
+) -> None:
+    """Names, identifiers, values and quotes reach Neo4j sealed under their document's key, names looked up
+    by blind index (ADR 0008, "Names"): a deleted document's copies in Neo4j's store files never open."""
+    secret = "zq" + uuid.uuid4().hex + "0"
+    name, email = f"Vault {secret}", ("email", f"{secret}@example.com")
+    text = f"{name} ({email[1]}) keeps the vault of the Routing team; status {secret}-on."
+    [chunk] = world.add_document("doc-vault", [text], acl=ENG, at=FEB)
+    key = ExtractionKey(chunk.content_hash, "graph-test", "1")
+    items = (EntityMention(name, "Person", text, 0.9, (email,)), EntityMention("Routing", "Team", text, 0.9))
+    member = RelationItem(name, "Person", "MEMBER_OF", "Routing", "Team", text, 0.8)
+    status = ClaimItem(name, "Person", "status", f"{secret}-on", text, 0.9)
+    world.extract([ChunkExtraction(chunk.chunk_id, key, Tier.LLM, items, (member,), (status,))])
+    # Positive control: the reader finds the entity by its name and reads name, identifier, value, quote.
+    [found] = world.neo.entities_named([name], ENG_READER)[normalise_name(name)]
+    assert (found.entity.name, found.strong_ids) == (name, (email,))
+    [claim] = world.neo.claims_of([found.entity.entity_id], ENG_READER)
+    assert (claim.value, claim.quote) == (f"{secret}-on", text)
+    assert world.neo.entity(found.entity.entity_id, ENG_READER) == world.pg.entity(found.entity.entity_id, ENG_READER)
+    # ... yet no property in Neo4j holds the token; the same projection without a cipher does (the control).
+    stored = _projected_text(world.neo)
+    assert "doc-vault" in stored and secret not in stored
+    with Neo4jKnowledgeGraph.connect(neo4j_uri, namespace=f"test-{uuid.uuid4().hex[:12]}") as plain:
+        try:
+            project_document("doc-vault", world.source, plain)
+            assert secret in _projected_text(plain)
+        finally:
+            plain.drop_namespace()
+    sealed_names = [
+        (r["doc"], r["name"])
+        for r in _ns_query(world.neo, "MATCH ({ns: $ns})-[a:KNOWN_AS]->() RETURN a.doc AS doc, a.name AS name")
+    ]
+    assert any(doc == "doc-vault" for doc, _ in sealed_names)
+
+    def opens(doc: str, value: str) -> bool:
+        with PostgresKnowledgeSource.connect(pg_dsn) as fresh:  # a fresh process: no key cached
+            return fresh.cipher.open(doc, base64.b64decode(value)) is not None
+
+    assert all(opens(doc, value) for doc, value in sealed_names)  # positive control: live copies open
+    world.delete_document("doc-vault")
+    # The deletion destroyed the key: what Neo4j's store files may still hold of those records opens no more
+    # (asked of a fresh process's cipher: a running one may keep an opened key up to 60 s, ADR 0008).
+    assert not any(opens(doc, value) for doc, value in sealed_names)
+    assert world.neo.entities_named([name], ADMIN) == {normalise_name(name): []}
+    assert "doc-vault" not in _projected_text(world.neo) and secret not in _projected_text(world.neo)

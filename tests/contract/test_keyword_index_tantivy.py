@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgrag_adapters.tantivy.keyword_index import MAX_QUERY_TERMS, TantivyKeywordIndex
+from kgrag_core.search import KeywordDoc
 from kgrag_testing.contracts.keyword_index import (
     ALLOWED,
     KeywordIndexContract,
@@ -84,3 +85,33 @@ def test_another_process_sees_the_data_while_open(tmp_path: Path) -> None:
         # The writer lock is released between calls, so this process can still write afterwards.
         index.upsert([kdoc("c3", "shared again")])
         assert index.count() == 3
+
+
+def _chunk(n: int, doc_id: str, text: str) -> KeywordDoc:
+    return KeywordDoc(f"c{n}", doc_id, "acl_public", "title", "section", text, "test")
+
+
+def test_a_purge_rewrites_only_the_segments_holding_deletions(tmp_path: Path) -> None:
+    """The rewrite scope is the live documents sharing a segment with deleted chunks (ADR 0008), not the
+    corpus: rewriting them (as the indexer does) drops those segments, and the deleted terms with them."""
+    index = TantivyKeywordIndex(tmp_path / "kw")
+    try:
+        # One commit per upsert, one segment each: {alone}, {gone, neighbour}, {other}.
+        index.upsert([_chunk(1, "alone", "alpha zalone0")])
+        index.upsert([_chunk(2, "gone", "beta zgone0"), _chunk(3, "neighbour", "gamma zneighbour0")])
+        index.upsert([_chunk(4, "other", "delta zother0")])
+        assert index.rewrite_scope() == []  # nothing deleted yet
+        index.delete(["c2"])
+        assert index.doc_freq("zgone0") == 1  # the term outlives the delete: its segment still holds it
+        scope = index.rewrite_scope()
+        assert scope == ["neighbour"]  # not "alone" or "other": their segments hold no deletion
+        index.upsert([_chunk(3, "neighbour", "gamma zneighbour0")])  # the caller's re-projection of the scope
+        complete, _ = index.purge_deleted()
+        assert complete and index.doc_freq("zgone0") == 0
+        assert [index.doc_freq(t) for t in ("zalone0", "zneighbour0", "zother0")] == [1, 1, 1]  # control
+        assert index.rewrite_scope() == []
+        # A whole segment deleted is dropped at commit: nothing to rewrite.
+        index.delete(["c4"])
+        assert index.rewrite_scope() == [] and index.doc_freq("zother0") == 0
+    finally:
+        index.close()

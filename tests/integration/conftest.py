@@ -75,6 +75,9 @@ def distributed_settings(tmp_path: Path, pg_dsn: str, monkeypatch: pytest.Monkey
         kafka_topic_partitions=4,
         opensearch_url=endpoint("opensearch"),
         opensearch_index=f"kgrag-chunks-{tag}",
+        # Deletions here do not wait for OpenSearch's retention lease (about 30 s each); the shredding
+        # test asks for the wait and checks the purge.
+        opensearch_purge_wait_s=0.0,
         qdrant_path=tmp_path / "qdrant",
         qdrant_collection=f"chunks_{tag}",
         neo4j_uri=endpoint("neo4j"),

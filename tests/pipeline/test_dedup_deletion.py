@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
+from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_core.acl import AclClass, Caller
 from kgrag_core.documents import SourceDocument
 from kgrag_core.extraction.model import SkipReason
@@ -64,10 +65,16 @@ def _visible(kg: KgragApp, caller: Caller, names: Sequence[str]) -> set[str]:
     return {n for n in names if graph.resolve(n, caller)["candidates"]}
 
 
-def _mentioned(pg_dsn: str, chunk_id: str) -> set[str]:
-    with psycopg.connect(pg_dsn) as conn:
-        rows = conn.execute("SELECT name FROM kg_mentions WHERE chunk_id = %s", (chunk_id,)).fetchall()
-    return {str(r[0]) for r in rows}
+def _mentioned(kg: KgragApp, chunk_id: str) -> set[str]:
+    """The surface forms of a chunk's mentions, opened under its document's key (migration 0010 seals them)."""
+    store = kg.require_extraction().store
+    assert isinstance(store, PostgresExtractionStore)
+    with store._lease:  # the store's pooled connection, leased to this thread for the query
+        rows = store._conn.execute(
+            "SELECT m.name, c.doc_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id WHERE m.chunk_id = %s",
+            (chunk_id,),
+        ).fetchall()
+    return {store._text(doc_id, bytes(name)) for name, doc_id in rows}
 
 
 def _references(pg_dsn: str, chunk_id: str) -> dict[str, int]:
@@ -100,7 +107,7 @@ def test_deleting_the_representative_keeps_the_copies_facts_without_a_model(kg: 
     assert {before[d].representative_chunk_id for d in ("notes-b", "notes-c")} == {rep}
     # Every copy carries its own evidence, although the representative's result was never cached.
     for doc_id in docs:
-        assert set(NAMES) <= _mentioned(pg_dsn, before[doc_id].chunk_id), doc_id
+        assert set(NAMES) <= _mentioned(kg, before[doc_id].chunk_id), doc_id
     assert _visible(kg, READER, NAMES) == set(NAMES)  # positive control for the checks below
     assert _visible(kg, OUTSIDER, NAMES) == set()
 
@@ -111,7 +118,7 @@ def test_deleting_the_representative_keeps_the_copies_facts_without_a_model(kg: 
     assert _visible(kg, OUTSIDER, NAMES) == set()
     after = _states(kg, ["notes-b", "notes-c"])
     for doc_id in ("notes-b", "notes-c"):
-        assert set(NAMES) <= _mentioned(pg_dsn, after[doc_id].chunk_id), doc_id
+        assert set(NAMES) <= _mentioned(kg, after[doc_id].chunk_id), doc_id
     # Nothing points at the deleted chunk any more: not the dedup index, not a copy, not a fact.
     assert _references(pg_dsn, rep) == dict.fromkeys(_references(pg_dsn, rep), 0)
     # Re-anchored: the oldest surviving copy is the representative now, the other copy is its duplicate.

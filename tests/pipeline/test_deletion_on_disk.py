@@ -8,11 +8,10 @@ scanner finds the document ID, which is stored in plaintext on purpose; and with
 the very same scan finds the deleted token (the leak this closes), so the scan cannot pass by seeing
 nothing.
 
-With extraction on, the extractor may read the token as an entity name (it tags a bare hex token as a
-System about half the time), and entity names stay plaintext by design (they are searched in SQL; ADR
-0008, "What stays plaintext") — the open part of class 6. So the whole-folder scan runs with extraction
-off, and a second test runs extraction and checks that the token, if it is in PostgreSQL's files at all,
-is only in the entity-name tables, never in the sealed ones (chunks, documents, quotes, caches).
+With extraction on, the same holds for everything extraction derives — entity names, surface forms,
+strong identifiers, claim values: they are sealed under the document's key and SQL finds them through
+keyed blind indexes (migration 0010; ADR 0008, "Names"). The second test makes the token all of those
+(a structured record tier 1 maps deterministically) and scans the whole data folder again.
 """
 
 from __future__ import annotations
@@ -24,9 +23,12 @@ from pathlib import Path
 import pytest
 
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
-from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
-from kgrag_core.acl import Caller
+from kgrag_core.acl import AclClass, Caller
+from kgrag_core.documents import SourceDocument
+from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE, render_record
 from kgrag_core.ingest import IngestStatus
 from kgrag_core.shredding import PurgeStatus
 from kgrag_runtime.settings import KgragSettings
@@ -107,34 +109,70 @@ def test_deleted_text_is_nowhere_on_disk(tmp_path: Path, embedder: OnnxMiniLmEmb
         assert any(p.is_relative_to(postgres / "base") for p in leaked)
 
 
-# Tables whose text columns stay plaintext by design (searched in SQL): entity names, surface forms, claim
-# values, relation types. Everything else must hold the token sealed only.
-PLAINTEXT_BY_DESIGN = ("kg_entities", "kg_mentions", "kg_claims", "kg_relations")
+def _person_record(doc_id: str, secret: str) -> SourceDocument:
+    """A structured record tier 1 maps deterministically: the token is an entity name, a strong identifier,
+    two claim values and the name of a relation's other end, so every name-like column holds it."""
+    fields: dict[str, str | list[str]] = {
+        "name": f"Vault {secret}",
+        "email": f"{secret}@example.com",
+        "role": f"keeper of {secret}",
+        "team": f"Team {secret}",
+        "site": "Rotterdam",
+    }
+    return SourceDocument(
+        doc_id=doc_id,
+        source="records",
+        uri=f"records://{doc_id}",
+        title=doc_id,
+        body=render_record("person", fields).encode(),
+        acl=AclClass.of(["public"]),
+        media_type=RECORD_MEDIA_TYPE,
+    )
 
 
-def test_with_extraction_the_token_is_only_in_entity_name_tables(tmp_path: Path, embedder: OnnxMiniLmEmbedder) -> None:
+@pytest.mark.parametrize("encrypt", [True, False], ids=["sealed", "plaintext-control"])
+def test_with_extraction_the_token_is_in_no_postgres_file(
+    tmp_path: Path, embedder: OnnxMiniLmEmbedder, encrypt: bool
+) -> None:
+    """Entity names, surface forms, strong identifiers and claim values are sealed per document and found
+    in SQL by blind indexes (migration 0010), so after the deletion no PostgreSQL file — heap, index, WAL —
+    holds the token; with sealing off the same scan finds it (the leak this closes)."""
     secret = "zq" + uuid.uuid4().hex + "0"
+    live = "zl" + uuid.uuid4().hex + "0"
     data_dir = tmp_path / "index"
-    with open_embedded(KgragSettings(data_dir=data_dir), embedder=embedder) as kg:
+    with open_embedded(KgragSettings(data_dir=data_dir, content_encryption=encrypt), embedder=embedder) as kg:
         kg.ingest(
-            [doc("gone", f"# vault {secret}\n\nPriya Raman set the vault code {secret} for the Rotterdam site.\n")]
+            [
+                doc("gone", f"# vault {secret}\n\nPriya Raman set the vault code {secret} for the Rotterdam site.\n"),
+                _person_record("gone-record", secret),
+                _person_record("live-record", live),
+            ]
         )
         store = kg.searcher.documents
-        assert isinstance(store, PostgresExtractionStore)
-        # Positive control: extraction quoted the sentence (mentions of Priya Raman, Rotterdam; the live
-        # quotes open under the key).
-        assert store.fact_counts()["mentions"] > 0
+        assert isinstance(store, PostgresGraphStore)
+        # Positive controls: extraction made the token an entity name, an identifier and claim values, and
+        # an allowed reader reads them back (opened under the document's key, found by the blind index).
+        name = f"Vault {secret}"
+        [person] = store.entities_named([name], None)[normalise_name(name)]
+        assert person.entity.name == name
+        assert ("email", f"{secret}@example.com") in person.strong_ids
+        values = {c.value for c in store.claims_of([person.entity.entity_id], None)}
+        assert {f"keeper of {secret}", f"{secret}@example.com"} <= values
+        assert store.entities_named([f"Team {secret}"], None)[normalise_name(f"Team {secret}")]
         assert any(secret in c.text for c in store.chunks_of("gone"))
-        assert kg.delete("gone").status is IngestStatus.DELETED
-        with store._lease:  # the store's pooled connection, leased to this thread for the query
-            relations: dict[str, str] = dict(
-                store._conn.execute(
-                    "SELECT pg_relation_filenode(c.oid)::text, COALESCE(t.relname, c.relname) FROM pg_class c"
-                    " LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid"
-                    " WHERE pg_relation_filenode(c.oid) IS NOT NULL"
-                ).fetchall()
-            )
-    leaked = files_holding(data_dir / "postgres" / "base", secret.encode())
-    tables = {relations.get(p.name.split(".")[0], f"unknown:{p.name}") for p in leaked}
-    assert all(t.startswith(PLAINTEXT_BY_DESIGN) for t in tables), tables
-    assert not files_holding(data_dir / "objects", secret.encode())
+        for doc_id in ("gone", "gone-record"):
+            assert kg.delete(doc_id).status is IngestStatus.DELETED
+        assert store.entities_named([name], None) == {normalise_name(name): []}
+        # The live record's entities are untouched, and so is the site both records name.
+        [kept] = store.entities_named([f"Vault {live}"], None)[normalise_name(f"Vault {live}")]
+        assert kept.entity.name == f"Vault {live}" and ("email", f"{live}@example.com") in kept.strong_ids
+        assert [s.entity.name for s in store.entities_named(["Rotterdam"], None)["rotterdam"]] == ["Rotterdam"]
+    # open_embedded stopped PostgreSQL: a shutdown checkpoint, so data files and WAL are complete on disk.
+    postgres = data_dir / "postgres"
+    assert files_holding(postgres / "pg_wal", b"gone-record")  # the scanner reads WAL (ids are plaintext)
+    leaked = files_holding(data_dir, secret.encode())
+    if encrypt:
+        assert leaked == []
+    else:
+        assert any(p.is_relative_to(postgres / "pg_wal") for p in leaked)
+        assert any(p.is_relative_to(postgres / "base") for p in leaked)

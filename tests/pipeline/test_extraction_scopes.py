@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_core.acl import AclClass, Caller
 from kgrag_core.documents import SourceDocument
 from kgrag_core.extraction.model import Tier
@@ -43,11 +44,13 @@ SECRET_SITE = _doc(
 
 def _mentions(dsn: str, doc_id: str, name: str) -> list[tuple[str, int, float]]:
     """(entity type, tier, confidence) of each mention of `name` in the document's chunks."""
+    with PostgresExtractionStore.connect(dsn) as store:
+        blind, _ = store.name_index(name)  # names are sealed, found by their blind index (migration 0010)
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
             "SELECT e.type, m.tier, m.confidence FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
-            " JOIN kg_entities e ON e.entity_id = m.entity_id WHERE c.doc_id = %s AND m.name = %s ORDER BY 1",
-            (doc_id, name),
+            " JOIN kg_entities e ON e.entity_id = m.entity_id WHERE c.doc_id = %s AND m.name_key = %s ORDER BY 1",
+            (doc_id, blind),
         ).fetchall()
     return [(str(t), int(tier), float(conf)) for t, tier, conf in rows]
 

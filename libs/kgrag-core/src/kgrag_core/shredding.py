@@ -25,8 +25,12 @@ Sealer = Callable[[bytes], bytes]
 class ContentCipher(Protocol):
     """Seals and opens content under its document's data key; destroys the key on deletion."""
 
-    def sealer(self, doc_id: str, *, deterministic: bool = False) -> Sealer:
+    def sealer(self, doc_id: str, *, deterministic: bool = False, create: bool = True) -> Sealer:
         """A function that seals bytes for `doc_id`, creating the document's data key if it has none.
+
+        With `create=False` a document without a key (deleted, or never stored) is CONTENT_SHREDDED
+        instead: a copy made from it after it was read (a projection) must not get a fresh key that would
+        outlive the deletion.
 
         Sealing is randomised; `deterministic` seals equal plaintexts of one document (one key) to equal
         values (a synthetic nonce), for columns SQL must compare to skip unchanged rows. It reveals
@@ -145,6 +149,12 @@ class Purgeable(Protocol):
     def purge_needs_rewrite(self) -> bool:
         """True when the engine drops a deleted entry's terms only with its whole segment, so the caller
         must first rewrite the live entries (tantivy-py offers no explicit merge)."""
+        ...
+
+    def rewrite_scope(self) -> Sequence[str] | None:
+        """With `purge_needs_rewrite`: the documents whose live entries share a segment with a deleted entry
+        (the caller rewrites just these, so a purge costs what the deletion touched, not the corpus), or
+        None when the engine cannot tell (the caller rewrites every live document)."""
         ...
 
     def purge_deleted(self) -> tuple[bool, str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
+from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
@@ -22,6 +23,7 @@ from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.ports import Cache, ChatModel, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
+from kgrag_core.shredding import ContentCipher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
@@ -42,6 +44,9 @@ class KgragApp:
     graph_searcher: GraphAssistedSearcher | None = None
     graph_by_default: bool = False
     graph: GraphAdmin | None = None  # the entity API; None when extraction is off
+    # Seals cached answers under every cited document's key (kgrag_core.answering.sealed_cache); the
+    # stores' cipher. None: cached as they are (only for apps without document keys, e.g. test doubles).
+    answer_cipher: ContentCipher | None = None
 
     def require_extraction(self) -> ExtractionAdmin:
         """The extraction admin, or CONFIGURATION_INVALID when extraction is switched off."""
@@ -101,7 +106,7 @@ class KgragApp:
         n = EVIDENCE_CHUNKS.resolve(evidence_chunks)
         use_graph = self._use_graph(graph) and self.graph_searcher is not None
         key = self._answer_key(question, caller, n, use_graph)
-        cached = self.cache.get(key)
+        cached = self._cached_answer(key)
         if cached is not None:
             return {**json.loads(cached), "cached": True}
         response = self.search(question, caller, top_k=n, graph=use_graph)
@@ -115,8 +120,32 @@ class KgragApp:
             out["graph_lines"] = [line.text for line in response.graph_lines]
             out["graph_degraded"] = response.degraded
         if self.answer_cache_ttl_s > 0:
-            self.cache.set(key, json.dumps(out).encode("utf-8"), self.answer_cache_ttl_s)
+            plain = json.dumps(out).encode("utf-8")
+            payload = (
+                plain
+                if self.answer_cipher is None
+                else seal_answer(self.answer_cipher, self._cited_documents(response), plain)
+            )
+            if payload is not None:  # None: a cited document was deleted meanwhile, nothing to cache
+                self.cache.set(key, payload, self.answer_cache_ttl_s)
         return {**out, "cached": False}
+
+    def _cited_documents(self, response: SearchResponse | GraphSearchResponse) -> set[str]:
+        """Every document the answer was built from: its hits', and those of the chunks its graph lines
+        (entity names, claim values) come from."""
+        docs = {h.doc_id for h in response.hits}
+        if isinstance(response, GraphSearchResponse):
+            chunk_ids = sorted({c for line in response.graph_lines for c in line.chunk_ids})
+            if chunk_ids:
+                docs |= {c.doc_id for c in self.searcher.documents.get_chunks(chunk_ids).values()}
+        return docs
+
+    def _cached_answer(self, key: str) -> bytes | None:
+        """The cached answer's JSON, or None: a miss, or an entry one of whose documents is deleted."""
+        cached = self.cache.get(key)
+        if cached is None or self.answer_cipher is None:
+            return cached
+        return open_answer(self.answer_cipher, cached)
 
     def _use_graph(self, graph: bool | None) -> bool:
         return self.graph_by_default if graph is None else graph

@@ -19,6 +19,7 @@ from kgrag_core.events import ENTITIES_CHANGED, EntitiesChanged
 from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ports import ChatModel, DocumentStore, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_core.shredding import ContentCipher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.graph import build_graph_searcher, build_resolution
 from kgrag_runtime.graph_admin import GraphAdmin
@@ -98,6 +99,7 @@ class DistributedStores:
                 user=settings.opensearch_user,
                 password=settings.opensearch_password.get_secret_value() if settings.opensearch_password else None,
                 index=settings.opensearch_index,
+                purge_wait_s=settings.opensearch_purge_wait_s,
             )
             self._stack.callback(keywords.close)
             return keywords
@@ -164,11 +166,19 @@ def connect_neo4j(settings: KgragSettings) -> Neo4jLexicalGraph:
     )
 
 
-def knowledge_graph_on(lexical: Neo4jLexicalGraph) -> Neo4jKnowledgeGraph:
-    """The knowledge-graph projection (and its reader) beside `lexical`: same driver, database, namespace."""
+def knowledge_graph_on(
+    lexical: Neo4jLexicalGraph,
+    *,
+    cipher: ContentCipher | None = None,
+    name_index: Callable[[str], str] | None = None,
+) -> Neo4jKnowledgeGraph:
+    """The knowledge-graph projection (and its reader) beside `lexical`: same driver, database, namespace;
+    sealed (names, values and quotes under their documents' keys) when given the cipher and name index."""
     from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
 
-    return Neo4jKnowledgeGraph(lexical.driver, lexical.database, namespace=lexical.namespace)
+    return Neo4jKnowledgeGraph(
+        lexical.driver, lexical.database, namespace=lexical.namespace, cipher=cipher, name_index=name_index
+    )
 
 
 @contextmanager
@@ -248,6 +258,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
             build_resolution(settings, store=stores.store, embedder=stores.embedder),
             announce=_announcer(events),
         ),
+        answer_cipher=stores.store.cipher,
     )
 
 

@@ -150,6 +150,13 @@ class KgragSettings(BaseSettings):
         pattern=r"^kgrag-chunks[a-z0-9._-]*$",
         description="OpenSearch index of the chunks: kgrag-chunks followed by lowercase letters, digits, . _ -.",
     )
+    opensearch_purge_wait_s: float = Field(
+        45.0,
+        ge=0.0,
+        le=600.0,
+        description="How long a deletion's purge waits for OpenSearch to drop soft deletes its retention lease"
+        " still holds (the lease moves on about every 30 s); 0: record 'deleted' with the count and go on.",
+    )
     qdrant_url: str | None = Field(None, description="Qdrant server URL.")
     qdrant_path: Path | None = Field(None, description="qdrant-client local mode (tests only).")
     qdrant_api_key: SecretStr | None = None

@@ -263,6 +263,7 @@ def open_embedded(
             graph_searcher=build_graph_searcher(settings, searcher, store, model),
             graph_by_default=settings.graph_retrieval,
             graph=graph_admin,
+            answer_cipher=store.cipher,
         )
 
 

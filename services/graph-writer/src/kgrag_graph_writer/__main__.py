@@ -24,11 +24,13 @@ def main() -> None:
 
     def build(stores: DistributedStores) -> Handler:
         graph = connect_neo4j(settings)  # the deployment's database and namespace
-        knowledge = knowledge_graph_on(graph)
         source = PostgresKnowledgeSource.connect(
             require(settings.pg_dsn.get_secret_value() if settings.pg_dsn else None, "KGRAG_PG_DSN"),
             kek=build_key_ring(settings),
         )
+        # The projection holds names, values and quotes sealed under their documents' keys and looks names
+        # up by blind index (ADR 0008, "Names"): a deletion leaves Neo4j nothing readable.
+        knowledge = knowledge_graph_on(graph, cipher=source.cipher, name_index=source.name_index)
         return CompositeHandler(
             SERVICE,
             [

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.shredding import KeyEncryptionKey, KeyStore, Sealer, WrappedKey
 
 SEALED = 0x01
@@ -50,8 +51,14 @@ class EnvelopeCipher:
         self._ttl = cache_ttl_s
         self._lock = threading.Lock()
 
-    def sealer(self, doc_id: str, *, deterministic: bool = False) -> Sealer:
+    def sealer(self, doc_id: str, *, deterministic: bool = False, create: bool = True) -> Sealer:
         stored = self._keys.wrapped_key(doc_id)
+        if stored is None and not create:
+            raise KgragError(
+                ErrorCode.CONTENT_SHREDDED,
+                f"document {doc_id!r} has no data key (deleted): nothing of it is sealed again",
+                hint="its copies go with the re-projection its deletion triggers",
+            )
         if stored is None:
             key_id = os.urandom(_KEY_ID_BYTES)
             data_key = AESGCM.generate_key(bit_length=256)
@@ -140,7 +147,7 @@ class PlaintextCipher:
     def __init__(self, keys: KeyStore | None = None) -> None:
         self._keys = keys
 
-    def sealer(self, doc_id: str, *, deterministic: bool = False) -> Sealer:
+    def sealer(self, doc_id: str, *, deterministic: bool = False, create: bool = True) -> Sealer:
         return _plain
 
     def open(self, doc_id: str, sealed: bytes) -> bytes | None:

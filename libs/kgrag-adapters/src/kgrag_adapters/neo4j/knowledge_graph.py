@@ -6,12 +6,13 @@ store does (the same contract suite). `kgrag_adapters.postgres.knowledge_source`
 
 Shape (every node carries `ns`, so several projections can share one database; keys are (ns, id)):
 
-    (:KgEntity {entity_id, canonical_id, name, type, norm_name, strong_ids, seen_acl[], seen_active[]})
+    (:KgEntity {entity_id, canonical_id, name, name_doc, type, norm_name, strong_ids, seen_acl[], seen_active[]})
         -[:SEEN_IN]->(:KgDoc {doc_id})            the documents whose chunks name it (scopes a re-projection)
-        -[:KNOWN_AS {name, acl, active, uses, strong_ids}]->(:KgName {norm})   surface forms, per reach
+        -[:KNOWN_AS {name, acl, active, doc, uses, strong_ids}]->(:KgName {norm})   surface forms, per reach
+                                                                                     and document
     (:KgCanonical {canonical_id})-[:KG_EDGE {relation_id, relation, polarity, modality, valid_from,
         ev_chunk[], ev_acl[], ev_active[], ev_conf[], ev_written[], ev_valid_to[]}]->(:KgCanonical)
-    (:KgClaim {claim_id, entity_id, attribute, value, ..., ev_*[] per evidence row})
+    (:KgClaim {claim_id, entity_id, attribute, ..., ev_value[], ev_quote[], ev_*[] per evidence row})
     (:KgHub {entity_id, min_degree}), (:KgOntology {attributes[], cardinalities[]})
 
 Edges join canonical entities and are MERGEd by their canonical relation ID (a hash of subject, relation,
@@ -20,10 +21,18 @@ whether its document is ACTIVE, so visibility is decided inside the query: an ed
 for a caller only through evidence it may read, and degrees, counts, hub flags, ids, names and strong ids
 use that evidence only (docs/security.md, sections 1-3). Absent dates are stored as "" (Neo4j lists hold
 no nulls).
+
+Document text is never projected readable (ADR 0008, "Names"): given the cipher PostgreSQL's evidence is
+sealed with, names, surface forms, strong identifiers, claim values and quotes are stored sealed under the
+key of the document that gave them (base64, `name_doc` / `doc` / `ev_doc` say which), and names are looked
+up by their blind index (`norm_name`, `KgName.norm`: HMAC under the installation key, as in PostgreSQL), so
+a deleted document leaves Neo4j's store files nothing that opens once its key is destroyed. Without a cipher
+(a projection for tests) the same properties hold plaintext.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
@@ -32,6 +41,7 @@ from typing import Any, LiteralString, TypeVar
 from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Session, basic_auth
 
 from kgrag_adapters.neo4j.lexical_graph import DEFAULT_NAMESPACE, Neo4jLexicalGraph
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import timeline
 from kgrag_core.extraction.identity import normalise_name, relation_id
 from kgrag_core.extraction.model import Modality, Polarity, Tier
@@ -45,6 +55,7 @@ from kgrag_core.handlers.knowledge_projection import (
     ProjectedEdge,
     ProjectedEntity,
 )
+from kgrag_core.shredding import ContentCipher, open_text
 
 _T = TypeVar("_T")
 
@@ -80,8 +91,8 @@ UNWIND $cids AS cid
 MATCH (x:KgEntity {ns: $ns, canonical_id: cid})
 OPTIONAL MATCH (x)-[a:KNOWN_AS]->()
 WHERE a.active AND ($admin OR a.acl IN $acl)
-WITH cid, x, collect(a.strong_ids) AS ids
-RETURN cid, x.entity_id AS entity_id, x.name AS name, x.type AS type, ids, """
+WITH cid, x, collect({ids: a.strong_ids, doc: a.doc}) AS ids
+RETURN cid, x.entity_id AS entity_id, x.name AS name, x.name_doc AS name_doc, x.type AS type, ids, """
     + _SEEN
     + """ AS visible
 ORDER BY cid, entity_id
@@ -104,7 +115,7 @@ _ALIAS_COUNTS: LiteralString = """
 UNWIND $cids AS cid
 MATCH (:KgEntity {ns: $ns, canonical_id: cid})-[a:KNOWN_AS]->()
 WHERE a.active AND ($admin OR a.acl IN $acl)
-RETURN cid, a.name AS name, sum(a.uses) AS uses
+RETURN cid, a.name AS name, a.doc AS doc, sum(a.uses) AS uses
 """
 
 # The visible evidence of relationship `x` (bound), as lists, plus its aggregates.
@@ -170,7 +181,7 @@ RETURN startNode(x).canonical_id AS subject, x.relation AS relation,
 """
 )
 
-# A name matches a visible mention of it, or the stored name of a visible entity.
+# A name matches a visible mention of it, or the stored name of a visible entity (both by blind index).
 _NAMED: LiteralString = (
     """
 UNWIND $names AS norm
@@ -194,7 +205,7 @@ UNWIND $members AS member
 MATCH (x:KgClaim {ns: $ns, entity_id: member})
 UNWIND range(0, size(x.ev_chunk) - 1) AS i
 WITH x, i WHERE x.ev_active[i] AND ($admin OR x.ev_acl[i] IN $acl)
-RETURN x.claim_id AS claim_id, x.entity_id AS entity_id, x.attribute AS attribute, x.value AS value,
+RETURN x.claim_id AS claim_id, x.entity_id AS entity_id, x.attribute AS attribute, x.ev_value[i] AS value,
        x.ev_quote[i] AS quote, x.modality AS modality, x.polarity AS polarity, x.valid_from AS valid_from,
        x.valid_to AS valid_to, x.ev_written[i] AS written, x.ev_chunk[i] AS chunk_id, x.ev_doc[i] AS doc_id,
        x.ev_acl[i] AS acl_class_id, x.ev_tier[i] AS tier, x.ev_conf[i] AS confidence
@@ -250,7 +261,8 @@ RETURN DISTINCT far
 _PUT_ENTITIES: LiteralString = """
 UNWIND $rows AS row
 MERGE (e:KgEntity {ns: $ns, entity_id: row.entity_id})
-SET e.canonical_id = row.canonical_id, e.name = row.name, e.type = row.type, e.norm_name = row.norm_name,
+SET e.canonical_id = row.canonical_id, e.name = row.name, e.name_doc = row.name_doc, e.type = row.type,
+    e.norm_name = row.norm_name,
     e.strong_ids = row.strong_ids, e.seen_acl = row.seen_acl, e.seen_active = row.seen_active
 WITH e, row
 CALL (e, row) {
@@ -261,7 +273,7 @@ CALL (e, row) {
 CALL (e, row) {
   UNWIND row.aliases AS a
   MERGE (n:KgName {ns: $ns, norm: a.norm})
-  MERGE (e)-[k:KNOWN_AS {name: a.name, acl: a.acl, active: a.active}]->(n)
+  MERGE (e)-[k:KNOWN_AS {name: a.name, acl: a.acl, active: a.active, doc: a.doc}]->(n)
   SET k.uses = a.uses, k.strong_ids = a.strong_ids
 }
 """
@@ -326,9 +338,21 @@ class Neo4jKnowledgeGraph:
     the caller's: `close()` closes only a driver that `connect()` opened. Safe to share between threads.
     """
 
-    def __init__(self, driver: Driver, database: str | None = None, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        database: str | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        cipher: ContentCipher | None = None,
+        name_index: Callable[[str], str] | None = None,
+    ) -> None:
         if not namespace:
             raise ValueError("namespace must be a non-empty string")
+        if (cipher is None) != (name_index is None):
+            raise ValueError("pass both cipher and name_index (a sealed projection), or neither")
+        self._cipher = cipher
+        self._name_index = name_index
         self._driver: Driver | None = driver
         self._database = database
         self._ns = namespace
@@ -343,6 +367,8 @@ class Neo4jKnowledgeGraph:
         password: str | None = None,
         database: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
+        cipher: ContentCipher | None = None,
+        name_index: Callable[[str], str] | None = None,
     ) -> Neo4jKnowledgeGraph:
         """A projection on the server at `uri` with the schema applied (schemas/neo4j/constraints.cypher)."""
         if (user is None) != (password is None):
@@ -353,7 +379,7 @@ class Neo4jKnowledgeGraph:
             driver.verify_connectivity()
             # One schema file serves both graphs; the lexical graph's loader applies it (races absorbed).
             Neo4jLexicalGraph(driver, database).ensure_schema()
-            graph = cls(driver, database, namespace=namespace)
+            graph = cls(driver, database, namespace=namespace, cipher=cipher, name_index=name_index)
         except BaseException:
             driver.close()
             raise
@@ -385,8 +411,11 @@ class Neo4jKnowledgeGraph:
         if not wanted:
             return out
 
+        norm_of = {self._norm(n): n for n in wanted}
+
         def work(tx: ManagedTransaction) -> tuple[list[tuple[str, str]], dict[str, EntitySummary]]:
-            hits = [(r["norm"], r["cid"]) for r in tx.run(_NAMED, self._params(acl_class_ids, names=wanted))]
+            params = self._params(acl_class_ids, names=list(norm_of))
+            hits = [(norm_of[r["norm"]], r["cid"]) for r in tx.run(_NAMED, params)]
             return hits, self._summaries(tx, list(dict.fromkeys(c for _, c in hits)), acl_class_ids)
 
         hits, found_summaries = self._read(work)
@@ -470,7 +499,8 @@ class Neo4jKnowledgeGraph:
             for row in rows:
                 cluster = clusters.get(owner[row["entity_id"]])
                 if cluster is not None:  # always: a visible claim makes its entity visible
-                    records.append(_claim(row, cluster.ref))
+                    opened = {**row, "value": self._open(row["doc_id"], row["value"])}
+                    records.append(_claim({**opened, "quote": self._open(row["doc_id"], row["quote"])}, cluster.ref))
             return records, self._cardinality(tx)
 
         records, cardinality = self._read(work)
@@ -497,9 +527,9 @@ class Neo4jKnowledgeGraph:
         """Replace the projection's state of the snapshot's scope with the snapshot, in one transaction."""
         ns = self._ns
         cids = list(snapshot.canonical_ids)
-        entity_rows = [_entity_row(e) for e in snapshot.entities]
+        entity_rows = [self._entity_row(e) for e in snapshot.entities]
         edge_rows = [_edge_row(e) for e in snapshot.edges]
-        claim_rows = [_claim_row(c) for c in snapshot.claims]
+        claim_rows = [self._claim_row(c) for c in snapshot.claims]
         attributes = [a for a, _ in snapshot.cardinality]
         cardinalities = [c.value for _, c in snapshot.cardinality]
 
@@ -538,6 +568,82 @@ class Neo4jKnowledgeGraph:
             session.execute_write(lambda tx: tx.run(_DROP_NAMESPACE, ns=self._ns).consume())
 
     # --- helpers --------------------------------------------------------------------------------------------
+
+    def _seal(self, doc_id: str, text: str) -> str:
+        """`text` as the projection stores it: sealed under the document's key (base64), or as it is without
+        a cipher. A document whose key is gone (deleted since the snapshot was read) is stored as "": its
+        deletion re-projects the scope anyway, and a fresh key must never be made for it."""
+        if self._cipher is None:
+            return text
+        try:
+            sealed = self._cipher.sealer(doc_id, deterministic=True, create=False)(text.encode("utf-8"))
+        except KgragError as err:
+            if err.code is not ErrorCode.CONTENT_SHREDDED:
+                raise
+            return ""
+        return base64.b64encode(sealed).decode("ascii")
+
+    def _open(self, doc_id: str, stored: str) -> str:
+        """What `_seal` stored, opened; "" once the document's key is destroyed."""
+        if self._cipher is None:
+            return stored
+        if not stored:
+            return ""
+        return open_text(self._cipher, doc_id, base64.b64decode(stored)) or ""
+
+    def _norm(self, norm: str) -> str:
+        """A normalised name as stored: its blind index, or itself without a cipher."""
+        return norm if self._name_index is None else self._name_index(norm)
+
+    def _entity_row(self, e: ProjectedEntity) -> dict[str, Any]:
+        return {
+            "entity_id": e.entity_id,
+            "canonical_id": e.canonical_id,
+            "name": self._seal(e.name_doc_id, e.name),
+            "name_doc": e.name_doc_id,
+            "type": e.type,
+            "norm_name": self._norm(e.norm_name),
+            # the entity row's identifiers: blind indexes already (PostgreSQL keeps no other form)
+            "strong_ids": json.dumps([list(p) for p in e.strong_ids]),
+            "seen_acl": [r.acl_class_id for r in e.reaches],
+            "seen_active": [r.active for r in e.reaches],
+            "docs": list(e.doc_ids),
+            "aliases": [
+                {
+                    "name": self._seal(a.doc_id, a.name),
+                    "norm": self._norm(a.norm_name),
+                    "acl": a.reach.acl_class_id,
+                    "active": a.reach.active,
+                    "doc": a.doc_id,
+                    "uses": a.uses,
+                    "strong_ids": self._seal(a.doc_id, json.dumps([list(p) for p in a.strong_ids])),
+                }
+                for a in e.aliases
+            ],
+        }
+
+    def _claim_row(self, c: ProjectedClaim) -> dict[str, Any]:
+        ev = c.evidence
+        return {
+            "claim_id": c.claim_id,
+            "props": {
+                "entity_id": c.entity_id,
+                "attribute": c.attribute,
+                "polarity": c.polarity.value,
+                "modality": c.modality.value,
+                "valid_from": _day(c.valid_from),
+                "valid_to": _day(c.valid_to),
+                "ev_value": [self._seal(x.doc_id, x.value or c.value) for x in ev],
+                "ev_quote": [self._seal(x.doc_id, x.quote) for x in ev],
+                "ev_chunk": [x.chunk_id for x in ev],
+                "ev_doc": [x.doc_id for x in ev],
+                "ev_acl": [x.reach.acl_class_id for x in ev],
+                "ev_active": [x.reach.active for x in ev],
+                "ev_tier": [int(x.tier) for x in ev],
+                "ev_conf": [float(x.confidence) for x in ev],
+                "ev_written": [_day(x.written) for x in ev],
+            },
+        }
 
     def _params(self, acl_class_ids: Sequence[str] | None, **more: Any) -> dict[str, Any]:
         return {"ns": self._ns, "admin": acl_class_ids is None, "acl": list(acl_class_ids or ()), **more}
@@ -583,12 +689,24 @@ class Neo4jKnowledgeGraph:
         params = self._params(acl_class_ids, cids=list(dict.fromkeys(cids)))
         members: dict[str, list[MemberRow]] = {}
         for r in tx.run(_MEMBER_ROWS, params):
-            ids = tuple(sorted({pair for stored in r["ids"] for pair in _strong_ids(stored)}))
-            row = MemberRow(r["entity_id"], str(r["name"]), str(r["type"]), ids, r["visible"])
-            members.setdefault(r["cid"], []).append(row)
+            ids = tuple(
+                sorted(
+                    {
+                        pair
+                        for stored in r["ids"]
+                        if stored["ids"] is not None
+                        for pair in _strong_ids(self._open(stored["doc"] or "", stored["ids"]) or "[]")
+                    }
+                )
+            )
+            name = self._open(r["name_doc"] or "", str(r["name"]))
+            members.setdefault(r["cid"], []).append(MemberRow(r["entity_id"], name, str(r["type"]), ids, r["visible"]))
         aliases: dict[str, dict[str, int]] = {}
         for record in tx.run(_ALIAS_COUNTS, params):
-            aliases.setdefault(record["cid"], {})[record["name"]] = int(record["uses"])
+            counts = aliases.setdefault(record["cid"], {})
+            alias = self._open(record["doc"] or "", record["name"])
+            if alias:
+                counts[alias] = counts.get(alias, 0) + int(record["uses"])
         return cluster_views(members, aliases)
 
     def _summaries(
@@ -666,31 +784,6 @@ def _claim(row: Mapping[str, Any], ref: EntityRef) -> ClaimRecord:
     )
 
 
-def _entity_row(e: ProjectedEntity) -> dict[str, Any]:
-    return {
-        "entity_id": e.entity_id,
-        "canonical_id": e.canonical_id,
-        "name": e.name,
-        "type": e.type,
-        "norm_name": e.norm_name,
-        "strong_ids": json.dumps([list(p) for p in e.strong_ids]),
-        "seen_acl": [r.acl_class_id for r in e.reaches],
-        "seen_active": [r.active for r in e.reaches],
-        "docs": list(e.doc_ids),
-        "aliases": [
-            {
-                "name": a.name,
-                "norm": a.norm_name,
-                "acl": a.reach.acl_class_id,
-                "active": a.reach.active,
-                "uses": a.uses,
-                "strong_ids": json.dumps([list(p) for p in a.strong_ids]),
-            }
-            for a in e.aliases
-        ],
-    }
-
-
 def _edge_row(e: ProjectedEdge) -> dict[str, Any]:
     ev = e.evidence
     return {
@@ -708,29 +801,5 @@ def _edge_row(e: ProjectedEdge) -> dict[str, Any]:
             "ev_conf": [float(x.confidence) for x in ev],
             "ev_written": [_day(x.written) for x in ev],
             "ev_valid_to": [_day(x.valid_to) for x in ev],
-        },
-    }
-
-
-def _claim_row(c: ProjectedClaim) -> dict[str, Any]:
-    ev = c.evidence
-    return {
-        "claim_id": c.claim_id,
-        "props": {
-            "entity_id": c.entity_id,
-            "attribute": c.attribute,
-            "value": c.value,
-            "polarity": c.polarity.value,
-            "modality": c.modality.value,
-            "valid_from": _day(c.valid_from),
-            "valid_to": _day(c.valid_to),
-            "ev_quote": [x.quote for x in ev],
-            "ev_chunk": [x.chunk_id for x in ev],
-            "ev_doc": [x.doc_id for x in ev],
-            "ev_acl": [x.reach.acl_class_id for x in ev],
-            "ev_active": [x.reach.active for x in ev],
-            "ev_tier": [int(x.tier) for x in ev],
-            "ev_conf": [float(x.confidence) for x in ev],
-            "ev_written": [_day(x.written) for x in ev],
         },
     }

@@ -44,6 +44,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import time
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -142,15 +143,22 @@ def ensure_index(client: OpenSearch, index: str, template: Mapping[str, Any] | N
     _check_mapping(client, index, template)
 
 
+# How often a purge retries the merge while a retention lease still holds soft deletes.
+_PURGE_RETRY_S = 2.0
+
+
 class OpenSearchKeywordIndex(Closeable):
     """BM25 index of chunks in the OpenSearch index (or alias) `index`.
 
     The client passed in stays the caller's: `close()` closes only a client that `connect()` opened.
     """
 
-    def __init__(self, client: OpenSearch, index: str = DEFAULT_INDEX) -> None:
+    def __init__(self, client: OpenSearch, index: str = DEFAULT_INDEX, *, purge_wait_s: float = 0.0) -> None:
         if not index:
             raise ValueError("index must not be empty")
+        if purge_wait_s < 0:
+            raise ValueError(f"purge_wait_s must not be negative, got {purge_wait_s}")
+        self._purge_wait_s = purge_wait_s
         self._client: OpenSearch | None = client
         self._index = index
         self._owns_client = False
@@ -165,6 +173,7 @@ class OpenSearchKeywordIndex(Closeable):
         password: str | None = None,
         index: str = DEFAULT_INDEX,
         ca_certs: str | None = None,
+        purge_wait_s: float = 0.0,
     ) -> Self:
         """An index on the cluster at `url` (http:// or https://), with basic auth when `user` is given.
 
@@ -184,7 +193,7 @@ class OpenSearchKeywordIndex(Closeable):
             timeout=30,
         )
         try:
-            index_ = cls(client, index)
+            index_ = cls(client, index, purge_wait_s=purge_wait_s)
         except BaseException:
             client.close()
             raise
@@ -222,26 +231,37 @@ class OpenSearchKeywordIndex(Closeable):
     def purge_needs_rewrite(self) -> bool:
         return False
 
+    def rewrite_scope(self) -> list[str]:
+        return []  # the purge needs no rewrite
+
     def purge_deleted(self) -> tuple[bool, str]:
         """Expunge deleted documents from the index's segments now (a merge of only the segments that
         hold deletions), instead of waiting for the merge policy.
 
-        OpenSearch keeps soft-deleted documents that a shard's retention lease still covers (for peer
-        recovery, up to `index.soft_deletes.retention_lease.period`, 12 h by default) through any merge;
-        the result says so when some are left, and a later merge drops them.
+        A merge keeps the soft deletes that a shard's retention lease still covers (for peer recovery): on
+        an active shard the lease retains every operation above the checkpoint it last synced, and it is
+        synced in the background about every 30 s — not something an index setting shortens (measured:
+        `index.soft_deletes.retention_lease.period` 0s changes nothing; that period only expires the
+        leases of copies that left). So while some are left, the merge is retried every
+        `_PURGE_RETRY_S` for up to `purge_wait_s`; the result says `purged` only when none is left, and
+        otherwise how many a later merge drops.
         """
         client = self._live()
         # By default a segment is expunged only above 10 % deleted documents; a compliance deletion needs
         # every deleted chunk gone, so the threshold is 0 (a dynamic index setting, idempotent).
         client.indices.put_settings(index=self._index, body={"index.merge.policy.expunge_deletes_allowed": 0})
-        client.indices.forcemerge(index=self._index, params={"only_expunge_deletes": "true"})
-        left = self.deleted_documents()
-        if left:
-            return False, (
-                f"forcemerge only_expunge_deletes ran; {left} soft-deleted document(s) still retained by the"
-                " shard's retention lease (index.soft_deletes.retention_lease.period), dropped by a later merge"
-            )
-        return True, "forcemerge only_expunge_deletes: no deleted document left"
+        deadline = time.monotonic() + self._purge_wait_s
+        while True:
+            client.indices.forcemerge(index=self._index, params={"only_expunge_deletes": "true"})
+            left = self.deleted_documents()
+            if not left:
+                return True, "forcemerge only_expunge_deletes: no deleted document left"
+            if time.monotonic() + _PURGE_RETRY_S > deadline:
+                return False, (
+                    f"forcemerge only_expunge_deletes ran; {left} soft-deleted document(s) still retained by the"
+                    f" shard's retention lease after {self._purge_wait_s:g} s, dropped by a later merge"
+                )
+            time.sleep(_PURGE_RETRY_S)
 
     def deleted_documents(self) -> int:
         """Deleted documents still held in the index's segments (0 after a purge)."""

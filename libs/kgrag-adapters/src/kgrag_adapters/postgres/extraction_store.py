@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Any, LiteralString
 
@@ -25,7 +25,15 @@ from kgrag_adapters.postgres.store import _CHUNK_COLUMNS, PostgresStore, Row, _u
 from kgrag_core.documents import Chunk
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import cardinalities, timeline
-from kgrag_core.extraction.identity import claim_id, entity_id, normalise_name, relation_id
+from kgrag_core.extraction.identity import (
+    claim_id,
+    entity_id,
+    name_key,
+    name_token_keys,
+    normalise_name,
+    relation_id,
+    strong_id_keys,
+)
 from kgrag_core.extraction.model import ChunkExtraction, ExtractionKey, Modality, Polarity, Quarantined, Tier
 from kgrag_core.extraction.ontology import Cardinality, parse_ontology
 from kgrag_core.extraction.records import (
@@ -37,7 +45,7 @@ from kgrag_core.extraction.records import (
     RunEstimate,
 )
 from kgrag_core.extraction.serialise import extraction_from_dict, extraction_to_dict
-from kgrag_core.shredding import KeyEncryptionKey, Sealer, seal_text
+from kgrag_core.shredding import KeyEncryptionKey, Sealer, open_text, seal_text
 
 _LIVE_CHUNKS: LiteralString = " JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'"
 
@@ -62,7 +70,7 @@ ON CONFLICT (chunk_id) DO UPDATE SET
 # DO UPDATE (not DO NOTHING) so the row is locked until commit: the orphan clean-up of a concurrent chunk
 # deletion then waits instead of removing an entity this transaction is about to refer to.
 _UPSERT_ENTITY = """
-INSERT INTO kg_entities (entity_id, type, name, norm_name, strong_ids) VALUES (%s, %s, %s, %s, %s)
+INSERT INTO kg_entities (entity_id, type, name_key, name_tokens, strong_ids) VALUES (%s, %s, %s, %s, %s)
 ON CONFLICT (entity_id) DO UPDATE SET strong_ids = (
     SELECT COALESCE(jsonb_agg(DISTINCT x ORDER BY x), '[]'::jsonb)
     FROM jsonb_array_elements(kg_entities.strong_ids || EXCLUDED.strong_ids) AS x
@@ -70,16 +78,14 @@ ON CONFLICT (entity_id) DO UPDATE SET strong_ids = (
 """
 
 # A mention keeps the strong identifiers it carried: readers show an entity's identifiers from the mentions
-# they may read, never the entity row's union (docs/security.md, section 3).
+# they may read, never the entity row's union (docs/security.md, section 3). Name and identifiers are sealed
+# under the chunk's document key (migration 0010), so repeats are merged before the insert (_Facts.add); a
+# conflict here is a concurrent save of the same chunk, whose identifiers are the same.
 _INSERT_MENTION = """
-INSERT INTO kg_mentions (chunk_id, entity_id, name, norm_name, tier, quote, confidence, strong_ids)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO kg_mentions (chunk_id, entity_id, name, name_key, name_tokens, tier, quote, confidence, strong_ids)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (chunk_id, entity_id, name, quote_key) DO UPDATE SET
-    confidence = GREATEST(kg_mentions.confidence, EXCLUDED.confidence),
-    strong_ids = (
-        SELECT COALESCE(jsonb_agg(DISTINCT x ORDER BY x), '[]'::jsonb)
-        FROM jsonb_array_elements(kg_mentions.strong_ids || EXCLUDED.strong_ids) AS x
-    )
+    confidence = GREATEST(kg_mentions.confidence, EXCLUDED.confidence), strong_ids = EXCLUDED.strong_ids
 """
 
 _INSERT_RELATION = """
@@ -89,33 +95,36 @@ ON CONFLICT (relation_id) DO UPDATE SET valid_to = COALESCE(kg_relations.valid_t
 """
 
 _INSERT_RELATION_EVIDENCE = """
-INSERT INTO kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence) VALUES (%s, %s, %s, %s, %s)
+INSERT INTO kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence, subject_name, object_name)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (relation_id, chunk_id, quote_key) DO UPDATE SET
     confidence = GREATEST(kg_relation_evidence.confidence, EXCLUDED.confidence)
 """
 
 _INSERT_CLAIM = """
-INSERT INTO kg_claims (claim_id, entity_id, attribute, value, polarity, modality, valid_from, valid_to)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO kg_claims (claim_id, entity_id, attribute, polarity, modality, valid_from, valid_to)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (claim_id) DO UPDATE SET valid_to = COALESCE(kg_claims.valid_to, EXCLUDED.valid_to)
 """
 
 _INSERT_CLAIM_EVIDENCE = """
-INSERT INTO kg_claim_evidence (claim_id, chunk_id, quote, tier, confidence) VALUES (%s, %s, %s, %s, %s)
+INSERT INTO kg_claim_evidence (claim_id, chunk_id, quote, tier, confidence, entity_name, value)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (claim_id, chunk_id, quote_key) DO UPDATE SET
     confidence = GREATEST(kg_claim_evidence.confidence, EXCLUDED.confidence)
 """
 
 # acl_class_id, doc_id and the date written come from the chunk row, not a copy (see 0003_extraction.sql).
-# The entity is named as the claim's own evidence chunk names it (a claim's subject is the mention of its
-# chunk): the stored name of an entity keyed by a strong identifier is the first any record gave it, maybe
-# a restricted one (docs/security.md, section 3). For the same reason a name finds an entity through the
-# mentions the caller may read, or through the stored name only of an entity keyed by that name.
+# The entity is named as the claim's own evidence chunk names it (its mention there, else the name the claim
+# item gave): never by another chunk's name, maybe a restricted one (docs/security.md, section 3). For the
+# same reason a name finds an entity through the mentions the caller may read, or through the blind name
+# index only of an entity keyed by that name. Name, value and quote are sealed under the chunk's document
+# key (ADR 0008); the name is matched by its blind index (migration 0010).
 _SELECT_CLAIMS: LiteralString = """
 SELECT cl.claim_id, cl.entity_id,
        COALESCE((SELECT m.name FROM kg_mentions m WHERE m.chunk_id = ev.chunk_id AND m.entity_id = cl.entity_id
-                 ORDER BY m.confidence DESC, m.name LIMIT 1), e.name),
-       e.type, cl.attribute, cl.value, ev.quote, cl.modality, cl.polarity,
+                 ORDER BY m.confidence DESC, m.name LIMIT 1), ev.entity_name),
+       e.type, cl.attribute, ev.value, ev.quote, cl.modality, cl.polarity,
        cl.valid_from, cl.valid_to, (c.doc_time AT TIME ZONE 'UTC')::date, ev.chunk_id, c.doc_id, c.acl_class_id,
        ev.tier, ev.confidence
 FROM kg_claims cl
@@ -124,34 +133,38 @@ JOIN kg_claim_evidence ev ON ev.claim_id = cl.claim_id
 JOIN chunks c ON c.chunk_id = ev.chunk_id
 JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'
 WHERE (%(entity)s::text IS NULL OR cl.entity_id IN (
-          SELECT entity_id FROM kg_entities WHERE norm_name = %(entity)s AND strong_ids = '[]'::jsonb
+          SELECT entity_id FROM kg_entities WHERE name_key = %(entity)s AND strong_ids = '[]'::jsonb
           UNION SELECT m.entity_id FROM kg_mentions m JOIN chunks mc ON mc.chunk_id = m.chunk_id
           JOIN documents md ON md.doc_id = mc.doc_id AND md.status = 'ACTIVE'
-          WHERE m.norm_name = %(entity)s AND (%(admin)s OR mc.acl_class_id = ANY(%(acl)s::text[]))))
+          WHERE m.name_key = %(entity)s AND (%(admin)s OR mc.acl_class_id = ANY(%(acl)s::text[]))))
   AND (%(attribute)s::text IS NULL OR cl.attribute = %(attribute)s)
   AND (%(admin)s OR c.acl_class_id = ANY(%(acl)s::text[]))
 """
 
 # A type given in a chunk a record mapping or the model read outranks NER's guesses, however common those are.
+# Names are sealed per document (migration 0010), so rows come back per sealed name and document, and are
+# opened, summed and ranked in Python (`_rank_names`). The names relation and claim evidence give count
+# like NER's: they are how an entity no mention names is known.
 _KNOWN_NAMES: LiteralString = """
-SELECT n.name, e.type, bool_or(n.tier <> %(ner)s) AS read, count(*) AS uses
-FROM (SELECT entity_id, name, tier FROM kg_mentions
-      UNION ALL SELECT entity_id, name, %(ner)s FROM kg_entities) AS n
+SELECT n.name, n.doc_id, e.type, bool_or(n.tier <> %(ner)s) AS read, count(*) AS uses
+FROM (SELECT m.entity_id, m.name, c.doc_id, m.tier FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id
+      UNION ALL SELECT r.subject_id, ev.subject_name, c.doc_id, %(ner)s FROM kg_relations r
+      JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id
+      UNION ALL SELECT r.object_id, ev.object_name, c.doc_id, %(ner)s FROM kg_relations r
+      JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id
+      UNION ALL SELECT cl.entity_id, cv.entity_name, c.doc_id, %(ner)s FROM kg_claims cl
+      JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id JOIN chunks c ON c.chunk_id = cv.chunk_id) AS n
 JOIN kg_entities e ON e.entity_id = n.entity_id
-GROUP BY n.name, e.type
-ORDER BY read DESC, uses DESC, n.name, e.type
-LIMIT %(limit)s
+GROUP BY n.name, n.doc_id, e.type
 """
 
-# Mentions only: an entity's stored name may come from a chunk of another class (its first mention).
+# Mentions only, in chunks of the one class.
 _KNOWN_NAMES_IN_CLASS: LiteralString = """
-SELECT m.name, e.type, bool_or(m.tier <> %(ner)s) AS read, count(*) AS uses
+SELECT m.name, c.doc_id, e.type, bool_or(m.tier <> %(ner)s) AS read, count(*) AS uses
 FROM kg_mentions m
 JOIN chunks c ON c.chunk_id = m.chunk_id AND c.acl_class_id = %(acl)s
 JOIN kg_entities e ON e.entity_id = m.entity_id
-GROUP BY m.name, e.type
-ORDER BY read DESC, uses DESC, m.name, e.type
-LIMIT %(limit)s
+GROUP BY m.name, c.doc_id, e.type
 """
 
 _FACT_COUNTS: LiteralString = """
@@ -261,6 +274,12 @@ class PostgresExtractionStore(PostgresStore):
         """The id this installation gives an entity (for operators and tests; callers never see the key)."""
         return entity_id(entity_type, name, strong_ids, key=self._id_key())
 
+    def name_index(self, name: str) -> tuple[str, list[str]]:
+        """The blind indexes this installation stores for a name: its key and its tokens' keys (migration
+        0010; for bulk loaders and tests, which write rows the way `save` does)."""
+        key = self._id_key()
+        return name_key(key, name), name_token_keys(key, name)
+
     def _id_key(self) -> bytes:
         if self._entity_key is None:
             with self._lease:
@@ -350,7 +369,7 @@ class PostgresExtractionStore(PostgresStore):
                 cur.execute("DELETE FROM kg_mentions WHERE chunk_id = ANY(%s)", (ids,))
                 cur.execute("DELETE FROM kg_relation_evidence WHERE chunk_id = ANY(%s)", (ids,))
                 cur.execute("DELETE FROM kg_claim_evidence WHERE chunk_id = ANY(%s)", (ids,))
-                for sql, params in facts.statements():
+                for sql, params in facts.statements(lambda chunk: sealers[live[chunk]]):
                     if params:
                         cur.executemany(sql, params)
                 # The replace above deleted and re-inserted entities whose only evidence it rewrote, and their
@@ -514,14 +533,21 @@ class PostgresExtractionStore(PostgresStore):
         the commoner. With `acl_class_id`, only the mentions in chunks of that class count (their names, their
         types, which tier gave them): the scope one chunk is extracted in."""
         sql, params = (
-            (_KNOWN_NAMES, {"ner": int(Tier.NER), "limit": limit})
+            (_KNOWN_NAMES, {"ner": int(Tier.NER)})
             if acl_class_id is None
-            else (_KNOWN_NAMES_IN_CLASS, {"ner": int(Tier.NER), "limit": limit, "acl": acl_class_id})
+            else (_KNOWN_NAMES_IN_CLASS, {"ner": int(Tier.NER), "acl": acl_class_id})
         )
         with self._lease:
             rows = self._conn.execute(sql, params).fetchall()
+        used: dict[tuple[str, str], tuple[bool, int]] = {}
+        for sealed, doc_id, entity_type, read, uses in rows:
+            name = open_text(self.cipher, doc_id, bytes(sealed))
+            if name is not None:
+                was_read, count = used.get((name, entity_type), (False, 0))
+                used[(name, entity_type)] = (was_read or bool(read), count + int(uses))
+        ranked = sorted(used, key=lambda k: (not used[k][0], -used[k][1], k[0], k[1]))[:limit]
         out: dict[str, str] = {}
-        for name, entity_type, _, _ in rows:
+        for name, entity_type in ranked:
             out.setdefault(name, entity_type)
         return out
 
@@ -532,7 +558,7 @@ class PostgresExtractionStore(PostgresStore):
     ) -> list[ClaimRecord]:
         """Claims with their status over what the caller may see, in written order."""
         params = {
-            "entity": normalise_name(entity) if entity is not None else None,
+            "entity": name_key(self._id_key(), entity) if entity is not None else None,
             "attribute": attribute,
             "admin": acl_class_ids is None,
             "acl": list(acl_class_ids or ()),
@@ -543,8 +569,10 @@ class PostgresExtractionStore(PostgresStore):
         return timeline([self._claim(r) for r in rows], _cardinality(body))
 
     def _claim(self, r: Row) -> ClaimRecord:
-        """A claim row (see _SELECT_CLAIMS) with its quote opened under its chunk's document key."""
-        return _claim(r, self._text(r[13], bytes(r[6])))
+        """A claim row (see _SELECT_CLAIMS) with its entity name, value and quote opened under its chunk's
+        document key."""
+        doc = r[13]
+        return _claim(r, self._text(doc, bytes(r[2])), self._text(doc, bytes(r[5])), self._text(doc, bytes(r[6])))
 
     def fact_counts(self) -> dict[str, int]:
         with self._lease:
@@ -678,27 +706,40 @@ class PostgresExtractionStore(PostgresStore):
 
 
 class _Facts:
-    """The rows a batch of results writes, deduplicated, in foreign-key order."""
+    """The rows a batch of results writes, deduplicated, in foreign-key order.
+
+    Every name-like value is written sealed under its chunk's document key (deterministically: equal values
+    of one document seal equal, so primary keys still dedupe) next to its blind indexes under the
+    installation key (migration 0010); the entity row holds blind indexes only.
+    """
 
     def __init__(self, key: bytes) -> None:
         self.key = key
-        self.entities: dict[str, tuple[str, str, str, list[list[str]]]] = {}
-        self.mentions: list[Row] = []
+        self.entities: dict[str, tuple[str, str, list[str], list[list[str]]]] = {}
+        # (chunk, entity, name, quote) -> the mention's row but for its merged confidence and identifiers
+        self.mentions: dict[tuple[str, str, str, str], tuple[Row, float, set[tuple[str, str]]]] = {}
         self.relations: dict[str, Row] = {}
         self.relation_evidence: list[Row] = []
         self.claims: dict[str, Row] = {}
         self.claim_evidence: list[Row] = []
+        self._blinded: dict[str, tuple[str, list[str]]] = {}
+
+    def _blind(self, name: str) -> tuple[str, list[str]]:
+        """The name's blind indexes, computed once per batch (an entity row and its mentions share them)."""
+        found = self._blinded.get(name)
+        if found is None:
+            found = self._blinded[name] = (name_key(self.key, name), name_token_keys(self.key, name))
+        return found
 
     def _entity(self, entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = ()) -> str:
         key = entity_id(entity_type, name, strong_ids, key=self.key)
-        pairs = sorted({(k, v) for k, v in strong_ids})
+        blinded = strong_id_keys(self.key, strong_ids)
         known = self.entities.get(key)
-        if known is not None:
-            merged = sorted({(k, v) for k, v in known[3]} | set(pairs))
-            pairs = [(k, v) for k, v in merged]
-        else:
-            known = (entity_type, name, normalise_name(name), [])
-        self.entities[key] = (known[0], known[1], known[2], [[k, v] for k, v in pairs])
+        if known is None:
+            blind, tokens = self._blind(name)
+            known = (entity_type, blind, tokens, [])
+        merged = sorted({(k, v) for k, v in known[3]} | {(k, v) for k, v in blinded})
+        self.entities[key] = (known[0], known[1], known[2], [[k, v] for k, v in merged])
         return key
 
     def add(self, result: ChunkExtraction, seal: Sealer) -> None:
@@ -710,9 +751,21 @@ class _Facts:
         for m in result.entities:
             ent = self._entity(m.type, m.name, m.strong_ids)
             local.setdefault((m.type, normalise_name(m.name)), ent)
-            ids = Jsonb([list(p) for p in sorted(set(m.strong_ids))])
-            self.mentions.append(
-                (chunk, ent, m.name, normalise_name(m.name), tier, seal_text(seal, m.quote), m.confidence, ids)
+            known = self.mentions.get((chunk, ent, m.name, m.quote))
+            if known is None:
+                row: Row = (
+                    chunk,
+                    ent,
+                    seal_text(seal, m.name),
+                    *self._blind(m.name),
+                    tier,
+                    seal_text(seal, m.quote),
+                )
+                known = (row, m.confidence, set())
+            self.mentions[(chunk, ent, m.name, m.quote)] = (
+                known[0],
+                max(known[1], m.confidence),
+                known[2] | set(m.strong_ids),
             )
 
         def resolve(entity_type: str, name: str) -> str:
@@ -725,20 +778,46 @@ class _Facts:
                 rid,
                 (rid, subject, r.relation, obj, r.polarity.value, r.modality.value, r.valid_from, r.valid_to),
             )
-            self.relation_evidence.append((rid, chunk, seal_text(seal, r.quote), tier, r.confidence))
+            self.relation_evidence.append(
+                (
+                    rid,
+                    chunk,
+                    seal_text(seal, r.quote),
+                    tier,
+                    r.confidence,
+                    seal_text(seal, r.subject),
+                    seal_text(seal, r.object),
+                )
+            )
         for c in result.claims:
             ent = resolve(c.entity_type, c.entity)
             cid = claim_id(ent, c.attribute, c.value, c.valid_from, c.polarity, c.modality)
             self.claims.setdefault(
-                cid, (cid, ent, c.attribute, c.value, c.polarity.value, c.modality.value, c.valid_from, c.valid_to)
+                cid, (cid, ent, c.attribute, c.polarity.value, c.modality.value, c.valid_from, c.valid_to)
             )
-            self.claim_evidence.append((cid, chunk, seal_text(seal, c.quote), tier, c.confidence))
+            self.claim_evidence.append(
+                (
+                    cid,
+                    chunk,
+                    seal_text(seal, c.quote),
+                    tier,
+                    c.confidence,
+                    seal_text(seal, c.entity),
+                    seal_text(seal, c.value),
+                )
+            )
 
-    def statements(self) -> list[tuple[str, list[Row]]]:
-        entities: list[Row] = [(k, t, n, nn, Jsonb(ids)) for k, (t, n, nn, ids) in self.entities.items()]
+    def statements(self, seal_ids: Callable[[str], Sealer]) -> list[tuple[str, list[Row]]]:
+        """The statements and their rows; `seal_ids` gives the sealer of a chunk's document (the mention's
+        identifiers are sealed like its name, but need not be deterministic)."""
+        entities: list[Row] = [(k, t, nk, tokens, Jsonb(ids)) for k, (t, nk, tokens, ids) in self.entities.items()]
+        mentions: list[Row] = [
+            (*row, confidence, seal_ids(row[0])(json.dumps(sorted([list(p) for p in ids])).encode()) if ids else None)
+            for row, confidence, ids in self.mentions.values()
+        ]
         return [
             (_UPSERT_ENTITY, entities),
-            (_INSERT_MENTION, self.mentions),
+            (_INSERT_MENTION, mentions),
             (_INSERT_RELATION, list(self.relations.values())),
             (_INSERT_RELATION_EVIDENCE, self.relation_evidence),
             (_INSERT_CLAIM, list(self.claims.values())),
@@ -778,15 +857,15 @@ def _state_params(result: ChunkExtraction) -> Row:
 # --- rows -> records ------------------------------------------------------------------------------------------
 
 
-def _claim(r: Row, quote: str) -> ClaimRecord:
+def _claim(r: Row, name: str, value: str, quote: str) -> ClaimRecord:
     written: date | None = r[11]
     return ClaimRecord(
         claim_id=r[0],
         entity_id=r[1],
-        entity_name=r[2],
+        entity_name=name,
         entity_type=r[3],
         attribute=r[4],
-        value=r[5],
+        value=value,
         quote=quote,
         modality=Modality(r[7]),
         polarity=Polarity(r[8]),

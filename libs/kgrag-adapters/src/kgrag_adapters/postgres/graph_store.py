@@ -18,6 +18,7 @@ visible mention" alone would hide entities whose facts the caller may read.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, LiteralString
@@ -30,7 +31,7 @@ from kgrag_adapters.postgres.merge_clusters import lock_merge_log, recluster
 from kgrag_adapters.postgres.store import Row
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import COMPETING_MODALITIES, timeline
-from kgrag_core.extraction.identity import normalise_name, relation_id
+from kgrag_core.extraction.identity import name_key, normalise_name, relation_id
 from kgrag_core.extraction.model import Modality, Polarity
 from kgrag_core.extraction.records import ClaimRecord
 from kgrag_core.graph.clusters import ClusterView, MemberRow, cluster_views, summaries
@@ -42,6 +43,7 @@ from kgrag_core.graph.model import (
     MergeRecord,
     PairDecision,
 )
+from kgrag_core.shredding import open_text
 
 _DECIDERS = frozenset({"auto", "review", "override"})
 
@@ -70,16 +72,42 @@ _MEMBERS_CTE: LiteralString = (
     " UNION SELECT ec.canonical_id, ec.entity_id FROM er_canonical ec WHERE ec.canonical_id = ANY(%(ids)s::text[]))"
 )
 
-# Each member with the strong identifiers of its visible mentions (not the entity row's union over every
-# mention) and whether visible evidence names it.
-_MEMBER_ROWS: LiteralString = (
-    "WITH " + _MEMBERS_CTE + " SELECT mb.cid, e.entity_id, e.name, e.type,"
-    " (SELECT COALESCE(jsonb_agg(DISTINCT x.pair ORDER BY x.pair), '[]'::jsonb) FROM kg_mentions m"
-    " CROSS JOIN LATERAL jsonb_array_elements(m.strong_ids) AS x(pair) JOIN chunks c ON c.chunk_id = m.chunk_id"
+# A name visible evidence gives kg_entities row `e`, as {sealed name, its document id}: its most confident
+# visible mention (the earliest indexed of equals: the entity's first name, as the entity row used to keep
+# it), else (an entity only relation or claim evidence names) the name that evidence gives. Names are sealed
+# per document (migration 0010); the entity row has none. COALESCE stops at the first that finds one.
+_VISIBLE_NAME: LiteralString = (
+    "COALESCE((SELECT ARRAY[m.name, convert_to(c.doc_id, 'UTF8')] FROM kg_mentions m"
+    " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " AND m.entity_id = e.entity_id"
+    " ORDER BY m.confidence DESC, c.indexed_at, m.chunk_id, m.name LIMIT 1),"
+    " (SELECT ARRAY[ev.subject_name, convert_to(c.doc_id, 'UTF8')] FROM kg_relations r"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
     + _SEES
-    + " AND m.entity_id = e.entity_id), "
+    + " AND r.subject_id = e.entity_id ORDER BY ev.confidence DESC, c.indexed_at, ev.chunk_id, ev.quote_key LIMIT 1),"
+    " (SELECT ARRAY[ev.object_name, convert_to(c.doc_id, 'UTF8')] FROM kg_relations r"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND r.object_id = e.entity_id ORDER BY ev.confidence DESC, c.indexed_at, ev.chunk_id, ev.quote_key LIMIT 1),"
+    " (SELECT ARRAY[cv.entity_name, convert_to(c.doc_id, 'UTF8')] FROM kg_claims cl"
+    " JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id JOIN chunks c ON c.chunk_id = cv.chunk_id"
+    + _SEES
+    + " AND cl.entity_id = e.entity_id ORDER BY cv.confidence DESC, c.indexed_at, cv.chunk_id, cv.quote_key LIMIT 1))"
+)
+
+# Each member with a visible name, the (sealed) strong identifiers of its visible mentions (not the entity
+# row's blinded union over every mention) with their documents, and whether visible evidence names it.
+_MEMBER_ROWS: LiteralString = (
+    "WITH "
+    + _MEMBERS_CTE
+    + " SELECT mb.cid, e.entity_id, "
+    + _VISIBLE_NAME
+    + ", e.type, ids.sealed, ids.docs, "
     + _ENTITY_VISIBLE
-    + " FROM mb JOIN kg_entities e ON e.entity_id = mb.entity_id ORDER BY mb.cid, e.entity_id"
+    + " FROM mb JOIN kg_entities e ON e.entity_id = mb.entity_id"
+    " LEFT JOIN LATERAL (SELECT array_agg(m.strong_ids) AS sealed, array_agg(c.doc_id) AS docs FROM kg_mentions m"
+    " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " AND m.entity_id = e.entity_id"
+    " AND m.strong_ids IS NOT NULL) ids ON true"
+    " ORDER BY mb.cid, e.entity_id"
 )
 
 # Which of %(ids)s (as given, members or labels) visible evidence names.
@@ -87,9 +115,11 @@ _VISIBLE_IDS: LiteralString = (
     "SELECT e.entity_id FROM kg_entities e WHERE e.entity_id = ANY(%(ids)s::text[]) AND " + _ENTITY_VISIBLE
 )
 
+# Per sealed name and document (names are sealed per document): opened and summed in Python.
 _ALIAS_COUNTS: LiteralString = (
-    "WITH " + _MEMBERS_CTE + " SELECT mb.cid, m.name, count(*) FROM mb JOIN kg_mentions m ON m.entity_id = mb.entity_id"
-    " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " GROUP BY mb.cid, m.name"
+    "WITH " + _MEMBERS_CTE + " SELECT mb.cid, m.name, c.doc_id, count(*) FROM mb"
+    " JOIN kg_mentions m ON m.entity_id = mb.entity_id"
+    " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " GROUP BY mb.cid, m.name, c.doc_id"
 )
 
 # Relations touching any member of the canonical ids, endpoints mapped to canonical ids, visible evidence only,
@@ -147,13 +177,14 @@ _ALL_DEGREES: LiteralString = (
     + " GROUP BY cid HAVING count(*) >= %(min_degree)s"
 )
 
-# A stored name counts only for an entity keyed by its name: every piece of its evidence names it so. An
-# entity keyed by a strong identifier stores the first name any record gave it, perhaps a restricted one.
+# Names are matched by their blind index (migration 0010). The entity row's counts only for an entity keyed
+# by its name: every piece of its evidence names it so. An entity keyed by a strong identifier was indexed
+# under the first name any record gave it, perhaps a restricted one.
 _NAMED: LiteralString = (
-    "SELECT m.norm_name, m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
+    "SELECT m.name_key, m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
     + _SEES
-    + " AND m.norm_name = ANY(%(names)s::text[])"
-    " UNION SELECT e.norm_name, e.entity_id FROM kg_entities e WHERE e.norm_name = ANY(%(names)s::text[])"
+    + " AND m.name_key = ANY(%(names)s::text[])"
+    " UNION SELECT e.name_key, e.entity_id FROM kg_entities e WHERE e.name_key = ANY(%(names)s::text[])"
     " AND e.strong_ids = '[]'::jsonb AND " + _ENTITY_VISIBLE
 )
 
@@ -174,7 +205,8 @@ _VISIBLE_EDGE_ROWS: LiteralString = (
 
 # The columns PostgresExtractionStore's `_claim` reads.
 _CLAIMS_OF: LiteralString = (
-    "SELECT cl.claim_id, cl.entity_id, e.name, e.type, cl.attribute, cl.value, ev.quote, cl.modality, cl.polarity,"
+    "SELECT cl.claim_id, cl.entity_id, ev.entity_name, e.type, cl.attribute, ev.value, ev.quote, cl.modality,"
+    " cl.polarity,"
     " cl.valid_from, cl.valid_to, (c.doc_time AT TIME ZONE 'UTC')::date, ev.chunk_id, c.doc_id, c.acl_class_id,"
     " ev.tier, ev.confidence"
     " FROM kg_claims cl JOIN kg_entities e ON e.entity_id = cl.entity_id"
@@ -187,6 +219,8 @@ _CLAIMS_OF: LiteralString = (
 
 # Incremental resolution's scope (ResolutionStore.entities_near_documents): the documents' entities, the
 # entities sharing a name token (two characters or more) or a strong identifier with them, their clusters.
+# Tokens and identifiers are compared by their blind indexes (migration 0010: stored normalised, so plain
+# equality is the comparison entity ids make).
 _NEAR_DOCUMENTS: LiteralString = """
 WITH seed AS (
   SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id
@@ -197,21 +231,19 @@ WITH seed AS (
   JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = ANY(%(docs)s::text[])
   UNION SELECT cl.entity_id FROM kg_claims cl JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id
   JOIN chunks c ON c.chunk_id = cv.chunk_id WHERE c.doc_id = ANY(%(docs)s::text[])
-), names AS (
-  SELECT e.norm_name AS norm FROM kg_entities e JOIN seed USING (entity_id)
-  UNION SELECT m.norm_name FROM kg_mentions m JOIN seed USING (entity_id)
 ), tokens AS (
-  SELECT COALESCE(array_agg(DISTINCT t), '{}') AS ts FROM names, unnest(string_to_array(names.norm, ' ')) AS t
-  WHERE length(t) >= 2
+  SELECT COALESCE(array_agg(DISTINCT t), '{}') AS ts FROM (
+    SELECT unnest(e.name_tokens) AS t FROM kg_entities e JOIN seed USING (entity_id)
+    UNION SELECT unnest(m.name_tokens) FROM kg_mentions m JOIN seed USING (entity_id)) AS named
 ), ids AS (
-  SELECT DISTINCT lower(p->>0) AS kind, lower(trim(p->>1)) AS value
+  SELECT DISTINCT p->>0 AS kind, p->>1 AS value
   FROM kg_entities e JOIN seed USING (entity_id), jsonb_array_elements(e.strong_ids) AS p
 ), near AS (
   SELECT entity_id FROM seed
-  UNION SELECT e.entity_id FROM kg_entities e, tokens WHERE string_to_array(e.norm_name, ' ') && tokens.ts
-  UNION SELECT m.entity_id FROM kg_mentions m, tokens WHERE string_to_array(m.norm_name, ' ') && tokens.ts
+  UNION SELECT e.entity_id FROM kg_entities e, tokens WHERE e.name_tokens && tokens.ts
+  UNION SELECT m.entity_id FROM kg_mentions m, tokens WHERE m.name_tokens && tokens.ts
   UNION SELECT e.entity_id FROM kg_entities e, jsonb_array_elements(e.strong_ids) AS p
-  JOIN ids ON ids.kind = lower(p->>0) AND ids.value = lower(trim(p->>1))
+  JOIN ids ON ids.kind = p->>0 AND ids.value = p->>1
 ), clusters AS (
   SELECT DISTINCT COALESCE(ec.canonical_id, n.entity_id) AS cid FROM near n
   LEFT JOIN er_canonical ec ON ec.entity_id = n.entity_id
@@ -223,29 +255,33 @@ ORDER BY 1
 """
 
 _PROFILE_ENTITIES: LiteralString = (
-    "SELECT e.entity_id, e.type, e.name, e.strong_ids FROM kg_entities e"
+    "SELECT e.entity_id, e.type, " + _VISIBLE_NAME + " FROM kg_entities e"
     " WHERE (%(every)s OR e.entity_id = ANY(%(ids)s::text[])) ORDER BY e.entity_id"
 )
 
-# Up to ten quotes per entity (the strongest first); Python keeps the first three distinct ones.
+# Up to ten quotes per entity (the strongest first); Python keeps the first three distinct ones. Names and
+# strong identifiers come sealed with their documents, opened in Python: an entity's identifiers are those
+# its live mentions carried (the entity row keeps only their blind indexes, migration 0010).
 _PROFILE_MENTIONS: LiteralString = (
-    "SELECT m.entity_id, array_agg(DISTINCT m.name), count(*),"
+    "SELECT m.entity_id, array_agg(m.name ORDER BY m.chunk_id, m.name),"
+    " array_agg(c.doc_id ORDER BY m.chunk_id, m.name), count(*),"
     " (array_agg(m.quote ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10],"
     # each quote's document: quotes are sealed under its key (ADR 0008)
-    " (array_agg(c.doc_id ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10]"
+    " (array_agg(c.doc_id ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10],"
+    " array_agg(m.strong_ids ORDER BY m.chunk_id, m.name) FILTER (WHERE m.strong_ids IS NOT NULL),"
+    " array_agg(c.doc_id ORDER BY m.chunk_id, m.name) FILTER (WHERE m.strong_ids IS NOT NULL)"
     " FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
     + _SEES
     + " AND (%(every)s OR m.entity_id = ANY(%(ids)s::text[])) GROUP BY m.entity_id"
 )
 
+# Values are sealed on the evidence rows (per document): distinct and ordered in Python once opened.
 _PROFILE_ATTRIBUTES: LiteralString = (
-    "SELECT DISTINCT cl.entity_id, cl.attribute, cl.value FROM kg_claims cl"
-    " WHERE (%(every)s OR cl.entity_id = ANY(%(ids)s::text[]))"
-    " AND cl.polarity = 'positive' AND cl.modality = ANY(%(modalities)s::text[])"
-    " AND EXISTS (SELECT 1 FROM kg_claim_evidence cv JOIN chunks c ON c.chunk_id = cv.chunk_id"
+    "SELECT DISTINCT cl.entity_id, cl.attribute, cv.value, c.doc_id FROM kg_claims cl"
+    " JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id JOIN chunks c ON c.chunk_id = cv.chunk_id"
     + _SEES
-    + " AND cv.claim_id = cl.claim_id)"
-    " ORDER BY cl.entity_id, cl.attribute, cl.value"
+    + " AND (%(every)s OR cl.entity_id = ANY(%(ids)s::text[]))"
+    " AND cl.polarity = 'positive' AND cl.modality = ANY(%(modalities)s::text[])"
 )
 
 # Neighbours as canonical IDs: two entities linked to different members of one cluster share a neighbour.
@@ -281,14 +317,17 @@ class PostgresGraphStore(PostgresExtractionStore):
         out: dict[str, list[EntitySummary]] = {n: [] for n in wanted}
         if not wanted:
             return out
-        params = {**_acl(acl_class_ids), "names": wanted}
+        key = self._id_key()
+        norm_of = {name_key(key, n): n for n in wanted}
+        params = {**_acl(acl_class_ids), "names": list(norm_of)}
         with self._reading() as conn:
             hits = conn.execute(_NAMED, params).fetchall()
             canonical = _canonical(conn, [h[1] for h in hits])
-            clusters = _clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+            clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
             summaries = _summarise(conn, clusters, acl_class_ids)
-        for norm, raw in hits:
+        for blinded, raw in hits:
             summary = summaries.get(canonical[raw])
+            norm = norm_of[blinded]
             if summary is not None and summary not in out[norm]:
                 out[norm].append(summary)
         for found in out.values():
@@ -315,7 +354,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         itself (whatever its cluster's other members), exactly as for an id that does not exist."""
         with self._reading() as conn:
             cid = _canonical(conn, [entity_id])[entity_id]
-            clusters = _clusters(conn, [cid], acl_class_ids)
+            clusters = self._clusters(conn, [cid], acl_class_ids)
             view = clusters.get(cid)
             if view is None or entity_id not in view.members:
                 return None
@@ -347,7 +386,7 @@ class PostgresGraphStore(PostgresExtractionStore):
             }
             rows = conn.execute(_NEIGHBOURS, params).fetchall()
             ends = list(dict.fromkeys(e for r in rows for e in (r[0], r[2])))
-            clusters = _clusters(conn, ends, acl_class_ids)
+            clusters = self._clusters(conn, ends, acl_class_ids)
         edges = [e for e in (_edge(r, clusters) for r in rows) if e is not None]
         edges.sort(key=lambda e: (-e.evidence_count, -e.confidence, e.relation_id))
         return edges[:limit]
@@ -368,7 +407,7 @@ class PostgresGraphStore(PostgresExtractionStore):
             owner = {m: cid for cid, ms in members.items() for m in ms}
             params = {**_acl(acl_class_ids), "members": list(owner)}
             rows = conn.execute(_CLAIMS_OF, params).fetchall()
-            clusters = _clusters(conn, cids, acl_class_ids)
+            clusters = self._clusters(conn, cids, acl_class_ids)
             body = self._active_ontology_body()
         records: list[ClaimRecord] = []
         for row in rows:
@@ -407,16 +446,20 @@ class PostgresGraphStore(PostgresExtractionStore):
         with self._reading() as conn:
             entities = conn.execute(_PROFILE_ENTITIES, params).fetchall()
             mentions = {r[0]: r for r in conn.execute(_PROFILE_MENTIONS, params)}
-            attributes: dict[str, list[tuple[str, str]]] = {}
-            for ent, attribute, value in conn.execute(_PROFILE_ATTRIBUTES, params):
-                attributes.setdefault(ent, []).append((attribute, value))
+            opened_attributes: dict[str, set[tuple[str, str]]] = {}
+            for ent, attribute, value, doc in conn.execute(_PROFILE_ATTRIBUTES, params):
+                opened_attributes.setdefault(ent, set()).add((attribute, self._text(doc, bytes(value))))
+            attributes = {ent: sorted(pairs) for ent, pairs in opened_attributes.items()}
             neighbours = {r[0]: tuple(r[1]) for r in conn.execute(_PROFILE_NEIGHBOURS, params)}
         out: list[EntityProfile] = []
-        for ent, entity_type, name, strong_ids in entities:
+        for ent, entity_type, sealed_name in entities:
             m = mentions.get(ent)
+            name = self._opened_pair(sealed_name)
             norm = normalise_name(name)
-            aliases = tuple(sorted(n for n in (m[1] if m else ()) if normalise_name(n) != norm))
-            opened = (self._text(doc, bytes(q)) for q, doc in zip(m[3], m[4], strict=True)) if m else ()
+            names = {self._text(doc, bytes(n)) for n, doc in zip(m[1], m[2], strict=True)} if m else set()
+            aliases = tuple(sorted(n for n in names if normalise_name(n) != norm))
+            opened = (self._text(doc, bytes(q)) for q, doc in zip(m[4], m[5], strict=True)) if m else ()
+            strong_ids = self._opened_ids(m[6], m[7]) if m else ()
             quotes = list(dict.fromkeys(opened))[:_CONTEXT_QUOTES]
             out.append(
                 EntityProfile(
@@ -424,11 +467,11 @@ class PostgresGraphStore(PostgresExtractionStore):
                     type=entity_type,
                     name=name,
                     aliases=aliases,
-                    strong_ids=_pairs(strong_ids),
+                    strong_ids=strong_ids,
                     attributes=tuple(attributes.get(ent, ())),
                     neighbours=tuple(n for n in neighbours.get(ent, ()) if n != ent),
                     context=" … ".join(quotes),
-                    mentions=int(m[2]) if m else 0,
+                    mentions=int(m[3]) if m else 0,
                 )
             )
         return out
@@ -589,6 +632,41 @@ class PostgresGraphStore(PostgresExtractionStore):
 
     # --- helpers (the caller holds the lock) -----------------------------------------------------------------
 
+    def _opened_pair(self, pair: Sequence[bytes] | None) -> str:
+        """A [sealed name, document id] pair (see _VISIBLE_NAME) opened; "" when there is none."""
+        if not pair:
+            return ""
+        return self._text(bytes(pair[1]).decode(), bytes(pair[0]))
+
+    def _opened_ids(
+        self, sealed_ids: Sequence[bytes] | None, docs: Sequence[str] | None
+    ) -> tuple[tuple[str, str], ...]:
+        """The union of mentions' sealed strong identifiers (JSON [kind, value] pairs), opened, sorted."""
+        pairs: set[tuple[str, str]] = set()
+        for sealed, doc in zip(sealed_ids or (), docs or (), strict=True):
+            pairs.update((str(k), str(v)) for k, v in json.loads(self._text(doc, bytes(sealed)) or "[]"))
+        return tuple(sorted(pairs))
+
+    def _clusters(
+        self, conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, ClusterView]:
+        """The visible canonical entities among `cids` (an invisible one is left out), names and strong
+        identifiers opened under their documents' keys."""
+        if not cids:
+            return {}
+        params = {**_acl(acl_class_ids), "ids": list(dict.fromkeys(cids))}
+        members: dict[str, list[MemberRow]] = {}
+        for cid, ent, name, type_, sealed_ids, docs, visible in conn.execute(_MEMBER_ROWS, params):
+            row = MemberRow(ent, self._opened_pair(name), str(type_), self._opened_ids(sealed_ids, docs), bool(visible))
+            members.setdefault(cid, []).append(row)
+        aliases: dict[str, dict[str, int]] = {}
+        for cid, sealed, doc, uses in conn.execute(_ALIAS_COUNTS, params):
+            name = open_text(self.cipher, doc, bytes(sealed))
+            if name is not None:
+                counts = aliases.setdefault(cid, {})
+                counts[name] = counts.get(name, 0) + int(uses)
+        return cluster_views(members, aliases)
+
     @contextmanager
     def _reading(self) -> Iterator[psycopg.Connection[Row]]:
         """The connection, inside one read-only snapshot: a read takes several queries (mapping, edges, names),
@@ -657,22 +735,6 @@ def _members(conn: psycopg.Connection[Row], cids: Sequence[str]) -> dict[str, li
         ):
             out[cid].append(ent)
     return out
-
-
-def _clusters(
-    conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
-) -> dict[str, ClusterView]:
-    """The visible canonical entities among `cids` (an invisible one is left out)."""
-    if not cids:
-        return {}
-    params = {**_acl(acl_class_ids), "ids": list(dict.fromkeys(cids))}
-    members: dict[str, list[MemberRow]] = {}
-    for cid, ent, name, type_, strong_ids, visible in conn.execute(_MEMBER_ROWS, params):
-        members.setdefault(cid, []).append(MemberRow(ent, str(name), str(type_), _pairs(strong_ids), bool(visible)))
-    aliases: dict[str, dict[str, int]] = {}
-    for cid, name, uses in conn.execute(_ALIAS_COUNTS, params):
-        aliases.setdefault(cid, {})[name] = int(uses)
-    return cluster_views(members, aliases)
 
 
 def _pairs(strong_ids: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:

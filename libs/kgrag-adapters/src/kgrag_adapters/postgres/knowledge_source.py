@@ -6,6 +6,7 @@ compares it with what Neo4j holds and projects the difference.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,8 @@ from kgrag_adapters.crypto.kek import ephemeral_key_ring
 from kgrag_adapters.postgres.extraction_store import _cardinality
 from kgrag_adapters.postgres.keys import PostgresKeyStore
 from kgrag_adapters.postgres.store import Row
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.identity import blind, normalise_name
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.handlers.knowledge_projection import (
     AliasUse,
@@ -55,8 +58,22 @@ _PG_MEMBERS: LiteralString = (
     " WHERE COALESCE(ec.canonical_id, e.entity_id) = ANY(%(cids)s::text[]) ORDER BY e.entity_id"
 )
 
+# The entity row holds no name (migration 0010): its name is the one its evidence gives, as {sealed name,
+# document id}: its most confident mention, else the name a relation or claim gives it.
 _PG_ENTITIES: LiteralString = (
-    "SELECT entity_id, type, name, norm_name, strong_ids FROM kg_entities WHERE entity_id = ANY(%(ids)s::text[])"
+    "SELECT e.entity_id, e.type, COALESCE("
+    "(SELECT ARRAY[m.name, convert_to(c.doc_id, 'UTF8')] FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
+    " WHERE m.entity_id = e.entity_id ORDER BY m.confidence DESC, c.indexed_at, m.chunk_id, m.name LIMIT 1),"
+    " (SELECT ARRAY[ev.subject_name, convert_to(c.doc_id, 'UTF8')] FROM kg_relations r"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    " WHERE r.subject_id = e.entity_id ORDER BY ev.confidence DESC, c.indexed_at, ev.chunk_id, ev.quote_key LIMIT 1),"
+    " (SELECT ARRAY[ev.object_name, convert_to(c.doc_id, 'UTF8')] FROM kg_relations r"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    " WHERE r.object_id = e.entity_id ORDER BY ev.confidence DESC, c.indexed_at, ev.chunk_id, ev.quote_key LIMIT 1),"
+    " (SELECT ARRAY[cv.entity_name, convert_to(c.doc_id, 'UTF8')] FROM kg_claims cl"
+    " JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id JOIN chunks c ON c.chunk_id = cv.chunk_id"
+    " WHERE cl.entity_id = e.entity_id ORDER BY cv.confidence DESC, c.indexed_at, cv.chunk_id, cv.quote_key LIMIT 1)),"
+    " e.strong_ids FROM kg_entities e WHERE e.entity_id = ANY(%(ids)s::text[])"
 )
 
 _PG_SIGHTINGS: LiteralString = (
@@ -71,10 +88,12 @@ _PG_SIGHTINGS: LiteralString = (
     " JOIN chunks c ON c.chunk_id = s.chunk_id" + _DOC + " ORDER BY 1, 2, 3, 4"
 )
 
+# Per sealed name and document (names and identifiers are sealed per document): opened and merged in Python.
 _PG_ALIASES: LiteralString = (
-    "SELECT m.entity_id, m.name, m.norm_name, c.acl_class_id, " + _ACTIVE + ", count(*), jsonb_agg(m.strong_ids)"
+    "SELECT m.entity_id, m.name, c.doc_id, c.acl_class_id, " + _ACTIVE + ", count(*),"
+    " array_remove(array_agg(m.strong_ids), NULL)"
     " FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id" + _DOC + " WHERE m.entity_id = ANY(%(ids)s::text[])"
-    " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5"
+    " GROUP BY 1, 2, 3, 4, 5"
 )
 
 _PG_RELATIONS: LiteralString = (
@@ -89,7 +108,7 @@ _PG_RELATIONS: LiteralString = (
 )
 
 _PG_CLAIMS: LiteralString = (
-    "SELECT cl.claim_id, cl.entity_id, cl.attribute, cl.value, cl.polarity, cl.modality, cl.valid_from,"
+    "SELECT cl.claim_id, cl.entity_id, cl.attribute, ev.value, cl.polarity, cl.modality, cl.valid_from,"
     " cl.valid_to, ev.chunk_id, c.doc_id, c.acl_class_id, " + _ACTIVE + ", (c.doc_time AT TIME ZONE 'UTC')::date,"
     " ev.quote, ev.tier, ev.confidence"
     " FROM kg_claims cl JOIN kg_claim_evidence ev ON ev.claim_id = cl.claim_id"
@@ -112,6 +131,7 @@ class PostgresKnowledgeSource:
         # Evidence quotes are sealed per document (ADR 0008); the projection carries them opened.
         self._cipher = EnvelopeCipher(PostgresKeyStore(lambda: self._conn, self._lock), kek or ephemeral_key_ring())
         self._held: dict[str, int] = {}  # advisory locks this object holds, by name, with their depth
+        self._id_key: bytes | None = None
 
     @classmethod
     def connect(cls, dsn: str, *, kek: KeyEncryptionKey | None = None) -> PostgresKnowledgeSource:
@@ -125,6 +145,22 @@ class PostgresKnowledgeSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def cipher(self) -> ContentCipher:
+        """The cipher this source opens evidence with: a projection seals its copies with the same one."""
+        return self._cipher
+
+    def name_index(self, norm: str) -> str:
+        """The blind index of a normalised name under the installation key (what the projection looks
+        names up by, as PostgreSQL does: migration 0010)."""
+        if self._id_key is None:
+            with self._lock:
+                row = self._conn.execute("SELECT entity_id_key FROM kg_installation").fetchone()
+            if row is None:  # cannot happen: the migration inserts it
+                raise KgragError(ErrorCode.CONFIGURATION_INVALID, "kg_installation holds no entity-id key")
+            self._id_key = bytes(row[0])
+        return blind(self._id_key, "name", norm)
 
     def entities_in_document(self, doc_id: str) -> list[str]:
         with self._lock:
@@ -165,23 +201,39 @@ class PostgresKnowledgeSource:
         for ent, doc_id, acl, active in sightings:
             reaches.setdefault(ent, set()).add(Reach(acl, bool(active)))
             docs.setdefault(ent, set()).add(doc_id)
+        # One alias use per name, reach and document: a projection seals each under its document's key.
+        uses_of: list[tuple[str, AliasUse]] = []
+        for ent, sealed, doc_id, acl, active, uses, ids in alias_rows:
+            name = open_text(self._cipher, doc_id, bytes(sealed))
+            if name is None:
+                continue
+            pairs: set[tuple[str, str]] = set()
+            for sealed_ids in ids:
+                opened = open_text(self._cipher, doc_id, bytes(sealed_ids)) or "[]"
+                pairs |= {(str(k), str(v)) for k, v in json.loads(opened)}
+            use = AliasUse(
+                name, normalise_name(name), Reach(acl, bool(active)), int(uses), tuple(sorted(pairs)), doc_id
+            )
+            uses_of.append((ent, use))
         aliases: dict[str, list[AliasUse]] = {}
-        for ent, name, norm, acl, active, uses, ids in alias_rows:
-            pairs = tuple(sorted({(str(k), str(v)) for mention in ids for k, v in mention}))
-            aliases.setdefault(ent, []).append(AliasUse(name, norm, Reach(acl, bool(active)), int(uses), pairs))
+        for ent, use in sorted(
+            uses_of, key=lambda u: (u[0], u[1].name, u[1].reach.acl_class_id, u[1].reach.active, u[1].doc_id)
+        ):
+            aliases.setdefault(ent, []).append(use)
         entities = tuple(
             ProjectedEntity(
                 entity_id=ent,
                 canonical_id=canonical[ent],
                 type=entity_type,
-                name=name,
-                norm_name=norm,
+                name=self._name(pair),
+                norm_name=normalise_name(self._name(pair)),
                 strong_ids=tuple((str(k), str(v)) for k, v in strong_ids),
                 reaches=tuple(sorted(reaches.get(ent, ()), key=lambda r: (r.acl_class_id, r.active))),
                 doc_ids=tuple(sorted(docs.get(ent, ()))),
                 aliases=tuple(aliases.get(ent, ())),
+                name_doc_id=bytes(pair[1]).decode() if pair else "",
             )
-            for ent, entity_type, name, norm, strong_ids in sorted(entity_rows)
+            for ent, entity_type, pair, strong_ids in sorted(entity_rows)
         )
         edges = group_edges(
             RelationEvidenceRow(
@@ -209,6 +261,12 @@ class PostgresKnowledgeSource:
             cardinality=tuple(sorted(cardinality.items())),
         )
 
+    def _name(self, pair: Sequence[bytes] | None) -> str:
+        """A [sealed name, document id] pair opened; "" when there is none or its key is gone."""
+        if not pair:
+            return ""
+        return open_text(self._cipher, bytes(pair[1]).decode(), bytes(pair[0])) or ""
+
     @contextmanager
     def exclusive(self, name: str) -> Iterator[None]:
         """A session-level advisory lock named by `name`, re-entrant within this object (a document's
@@ -235,8 +293,11 @@ def _claims(rows: Sequence[Row], cipher: ContentCipher) -> tuple[ProjectedClaim,
     grouped: dict[str, tuple[Row, list[ClaimEvidence]]] = {}
     for r in rows:
         quote = open_text(cipher, r[9], bytes(r[13])) or ""
-        evidence = ClaimEvidence(r[8], r[9], Reach(r[10], bool(r[11])), r[12], quote, Tier(r[14]), float(r[15]))
-        grouped.setdefault(r[0], (r, []))[1].append(evidence)
+        value = open_text(cipher, r[9], bytes(r[3])) or ""
+        evidence = ClaimEvidence(
+            r[8], r[9], Reach(r[10], bool(r[11])), r[12], quote, Tier(r[14]), float(r[15]), value=value
+        )
+        grouped.setdefault(r[0], ((*r[:3], value, *r[4:]), []))[1].append(evidence)
     return tuple(
         ProjectedClaim(
             claim_id=claim_id,

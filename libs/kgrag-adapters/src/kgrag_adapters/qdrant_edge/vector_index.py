@@ -96,6 +96,9 @@ class EdgeVectorIndex(Closeable):
     def purge_needs_rewrite(self) -> bool:
         return False
 
+    def rewrite_scope(self) -> list[str]:
+        return []  # the purge needs no rewrite
+
     def purge_deleted(self) -> tuple[bool, str]:
         """Run the engine's optimizer now: its vacuum rewrites segments whose points were deleted."""
         shard = self._live()

@@ -10,7 +10,9 @@ and reloads the searcher before returning. Other processes may open the same pat
 
 from __future__ import annotations
 
+import json
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -177,8 +179,34 @@ class TantivyKeywordIndex(Closeable):
     def purge_needs_rewrite(self) -> bool:
         # A deleted document's terms stay in its segment's term dictionary (doc_freq still counts them)
         # until the segment goes; tantivy drops a segment with no live document at commit, so rewriting
-        # the live chunks (the caller re-projects them) empties every old segment.
+        # the live chunks of the segments holding deletions (the caller re-projects them) empties them.
         return True
+
+    def rewrite_scope(self) -> list[str] | None:
+        """The documents with a live chunk in a segment that holds deleted chunks (of this deletion, or
+        replaced copies of earlier versions), read from the index's own segment list (`meta.json`: each
+        segment's `max_doc` and deleted count). None when the searcher's segments do not line up with it,
+        so the caller falls back to rewriting everything rather than guessing."""
+        index = self._live()
+        with self._writer_lock:  # no commit between reading the segment list and the snapshot
+            index.reload()
+            searcher = index.searcher()
+            segments = json.loads((self._path / "meta.json").read_text(encoding="utf-8"))["segments"]
+            if searcher.num_segments != len(segments):
+                return None
+            deleted = [int((seg.get("deletes") or {}).get("num_deleted_docs", 0)) for seg in segments]
+            dirty = {i for i, n in enumerate(deleted) if n > 0}
+            if not dirty:
+                return []
+            total = searcher.num_docs
+            hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits if total else []
+            live = Counter(address.segment_ord for _, address in hits)
+            expected = {i: int(seg["max_doc"]) - deleted[i] for i, seg in enumerate(segments)}
+            if live != Counter({i: n for i, n in expected.items() if n > 0}):
+                return None
+            return sorted(
+                {_stored_field(searcher, address, "doc_id") for _, address in hits if address.segment_ord in dirty}
+            )
 
     def purge_deleted(self) -> tuple[bool, str]:
         index = self._live()
@@ -225,7 +253,11 @@ def _reject_bare_string(values: Sequence[str], name: str) -> None:
 
 
 def _stored_chunk_id(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> str:
-    chunk_id = searcher.doc(address).get_first("chunk_id")
-    if not isinstance(chunk_id, str):
-        raise RuntimeError("keyword index document without a chunk_id: the index is corrupt")
-    return chunk_id
+    return _stored_field(searcher, address, "chunk_id")
+
+
+def _stored_field(searcher: tantivy.Searcher, address: tantivy.DocAddress, field: str) -> str:
+    value = searcher.doc(address).get_first(field)
+    if not isinstance(value, str):
+        raise RuntimeError(f"keyword index document without a {field}: the index is corrupt")
+    return value

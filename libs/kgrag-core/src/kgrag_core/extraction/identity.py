@@ -90,3 +90,38 @@ def claim_id(
 ) -> str:
     """`clm_…`: values compare as `normalise_value` does, so "24,500 " and "24,500" are one claim."""
     return _key("clm_", entity_id, attribute, normalise_value(value), _day(valid_from), polarity.value, modality.value)
+
+
+# --- blind indexes: how SQL finds a name it never sees ----------------------------------------------------
+
+_BLIND_LENGTH = 32  # 128 bits: an index key, not an id anyone reads
+
+
+def blind(key: bytes, domain: str, value: str) -> str:
+    """A keyed blind index of `value`: HMAC-SHA256 under the installation's `key`, domain-separated.
+
+    Names, name tokens and strong identifiers are stored sealed under their document's key (ADR 0008); SQL
+    looks them up by this instead. Equal inputs give equal indexes within one installation, and without the
+    key nothing can be computed or inverted. Migration 0010 computes the same function in SQL.
+    """
+    if not key:
+        raise ValueError("blind indexes need the installation's key")
+    message = f"kgrag-blind{_SEP}{domain}{_SEP}{value}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:_BLIND_LENGTH]
+
+
+def name_key(key: bytes, name: str) -> str:
+    """The blind index of a name as `normalise_name` compares it."""
+    return blind(key, "name", normalise_name(name))
+
+
+def name_token_keys(key: bytes, name: str) -> list[str]:
+    """The blind indexes of the name's tokens of two characters or more (what resolution's scope matches)."""
+    return sorted({blind(key, "token", t) for t in normalise_name(name).split(" ") if len(t) >= 2})
+
+
+def strong_id_keys(key: bytes, strong_ids: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """[kind, blind value] pairs, sorted and distinct: compared as `entity_id` compares them (stripped,
+    casefolded), so equal identifiers stay equal and the value itself is not stored."""
+    pairs = {(k.strip().casefold(), v.strip().casefold()) for k, v in strong_ids}
+    return [[k, blind(key, "id:" + k, v)] for k, v in sorted(pairs)]

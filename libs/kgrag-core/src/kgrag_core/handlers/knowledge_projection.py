@@ -54,6 +54,7 @@ class AliasUse:
     reach: Reach
     uses: int
     strong_ids: tuple[tuple[str, str], ...] = ()
+    doc_id: str = ""  # the document of those mentions: a projection seals the name under its key
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,7 @@ class ProjectedEntity:
     reaches: tuple[Reach, ...]  # of every chunk naming it: mention, relation evidence or claim evidence
     doc_ids: tuple[str, ...]  # the documents of those chunks, ACTIVE or not
     aliases: tuple[AliasUse, ...]
+    name_doc_id: str = ""  # the document whose evidence gave `name` (whose key a projection seals it under)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,7 @@ class ClaimEvidence:
     quote: str
     tier: Tier
     confidence: float
+    value: str = ""  # the claim's value as this evidence row states it
 
 
 @dataclass(frozen=True, slots=True)

@@ -335,9 +335,15 @@ class DocumentIndexer:
             return StorePurge(name, PurgeStatus.DELETED, self.clock(), "the engine offers no purge on demand")
         try:
             if index.purge_needs_rewrite and rewrite_without is not None:
-                # O(live chunks): the price of a physical purge on an engine without an explicit merge.
-                live = [d.doc_id for d in self.documents.list_documents() if d.doc_id != rewrite_without]
-                self.reproject(live, vectors=False)
+                # An engine without an explicit merge drops a deleted entry's terms only with its segment:
+                # rewrite the live documents sharing a segment with deleted entries (what the deletion
+                # touched), or every live document when the engine cannot tell which.
+                scope = index.rewrite_scope()
+                if scope is None:
+                    scope = [d.doc_id for d in self.documents.list_documents()]
+                live = [d for d in scope if d != rewrite_without]
+                if live:
+                    self.reproject(live, vectors=False)
             complete, note = index.purge_deleted()
         except Exception as err:  # noqa: BLE001 - the deletion itself stands; the record says the purge failed
             return StorePurge(name, PurgeStatus.FAILED, self.clock(), f"{type(err).__name__}: {err}"[:300])

@@ -24,7 +24,7 @@ from psycopg.conninfo import make_conninfo
 from rich.console import Console
 
 from kgrag_adapters.postgres.embedded import EmbeddedPostgres
-from kgrag_adapters.postgres.store import PostgresStore
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.acl import PUBLIC_ACL, Caller
@@ -51,7 +51,7 @@ def run_encryption_benchmark(chunks: int, queries: int, console: Console) -> dic
         for label, encrypt in (("plain", False), ("sealed", True)):
             with psycopg.connect(pg.admin_dsn, autocommit=True) as conn:
                 conn.execute(f"CREATE DATABASE bench_{label}")
-            store = PostgresStore.connect(make_conninfo(pg.admin_dsn, dbname=f"bench_{label}"), encrypt=encrypt)
+            store = PostgresGraphStore.connect(make_conninfo(pg.admin_dsn, dbname=f"bench_{label}"), encrypt=encrypt)
             vindex = EdgeVectorIndex(Path(tmp) / f"qdrant-{label}", embedder.dimension)
             kindex = TantivyKeywordIndex(Path(tmp) / f"bm25-{label}")
             opened.append((store, vindex, kindex))
@@ -62,6 +62,7 @@ def run_encryption_benchmark(chunks: int, queries: int, console: Console) -> dic
             searchers[label] = HybridSearcher(store, store, vindex, kindex, embedder)
         out.update(_commit_cost([o[0] for o in opened], texts))
         out.update(_read_cost([o[0] for o in opened]))
+        out.update(_facts_cost([o[0] for o in opened]))
         # Embedding the same chunks with the model: what a real ingest spends most of its time on.
         sample = texts[: min(len(texts), 200)]
         started = time.perf_counter()
@@ -88,10 +89,59 @@ def run_encryption_benchmark(chunks: int, queries: int, console: Console) -> dic
     out["commit_overhead_pct"] = 100 * (out["commit_sealed_ms_per_doc"] / out["commit_plain_ms_per_doc"] - 1)
     out["search_overhead_p50_pct"] = 100 * (out["search_sealed_p50_ms"] / out["search_plain_p50_ms"] - 1)
     out["search_overhead_p95_pct"] = 100 * (out["search_sealed_p95_ms"] / out["search_plain_p95_ms"] - 1)
+    out["facts_save_overhead_pct"] = 100 * (out["facts_sealed_ms_per_doc"] / out["facts_plain_ms_per_doc"] - 1)
+    out["named_overhead_pct"] = 100 * (out["named_sealed_ms"] / out["named_plain_ms"] - 1)
     return out
 
 
-def _commit_cost(stores: list[PostgresStore], texts: list[str], docs: int = 100) -> dict[str, float]:
+def _facts_cost(stores: list[PostgresGraphStore], docs: int = 100, rounds: int = 200) -> dict[str, float]:
+    """Extraction facts (migration 0010: names, identifiers and values sealed per document, blind-indexed):
+    `save` of one result per chunk (three mentions, one with an identifier, a relation, a claim) for the
+    documents the commit step stored, and `entities_named` of a name shared across documents plus one
+    document's own, as a graph read starts; plain vs sealed, the order alternating."""
+    from kgrag_core.extraction.model import ChunkExtraction, ClaimItem, EntityMention, ExtractionKey, RelationItem, Tier
+
+    spent = [0.0, 0.0]
+    for n in range(docs):
+        results = []
+        for chunk in stores[0].chunks_of(f"commit-{n:05d}"):
+            text = chunk.text
+            person, team = f"Person {n} {chunk.seq}", f"Team {n % 7}"
+            results.append(
+                ChunkExtraction(
+                    chunk.chunk_id,
+                    ExtractionKey(chunk.content_hash, "bench", "1"),
+                    Tier.NER,
+                    (
+                        EntityMention(person, "Person", text, 0.9, (("email", f"p{n}.{chunk.seq}@example.com"),)),
+                        EntityMention(team, "Team", text, 0.8),
+                        EntityMention("Shared Site", "Site", text, 0.7),
+                    ),
+                    (RelationItem(person, "Person", "MEMBER_OF", team, "Team", text, 0.8),),
+                    (ClaimItem(person, "Person", "role", f"role {n}", text, 0.9),),
+                )
+            )
+        for i in (0, 1) if n % 2 == 0 else (1, 0):
+            started = time.perf_counter()
+            stores[i].save(results)
+            spent[i] += time.perf_counter() - started
+    read = [0.0, 0.0]
+    rng = random.Random(11)
+    for n in range(rounds):
+        names = ["Shared Site", f"Team {n % 7}", f"Person {rng.randrange(docs)} 0"]
+        for i in (0, 1) if n % 2 == 0 else (1, 0):
+            started = time.perf_counter()
+            stores[i].entities_named(names, None)
+            read[i] += time.perf_counter() - started
+    return {
+        "facts_plain_ms_per_doc": spent[0] * 1000 / docs,
+        "facts_sealed_ms_per_doc": spent[1] * 1000 / docs,
+        "named_plain_ms": read[0] * 1000 / rounds,
+        "named_sealed_ms": read[1] * 1000 / rounds,
+    }
+
+
+def _commit_cost(stores: list[PostgresGraphStore], texts: list[str], docs: int = 100) -> dict[str, float]:
     """The store commit of the same documents into the plain and the sealed store, interleaved document by
     document (the order alternating), so a shared machine's drift hits both alike."""
     from kgrag_core.acl import AclClass
@@ -142,7 +192,7 @@ def _commit_cost(stores: list[PostgresStore], texts: list[str], docs: int = 100)
     return {"commit_plain_ms_per_doc": spent[0] * 1000 / docs, "commit_sealed_ms_per_doc": spent[1] * 1000 / docs}
 
 
-def _read_cost(stores: list[PostgresStore], rounds: int = 300, top_k: int = 10) -> dict[str, float]:
+def _read_cost(stores: list[PostgresGraphStore], rounds: int = 300, top_k: int = 10) -> dict[str, float]:
     """What a search reads from the store after ranking: `top_k` chunks by id (plain vs sealed, the order
     alternating). The searches above include it; this isolates it from the rest of a search's noise."""
     ids = sorted(c.chunk_id for d in stores[0].list_documents() for c in stores[0].chunks_of(d.doc_id))

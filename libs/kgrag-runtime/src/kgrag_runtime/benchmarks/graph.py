@@ -180,19 +180,31 @@ def load_graph(store: PostgresGraphStore, dsn: str, graph: SyntheticGraph) -> di
             chunks,
         )
         entities = io.StringIO()
+        names: dict[str, str] = {}
         for n, entity_id in enumerate(graph.entity_ids):
-            name = f"{ENTITY_TYPES[n % len(ENTITY_TYPES)]} {n}"
-            entities.write(f"{entity_id}\t{ENTITY_TYPES[n % len(ENTITY_TYPES)]}\t{name}\t{name.lower()}\n")
-        _copy(cur, "kg_entities (entity_id, type, name, norm_name)", entities)
+            name = names[entity_id] = f"{ENTITY_TYPES[n % len(ENTITY_TYPES)]} {n}"
+            blind, tokens = store.name_index(name)
+            entities.write(f"{entity_id}\t{ENTITY_TYPES[n % len(ENTITY_TYPES)]}\t{blind}\t{{{','.join(tokens)}}}\n")
+        # Names live on evidence rows, blind-indexed on the entity row (migration 0010).
+        _copy(cur, "kg_entities (entity_id, type, name_key, name_tokens)", entities)
         relations = io.StringIO()
         for relation_id, subject, relation, obj in graph.relations:
             relations.write(f"{relation_id}\t{subject}\t{relation}\t{obj}\tpositive\tfact\n")
         _copy(cur, "kg_relations (relation_id, subject_id, relation, object_id, polarity, modality)", relations)
         evidence = io.StringIO()
+        ends = {relation_id: (subject, obj) for relation_id, subject, _, obj in graph.relations}
         for relation_id, chunk_id in graph.evidence:
             confidence = 0.5 + rng.random() / 2
-            evidence.write(f"{relation_id}\t{chunk_id}\t{_plain('synthetic quote')}\t1\t{confidence:.3f}\n")
-        _copy(cur, "kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence)", evidence)
+            subject, obj = ends[relation_id]
+            evidence.write(
+                f"{relation_id}\t{chunk_id}\t{_plain('synthetic quote')}\t1\t{confidence:.3f}"
+                f"\t{_plain(names[subject])}\t{_plain(names[obj])}\n"
+            )
+        _copy(
+            cur,
+            "kg_relation_evidence (relation_id, chunk_id, quote, tier, confidence, subject_name, object_name)",
+            evidence,
+        )
         conn.commit()
         timings["copy_s"] = time.perf_counter() - started
         started = time.perf_counter()
