@@ -10,6 +10,7 @@ from typing import TypeVar, cast
 
 from kgrag_adapters.opensearch.keyword_index import OpenSearchKeywordIndex
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_adapters.postgres.traces import PostgresTraceStore
 from kgrag_adapters.qdrant.vector_index import QdrantVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
@@ -25,7 +26,7 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm, connect_graph_store
+from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm, build_traces, connect_graph_store
 
 T = TypeVar("T")
 
@@ -41,6 +42,7 @@ class DistributedStores:
         self.store = store  # the document, extraction and graph ports on one connection
         self._settings = settings
         self._stack = stack
+        self.stack = stack  # what closes with these stores (the trace recorder registers itself on it)
         self._embedder = embedder
         self._lock = threading.RLock()  # re-entrant: the vector index asks for the embedder while opening
         self._opened: dict[str, object] = {}
@@ -174,6 +176,11 @@ def open_query_app(
     with open_stores(settings, embedder=embedder) as stores:
         searcher = stores.searcher()
         events = producer(settings, "query-api")
+        chat = llm if llm is not None else build_llm(settings)
+        graph_searcher = build_graph_searcher(settings, searcher, stores.store, stores.embedder)
+        traces = build_traces(
+            settings, stores.stack, store=stores.store, searcher=searcher, graph_searcher=graph_searcher, llm=chat
+        )
         yield KgragApp(
             searcher=searcher,
             ingestion=KafkaIngest(
@@ -185,11 +192,11 @@ def open_query_app(
             ingest_log=stores.store,
             stats_source=stores.store,
             cache=stores.cache,
-            llm=llm if llm is not None else build_llm(settings),
+            llm=chat,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
             # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
             # other readers and the traversal benchmark.
-            graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
+            graph_searcher=graph_searcher,
             graph_by_default=settings.graph_retrieval,
             graph=GraphAdmin(
                 stores.store,
@@ -197,6 +204,8 @@ def open_query_app(
                 build_resolution(settings, store=stores.store, embedder=stores.embedder),
                 announce=_announcer(events),
             ),
+            traces=traces,
+            curation=PostgresTraceStore(stores.store.pool),
         )
 
 

@@ -120,6 +120,7 @@ class GraphSearchResponse:
     context: ContextPack | None = None
     degraded: bool = False
     degraded_reason: str | None = None
+    trace_id: str | None = None  # set by the application when it records the search
 
     def as_dict(self) -> dict[str, object]:
         traversal = None
@@ -148,6 +149,7 @@ class GraphSearchResponse:
             "context": self.context.as_dict() if self.context else None,
             "degraded": self.degraded,
             "degraded_reason": self.degraded_reason,
+            "trace_id": self.trace_id,
         }
 
 

@@ -160,6 +160,32 @@ def search_body(
     return body
 
 
+def cached_answer_body(
+    question: str,
+    caller: Caller,
+    *,
+    request: Mapping[str, object],
+    versions: TraceVersions,
+    timings_ms: Mapping[str, float],
+) -> dict[str, object]:
+    """The trace body of an ask served from the answer cache: no retrieval ran, so only the answer part."""
+    text = question.strip()
+    return {
+        "caller": caller_scope(caller),
+        "request": {"query_sha256": sha256_text(text), "query_chars": len(text), **request},
+        "mode": None,
+        "route": None,
+        "candidates": {},
+        "route_counts": {},
+        "fused_candidates": None,
+        "truncated": None,
+        "results": [],
+        "graph": None,
+        "timings_ms": dict(timings_ms),
+        "versions": versions.as_dict(),
+    }
+
+
 def answer_part(
     answer: Mapping[str, object], *, cached: bool, removed: Sequence[RemovedSentence] | None
 ) -> dict[str, object]:
