@@ -20,9 +20,12 @@ from kgrag_core.tracing.model import Feedback, FeedbackIssue, FeedbackStatus, Tr
 
 Row = tuple[Any, ...]
 
+# One statement per batch, its rows in one JSON parameter: parsed once by the server (an array of jsonb
+# values, `unnest(%s::jsonb[])`, was five times slower: every element is quoted into an array literal).
 _INSERT_TRACES: LiteralString = """
 INSERT INTO query_traces (trace_id, kind, owner, created_at, body)
-SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::jsonb[])
+SELECT t ->> 'trace_id', t ->> 'kind', t ->> 'owner', (t ->> 'created_at')::timestamptz, t -> 'body'
+FROM jsonb_array_elements(%s::jsonb) AS t
 ON CONFLICT (trace_id) DO NOTHING
 """
 
@@ -82,17 +85,18 @@ class PostgresTraceStore:
     def save_traces(self, traces: Sequence[Trace]) -> None:
         if not traces:
             return
+        rows = [
+            {
+                "trace_id": t.trace_id,
+                "kind": t.kind.value,
+                "owner": t.owner,
+                "created_at": t.created_at.isoformat(),
+                "body": dict(t.body),
+            }
+            for t in traces
+        ]
         with self._pool as conn:
-            conn.execute(
-                _INSERT_TRACES,
-                (
-                    [t.trace_id for t in traces],
-                    [t.kind.value for t in traces],
-                    [t.owner for t in traces],
-                    [t.created_at for t in traces],
-                    [Jsonb(dict(t.body)) for t in traces],
-                ),
-            )
+            conn.execute(_INSERT_TRACES, (Jsonb(rows),))
 
     def get_trace(self, trace_id: str) -> Trace | None:
         with self._pool as conn:
