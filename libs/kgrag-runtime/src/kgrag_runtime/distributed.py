@@ -42,7 +42,6 @@ class DistributedStores:
         self.store = store  # the document, extraction and graph ports on one connection
         self._settings = settings
         self._stack = stack
-        self.stack = stack  # what closes with these stores (the trace recorder registers itself on it)
         self._embedder = embedder
         self._lock = threading.RLock()  # re-entrant: the vector index asks for the embedder while opening
         self._opened: dict[str, object] = {}
@@ -52,6 +51,11 @@ class DistributedStores:
             if name not in self._opened:
                 self._opened[name] = open_engine()
             return cast(T, self._opened[name])
+
+    @property
+    def stack(self) -> ExitStack:
+        """What closes with these stores (the trace recorder registers itself on it)."""
+        return self._stack
 
     @property
     def opened(self) -> frozenset[str]:
