@@ -38,6 +38,8 @@ READER = {
     ("get", "/v1/entities/{entity_id}"),
     ("get", "/v1/entities/{entity_id}/neighbors"),
     ("post", "/v1/entities/resolve"),
+    ("get", "/v1/traces/{trace_id}"),  # the caller's own traces only: tested in test_traces_http
+    ("post", "/v1/feedback"),
 }
 INGESTION = {
     ("post", "/v1/ingest/documents"),
@@ -58,6 +60,8 @@ ADMIN_ONLY = {
     ("post", "/v1/admin/entities/review"),
     ("post", "/v1/admin/entities/resolution"),
     ("get", "/v1/admin/entities/resolution/{run_id}"),
+    ("get", "/v1/admin/curation"),
+    ("post", "/v1/admin/curation/feedback/{feedback_id}/resolve"),
 }
 
 
@@ -68,6 +72,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/admin/entities/merge"): {"entity_ids": ["{entity}", "ent_b"], "reason": "probe"},
     ("post", "/v1/admin/entities/split"): {"merge_id": "{merge_id}"},
     ("post", "/v1/admin/entities/review"): {"a": "{entity}", "b": "ent_b", "same": True},
+    ("post", "/v1/admin/curation/feedback/{feedback_id}/resolve"): {"resolution": "probe"},
 }
 
 
@@ -128,6 +133,8 @@ def test_the_admin_token_gets_the_operator_views(operated: tuple[TestClient, dic
     run = client.get(f"/v1/admin/extraction/runs/{known['run_id']}", headers=ADMIN)
     assert run.status_code == 200 and run.json()["run_id"] == known["run_id"]
     assert client.get("/v1/admin/ontology", headers=ADMIN).status_code == 200
+    curation = client.get("/v1/admin/curation", headers=ADMIN)
+    assert curation.status_code == 200 and known["entity"] in {p["a"] for p in curation.json()["merge_candidates"]}
 
 
 def test_what_needs_no_token_names_no_document(operated: tuple[TestClient, dict[str, str]]) -> None:

@@ -25,6 +25,7 @@ ALL = [
     "0008_duplicates_outlive_representatives",
     "0009_content_keys",
     "0010_sealed_names",
+    "0013_query_traces",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +55,8 @@ TABLES = {
     "er_review_queue",
     "kg_hubs",
     "kg_installation",
+    "query_traces",
+    "query_feedback",
 }
 
 

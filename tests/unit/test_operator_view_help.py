@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from kgrag_runtime.cli.app import app
 
-OPERATOR_VIEWS = (["documents"], ["status"], ["entities", "merges"], ["entities", "review"])
+OPERATOR_VIEWS = (["documents"], ["status"], ["entities", "merges"], ["entities", "review"], ["curation"])
 
 
 @pytest.mark.parametrize("command", OPERATOR_VIEWS, ids=" ".join)

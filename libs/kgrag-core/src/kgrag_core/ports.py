@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from kgrag_core.acl import AclClass
@@ -16,6 +17,8 @@ from kgrag_core.extraction.model import ChunkExtraction, ExtractionKey, Quaranti
 from kgrag_core.extraction.records import ChunkExtractionState, ClaimRecord, ExtractionRun, MinHashEntry, RerunScope
 from kgrag_core.ingest import DeletionRecord, IngestOutcome
 from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
+from kgrag_core.tracing.curation import WeakEdge
+from kgrag_core.tracing.model import Feedback, FeedbackStatus, Trace
 
 # --- authoritative store (PostgreSQL) -------------------------------------------------------------
 
@@ -356,4 +359,48 @@ class ExtractionStore(Protocol):
 
     def chunks_in_scope(self, scope: RerunScope) -> list[Chunk]:
         """Live chunks the scope selects, in a stable order (doc_id, seq)."""
+        ...
+
+
+# --- traces, feedback, curation ------------------------------------------------------------------------
+
+
+@runtime_checkable
+class TraceStore(Protocol):
+    """Query traces (ids and hashes only: kgrag_core.tracing.build) and the feedback on them."""
+
+    def save_traces(self, traces: Sequence[Trace]) -> None:
+        """Insert the traces in one statement; a trace id saved twice keeps the first."""
+        ...
+
+    def get_trace(self, trace_id: str) -> Trace | None: ...
+
+    def purge_traces(self, older_than: datetime) -> int:
+        """Delete traces created before `older_than`, except those with open feedback; return how many."""
+        ...
+
+    def add_feedback(self, feedback: Feedback) -> None:
+        """Store feedback on a stored trace (TRACE_NOT_FOUND when the trace is gone)."""
+        ...
+
+    def list_feedback(self, *, status: FeedbackStatus | None = None, limit: int = 100) -> list[Feedback]:
+        """Feedback, newest first; only `status` when given."""
+        ...
+
+    def resolve_feedback(self, feedback_id: str, *, by: str, resolution: str, at: datetime) -> Feedback | None:
+        """Mark feedback resolved (again: the latest resolution wins); None when there is no such feedback."""
+        ...
+
+
+@runtime_checkable
+class CurationSource(Protocol):
+    """What the curation queue reads from the graph besides the review queue (admin views)."""
+
+    def conflicted_entities(self, limit: int) -> list[str]:
+        """Entities with claims that may conflict (same attribute and day written, different values), at
+        most `limit`, in id order; the claim timeline decides which really do."""
+        ...
+
+    def weak_edges(self, below: float, limit: int) -> list[WeakEdge]:
+        """Relations whose best evidence confidence is below `below`, weakest first (then by id)."""
         ...

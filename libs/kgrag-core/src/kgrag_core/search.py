@@ -74,6 +74,7 @@ class SearchResponse:
     hits: tuple[SearchHit, ...]
     mode: str
     limits: dict[str, object] = field(default_factory=dict)
+    trace_id: str | None = None  # set by the application when it records the search (GET /v1/traces/{id})
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -81,4 +82,5 @@ class SearchResponse:
             "mode": self.mode,
             "hits": [h.as_dict() for h in self.hits],
             "limits": self.limits,
+            "trace_id": self.trace_id,
         }

@@ -8,27 +8,32 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
+from kgrag_core.answering.model import RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS
-from kgrag_core.ports import Cache, ChatModel, IngestLog, StatsSource
+from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
 from kgrag_core.shredding import ContentCipher
+from kgrag_core.tracing.build import answer_part, cached_answer_body, search_body
+from kgrag_core.tracing.model import TraceKind
+from kgrag_core.tracing.timing import measuring, stage
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
     from kgrag_runtime.extraction_admin import ExtractionAdmin
     from kgrag_runtime.graph_admin import GraphAdmin
+    from kgrag_runtime.traces import TraceRecorder
 
 
 @dataclass(slots=True)
@@ -47,6 +52,8 @@ class KgragApp:
     # Seals cached answers under every cited document's key (kgrag_core.answering.sealed_cache); the
     # stores' cipher. None: cached as they are (only for apps without document keys, e.g. test doubles).
     answer_cipher: ContentCipher | None = None
+    traces: TraceRecorder | None = None  # None: searches and asks are not traced (trace_id null)
+    curation: CurationSource | None = None  # conflicts and weak edges for the curation queue
 
     def require_extraction(self) -> ExtractionAdmin:
         """The extraction admin, or CONFIGURATION_INVALID when extraction is switched off."""
@@ -57,6 +64,11 @@ class KgragApp:
                 hint="Set KGRAG_EXTRACTION_ENABLED=true (the default) and ingest again.",
             )
         return self.extraction
+
+    def require_traces(self) -> TraceRecorder:
+        if self.traces is None:
+            raise KgragError(ErrorCode.CONFIGURATION_INVALID, "Query traces are not recorded by this process.")
+        return self.traces
 
     def require_graph(self) -> GraphAdmin:
         """The entity API, or CONFIGURATION_INVALID when the knowledge graph is switched off."""
@@ -94,7 +106,21 @@ class KgragApp:
         graph: bool | None = None,
     ) -> SearchResponse | GraphSearchResponse:
         """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
-        and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer."""
+        and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer.
+        The response carries the id of its trace (`trace_id`)."""
+        with measuring() as timings:
+            response = self._search(query, caller, top_k=top_k, mode=mode, graph=graph)
+        if self.traces is None:
+            return response
+        request = {"top_k": top_k, "mode": mode.value, "graph": graph}
+        body = search_body(
+            response, caller, request=request, versions=self.traces.versions(), timings_ms=timings.rounded()
+        )
+        return replace(response, trace_id=self.traces.record(TraceKind.SEARCH, caller, body))
+
+    def _search(
+        self, query: str, caller: Caller, *, top_k: int | None, mode: SearchMode, graph: bool | None
+    ) -> SearchResponse | GraphSearchResponse:
         if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
             return self.graph_searcher.search(query, caller, top_k=top_k)
         return self.searcher.search(query, caller, top_k=top_k, mode=mode)
@@ -102,18 +128,38 @@ class KgragApp:
     def ask(
         self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
     ) -> dict[str, object]:
-        """Answer with citations. Cached per caller scope; any index change invalidates the cache."""
+        """Answer with citations. Cached per caller scope; any index change invalidates the cache. Every ask,
+        cached or not, is traced (`trace_id`)."""
+        with measuring() as timings:
+            out, response, removed = self._ask(question, caller, evidence_chunks, graph)
+        if self.traces is None:
+            return {**out, "trace_id": None}
+        cached = response is None
+        request = {"evidence_chunks": evidence_chunks, "graph": graph}
+        versions, ms = self.traces.versions(), timings.rounded()
+        if response is None:
+            body = cached_answer_body(question, caller, request=request, versions=versions, timings_ms=ms)
+        else:
+            body = search_body(response, caller, request=request, versions=versions, timings_ms=ms)
+        body["answer"] = answer_part(out, cached=cached, removed=removed)
+        return {**out, "trace_id": self.traces.record(TraceKind.ASK, caller, body)}
+
+    def _ask(
+        self, question: str, caller: Caller, evidence_chunks: int | None, graph: bool | None
+    ) -> tuple[dict[str, object], SearchResponse | GraphSearchResponse | None, tuple[RemovedSentence, ...]]:
+        """The answer, the search it read (None when it came from the cache) and the sentences it removed."""
         n = EVIDENCE_CHUNKS.resolve(evidence_chunks)
         use_graph = self._use_graph(graph) and self.graph_searcher is not None
         key = self._answer_key(question, caller, n, use_graph)
         cached = self._cached_answer(key)
         if cached is not None:
-            return {**json.loads(cached), "cached": True}
-        response = self.search(question, caller, top_k=n, graph=use_graph)
-        if self.llm is not None:
-            answer = generative_answer(question, response.hits, self.llm)
-        else:
-            answer = extractive_answer(question, response.hits)
+            return {**json.loads(cached), "cached": True}, None, ()
+        response = self._search(question, caller, top_k=n, mode=SearchMode.HYBRID, graph=use_graph)
+        with stage("answer"):
+            if self.llm is not None:
+                answer = generative_answer(question, response.hits, self.llm)
+            else:
+                answer = extractive_answer(question, response.hits)
         out = answer.as_dict()
         if isinstance(response, GraphSearchResponse):
             out["route"] = response.route.as_dict()
@@ -128,7 +174,7 @@ class KgragApp:
             )
             if payload is not None:  # None: a cited document was deleted meanwhile, nothing to cache
                 self.cache.set(key, payload, self.answer_cache_ttl_s)
-        return {**out, "cached": False}
+        return {**out, "cached": False}, response, answer.removed
 
     def _cited_documents(self, response: SearchResponse | GraphSearchResponse) -> set[str]:
         """Every document the answer was built from: its hits', and those of the chunks its graph lines
@@ -175,4 +221,5 @@ class KgragApp:
                 else None
             ),
             "extraction": self.extraction.status() if self.extraction is not None else None,
+            "traces": self.traces.status() if self.traces is not None else None,
         }

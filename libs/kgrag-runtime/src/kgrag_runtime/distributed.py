@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from kgrag_adapters.opensearch.keyword_index import OpenSearchKeywordIndex
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_adapters.postgres.traces import PostgresTraceStore
 from kgrag_adapters.qdrant.vector_index import QdrantVectorIndex
 from kgrag_adapters.redis.cache import RedisCache
 from kgrag_adapters.s3.object_store import S3ObjectStore
@@ -31,6 +32,7 @@ from kgrag_runtime.wiring import (
     build_extraction_llm,
     build_indexer,
     build_llm,
+    build_traces,
     connect_graph_store,
 )
 
@@ -61,6 +63,11 @@ class DistributedStores:
             if name not in self._opened:
                 self._opened[name] = open_engine()
             return cast(T, self._opened[name])
+
+    @property
+    def stack(self) -> ExitStack:
+        """What closes with these stores (the trace recorder registers itself on it)."""
+        return self._stack
 
     @property
     def opened(self) -> frozenset[str]:
@@ -234,6 +241,11 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         extraction = ExtractionAdmin(
             stores.store, stores.store, extractor, build_rerun(settings, documents=stores.store, extractor=extractor)
         )
+    chat = llm if llm is not None else build_llm(settings)
+    graph_searcher = build_graph_searcher(settings, searcher, stores.store, stores.embedder)
+    traces = build_traces(
+        settings, stores.stack, store=stores.store, searcher=searcher, graph_searcher=graph_searcher, llm=chat
+    )
     return KgragApp(
         searcher=searcher,
         ingestion=KafkaIngest(
@@ -245,12 +257,12 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         ingest_log=stores.store,
         stats_source=stores.store,
         cache=stores.cache,
-        llm=llm if llm is not None else build_llm(settings),
+        llm=chat,
         answer_cache_ttl_s=settings.answer_cache_ttl_s,
         extraction=extraction,
         # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
         # other readers and the traversal benchmark.
-        graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
+        graph_searcher=graph_searcher,
         graph_by_default=settings.graph_retrieval,
         graph=GraphAdmin(
             stores.store,
@@ -259,6 +271,8 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
             announce=_announcer(events),
         ),
         answer_cipher=stores.store.cipher,
+        traces=traces,
+        curation=PostgresTraceStore(stores.store.pool),
     )
 
 

@@ -129,6 +129,14 @@ class KgragSettings(BaseSettings):
     )
     llm_seconds_per_call: float = Field(8.0, gt=0, description="Assumed latency of one extraction call (previews).")
 
+    # --- query traces and feedback (docs/http-api.md, "Traces and feedback") --------------------------
+    traces_enabled: bool = Field(
+        True, description="Record a trace (ids, hashes, timings; no document text) of every search and ask."
+    )
+    trace_retention_days: int = Field(
+        30, ge=1, le=3650, description="Traces older than this are purged (hourly), unless feedback on them is open."
+    )
+
     # --- distributed runtime (KGRAG_RUNTIME=distributed) ---------------------------------------------
     runtime: Literal["embedded", "distributed"] = "embedded"
     kafka_bootstrap: str | None = Field(None, description="host:port[,host:port] of the Kafka brokers.")

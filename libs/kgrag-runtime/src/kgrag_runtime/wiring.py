@@ -22,10 +22,12 @@ from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.postgres.lifetime import STOPPING_MARKER
 from kgrag_adapters.postgres.store import PostgresStore
+from kgrag_adapters.postgres.traces import PostgresTraceStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
 from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectStore, TokenCounter, VectorIndex
@@ -36,6 +38,7 @@ from kgrag_runtime.graph import build_graph_searcher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.single_writer import SingleWriter
+from kgrag_runtime.traces import TraceRecorder, VersionSource
 
 # How long a start waits for the supervisor's momentary probe of the lock, and for it to stop a server.
 _LOCK_PATIENCE_S = 0.5
@@ -134,6 +137,27 @@ def build_extraction_llm(settings: KgragSettings) -> ChatModel | None:
 
         return ReplyBookChatModel(settings.extraction_reply_book)
     return build_llm(settings, retry_rate_limits=False)
+
+
+def build_traces(
+    settings: KgragSettings,
+    stack: ExitStack,
+    *,
+    store: PostgresGraphStore,
+    searcher: HybridSearcher,
+    graph_searcher: GraphAssistedSearcher | None,
+    llm: ChatModel | None,
+) -> TraceRecorder | None:
+    """The trace recorder on the store's connections (closed, after writing what it holds, with `stack`);
+    None when KGRAG_TRACES_ENABLED=false."""
+    if not settings.traces_enabled:
+        return None
+    versions = VersionSource(searcher, graph_searcher, llm, settings.extractor_version, store.active_ontology)
+    recorder = TraceRecorder(
+        PostgresTraceStore(store.pool), versions.current, retention_days=settings.trace_retention_days
+    )
+    stack.callback(recorder.close)
+    return recorder
 
 
 def build_indexer(
@@ -251,6 +275,8 @@ def open_embedded(
             )
         )
         searcher = HybridSearcher(store, store, vectors, keywords, model)
+        graph_searcher = build_graph_searcher(settings, searcher, store, model)
+        traces = build_traces(settings, stack, store=store, searcher=searcher, graph_searcher=graph_searcher, llm=chat)
         yield KgragApp(
             searcher=searcher,
             ingestion=ingestion,
@@ -260,10 +286,12 @@ def open_embedded(
             llm=chat,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
             extraction=extraction,
-            graph_searcher=build_graph_searcher(settings, searcher, store, model),
+            graph_searcher=graph_searcher,
             graph_by_default=settings.graph_retrieval,
             graph=graph_admin,
             answer_cipher=store.cipher,
+            traces=traces,
+            curation=PostgresTraceStore(store.pool),
         )
 
 

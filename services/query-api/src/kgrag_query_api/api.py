@@ -38,6 +38,7 @@ from kgrag_query_api.schemas import (
     IngestDocumentRequest,
     SearchRequest,
 )
+from kgrag_query_api.trace_routes import trace_router
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.ingest_gateway import IngestGateway
 from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
@@ -75,6 +76,9 @@ _STATUS = {
     ErrorCode.LLM_RATE_LIMITED: 503,
     ErrorCode.BROKER_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
+    ErrorCode.TRACE_NOT_FOUND: 404,
+    ErrorCode.FEEDBACK_NOT_FOUND: 404,
+    ErrorCode.INVALID_FEEDBACK: 422,
 }
 
 
@@ -117,6 +121,7 @@ def create_app(
     api.include_router(ingest_status_router(kg.ingest_log, who_dep))
     api.include_router(extraction_router(kg, who_dep, run))
     api.include_router(entity_router(kg, who_dep, run))
+    api.include_router(trace_router(kg, who_dep, run))
     return api
 
 

@@ -27,7 +27,7 @@ class ErrorBody(BaseModel):
 _MEANING = {
     401: "No bearer token, or one that did not verify (UNAUTHENTICATED).",
     403: "The token lacks the scope this operation needs (FORBIDDEN).",
-    404: "No such document, entity, merge or run that the caller may see (…_NOT_FOUND).",
+    404: "No such document, entity, merge, run, trace or feedback that the caller may see (…_NOT_FOUND).",
     409: "The request conflicts with what is stored (ACL_CLASS_CONFLICT).",
     413: "The document is larger than KGRAG_MAX_DOCUMENT_BYTES (DOCUMENT_TOO_LARGE).",
     415: "The document's media type cannot be indexed (UNSUPPORTED_FILE_TYPE).",

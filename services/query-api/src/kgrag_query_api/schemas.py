@@ -16,6 +16,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 from kgrag_core.errors import ErrorCode
 from kgrag_core.limits import EVIDENCE_CHUNKS, QUERY_CHARS, TOP_K
 from kgrag_core.retrieval.hybrid import SearchMode
+from kgrag_core.tracing.model import (
+    MAX_COMMENT_CHARS,
+    MAX_RATING,
+    MIN_RATING,
+    FeedbackIssue,
+    parse_comment,
+    parse_issue,
+    parse_rating,
+)
 from kgrag_query_api.patterns import (
     BODY_TEXT,
     DOC_ID,
@@ -221,3 +230,35 @@ class EntityReviewRequest(_Strict):
     a: str = _ENTITY_ID
     b: str = _ENTITY_ID
     same: bool = Field(strict=True)
+
+
+def _whole(value: Any) -> Any:
+    """20.0 is 20, as JSON Schema's `integer` says; the core's rating check then sees a whole number."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+class FeedbackRequest(_Strict):
+    """A caller's verdict on one of its traces; it joins the curation queue (admins work through it)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _core_rules(cls, value: Any) -> Any:
+        # The core's checks first, so a bad rating, issue or comment keeps its INVALID_FEEDBACK code (the
+        # same as on the CLI); a missing or unknown field is still MALFORMED_EVENT.
+        if isinstance(value, Mapping):
+            if "rating" in value:
+                parse_rating(_whole(value["rating"]))
+            parse_issue(value.get("issue"))
+            parse_comment(value.get("comment"))
+        return value
+
+    trace_id: str = Field(min_length=1, max_length=MAX_KEY_CHARS, pattern=KEY, description="From a search or ask.")
+    rating: Count = Field(ge=MIN_RATING, le=MAX_RATING, description="1 (worst) to 5 (best).")
+    issue: FeedbackIssue | None = Field(None, description="What was wrong, if one thing was.")
+    comment: str = Field("", max_length=MAX_COMMENT_CHARS, pattern=OPTIONAL_TEXT)
+
+
+class FeedbackResolveRequest(_Strict):
+    """How a curator dealt with a piece of feedback."""
+
+    resolution: str = Field("", max_length=MAX_COMMENT_CHARS, pattern=OPTIONAL_TEXT)

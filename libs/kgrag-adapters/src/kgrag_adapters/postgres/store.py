@@ -156,6 +156,11 @@ class PostgresStore(Closeable):
     def _conn(self) -> psycopg.Connection[Row]:
         return self._lease.connection
 
+    @property
+    def pool(self) -> ConnectionPool:
+        """The store's connections, for the adapters of other ports that share them (traces)."""
+        return self._lease
+
     def close(self) -> None:
         self._lease.close()
 

@@ -7,11 +7,12 @@ answer that might be partly invented.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 
 from kgrag_core.answering.extractive import NO_ANSWER
-from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation
+from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, RemovedSentence
 from kgrag_core.answering.quotes import normalise_for_quote, quote_in_text
 from kgrag_core.errors import ErrorCode
 from kgrag_core.ports import ChatMessage, ChatModel
@@ -87,6 +88,7 @@ def generative_answer(question: str, hits: Sequence[SearchHit], model: ChatModel
                 evidence_ids,
                 "A sentence of the model's answer had no quote that could be found in its source, "
                 "so the answer was withheld.",
+                removed=(_removed(item),),
             )
         sentences.append(parsed)
     return Answer(
@@ -140,7 +142,15 @@ def _no_answer(question: str, evidence_ids: tuple[str, ...]) -> Answer:
     )
 
 
-def _refuse(question: str, evidence_ids: tuple[str, ...], why: str) -> Answer:
+def _removed(item: object) -> RemovedSentence:
+    text = item.get("text") if isinstance(item, dict) else None
+    digest = hashlib.sha256(str(text if isinstance(text, str) else item).encode("utf-8")).hexdigest()
+    return RemovedSentence(digest, "quote_not_found")
+
+
+def _refuse(
+    question: str, evidence_ids: tuple[str, ...], why: str, *, removed: tuple[RemovedSentence, ...] = ()
+) -> Answer:
     return Answer(
         question,
         AnswerMode.REFUSED,
@@ -150,4 +160,5 @@ def _refuse(question: str, evidence_ids: tuple[str, ...], why: str) -> Answer:
         "LOW",
         ErrorCode.INSUFFICIENT_EVIDENCE.value,
         evidence_ids,
+        removed,
     )

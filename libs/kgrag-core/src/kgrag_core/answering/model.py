@@ -43,6 +43,17 @@ class AnswerSentence:
 
 
 @dataclass(frozen=True, slots=True)
+class RemovedSentence:
+    """A sentence the answerer did not keep, by the hash of its text (traces hold no text) and why."""
+
+    text_sha256: str
+    reason: str  # e.g. quote_not_found
+
+    def as_dict(self) -> dict[str, object]:
+        return {"text_sha256": self.text_sha256, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     question: str
     mode: AnswerMode
@@ -52,6 +63,7 @@ class Answer:
     confidence: str  # HIGH | MEDIUM | LOW
     error_code: str | None = None
     evidence_chunk_ids: tuple[str, ...] = field(default_factory=tuple)
+    removed: tuple[RemovedSentence, ...] = ()  # for the trace; not part of the response
 
     @property
     def answered(self) -> bool:

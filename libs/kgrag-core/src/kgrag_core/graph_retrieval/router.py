@@ -10,6 +10,7 @@ than asking how something changed.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -177,3 +178,13 @@ def route(question: str) -> Route:
     # Margin over the runner-up, damped when the winner rests on a single weak cue.
     confidence = (0.5 + 0.5 * (top - runner_up) / top) * min(1.0, 0.6 + 0.2 * top)
     return Route(kind, round(min(0.95, confidence), 3), signals)
+
+
+def _fingerprint() -> str:
+    """A version of the rules that moves whenever a rule, weight, threshold or precedence does (traces name it)."""
+    parts = [f"{r.kind.value}|{r.cue}|{r.weight}|{r.pattern.pattern}|{r.pattern.flags}" for r in _RULES]
+    parts += [str(_MIN_WEIGHT), str(_DEFAULT_LOOKUP_CONFIDENCE), ",".join(k.value for k in _PRECEDENCE)]
+    return "rules-" + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:12]
+
+
+ROUTER_VERSION = _fingerprint()

@@ -40,6 +40,7 @@ from kgrag_core.ports import AclStore, TokenCounter
 from kgrag_core.retrieval.fusion import FusedCandidate, reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
+from kgrag_core.tracing.timing import stage
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ class GraphSearchResponse:
     context: ContextPack | None = None
     degraded: bool = False
     degraded_reason: str | None = None
+    trace_id: str | None = None  # set by the application when it records the search
 
     def as_dict(self) -> dict[str, object]:
         traversal = None
@@ -147,6 +149,7 @@ class GraphSearchResponse:
             "context": self.context.as_dict() if self.context else None,
             "degraded": self.degraded,
             "degraded_reason": self.degraded_reason,
+            "trace_id": self.trace_id,
         }
 
 
@@ -186,6 +189,13 @@ class GraphAssistedSearcher:
         cfg = self.settings
         base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)))
         started = self.clock()
+        with stage("graph"):
+            return self._graph_layer(base, chosen, caller, k, started)
+
+    def _graph_layer(
+        self, base: SearchResponse, chosen: Route, caller: Caller, k: int, started: float
+    ) -> GraphSearchResponse:
+        cfg = self.settings
         try:
             allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
             if not allowed:

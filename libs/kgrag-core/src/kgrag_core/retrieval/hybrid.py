@@ -12,6 +12,7 @@ from kgrag_core.limits import CANDIDATES_PER_ROUTE, QUERY_CHARS, TOP_K
 from kgrag_core.ports import AclStore, DocumentStore, Embedder, KeywordIndex, VectorIndex
 from kgrag_core.retrieval.fusion import RRF_K, FusedCandidate, reciprocal_rank_fusion
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
+from kgrag_core.tracing.timing import stage
 
 
 class SearchMode(StrEnum):
@@ -50,16 +51,23 @@ class HybridSearcher:
         if per_route > CANDIDATES_PER_ROUTE.maximum:
             per_route = CANDIDATES_PER_ROUTE.maximum
 
-        allowed = readable_classes(self.acls.acl_classes(), caller)
+        with stage("acl"):
+            allowed = readable_classes(self.acls.acl_classes(), caller)
         routes: dict[str, Sequence[RouteHit]] = {}
         if allowed:
             if mode in (SearchMode.HYBRID, SearchMode.DENSE):
-                routes["dense"] = self.vectors.search(self.embedder.embed_query(text), allowed, per_route)
+                with stage("embed"):
+                    vector = self.embedder.embed_query(text)
+                with stage("dense"):
+                    routes["dense"] = self.vectors.search(vector, allowed, per_route)
             if mode in (SearchMode.HYBRID, SearchMode.BM25):
-                routes["bm25"] = self.keywords.search(text, allowed, per_route)
-        fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
-
-        results = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in self.hydrate(fused, set(allowed), k))
+                with stage("bm25"):
+                    routes["bm25"] = self.keywords.search(text, allowed, per_route)
+        with stage("fusion"):
+            fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
+        with stage("hydrate"):
+            hydrated = self.hydrate(fused, set(allowed), k)
+        results = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in hydrated)
         limits: dict[str, object] = {
             "top_k": k,
             "candidates_per_route": per_route,

@@ -22,6 +22,7 @@ from kgrag_runtime.cli.entities import entities_app
 from kgrag_runtime.cli.extraction import claims, extract_app, ontology_app
 from kgrag_runtime.cli.help_text import hide_flag_types
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
+from kgrag_runtime.cli.traces import curation_app, feedback, trace
 
 RECENT_ERRORS = 20  # how many of the newest ingest errors `kgrag status` lists
 DELETE_HINT = "List documents with `kgrag documents`."
@@ -340,6 +341,9 @@ app.add_typer(extract_app, name="extract")
 app.add_typer(ontology_app, name="ontology")
 app.add_typer(entities_app, name="entities")
 app.command()(claims)
+app.command()(trace)
+app.command()(feedback)
+app.add_typer(curation_app, name="curation")
 
 
 def main() -> None:
