@@ -74,7 +74,7 @@ def _facts(store: PostgresGraphStore) -> Stores:
 def test_weak_edges_are_those_below_the_threshold_weakest_first(pg_dsn: str) -> None:
     with PostgresGraphStore.connect(pg_dsn) as store:
         stores = _facts(store)
-        source = PostgresTraceStore(store.pool)
+        source = PostgresTraceStore(store.pool, cipher=store.cipher)
         [weak] = source.weak_edges(0.5, 10)
         assert (weak.subject_name, weak.relation, weak.object_name, weak.confidence) == (
             "Priya Raman",
@@ -92,7 +92,7 @@ def test_weak_edges_are_those_below_the_threshold_weakest_first(pg_dsn: str) -> 
 def test_conflicted_entities_are_same_day_disagreements(pg_dsn: str) -> None:
     with PostgresGraphStore.connect(pg_dsn) as store:
         stores = _facts(store)  # both documents are dated JAN: 24,500 and 30,000 pallets the same day
-        source = PostgresTraceStore(store.pool)
+        source = PostgresTraceStore(store.pool, cipher=store.cipher)
         [site] = source.conflicted_entities(10)
         claims = store.claims_of([site], None)
         assert {(c.value, c.status) for c in claims} == {

@@ -272,7 +272,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         ),
         answer_cipher=stores.store.cipher,
         traces=traces,
-        curation=PostgresTraceStore(stores.store.pool),
+        curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
     )
 
 

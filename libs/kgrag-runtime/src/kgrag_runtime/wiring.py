@@ -291,7 +291,7 @@ def open_embedded(
             graph=graph_admin,
             answer_cipher=store.cipher,
             traces=traces,
-            curation=PostgresTraceStore(store.pool),
+            curation=PostgresTraceStore(store.pool, cipher=store.cipher),
         )
 
 

@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 
 from kgrag_adapters.postgres.pool import ConnectionPool
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.shredding import ContentCipher, open_text
 from kgrag_core.tracing.curation import WeakEdge
 from kgrag_core.tracing.model import Feedback, FeedbackIssue, FeedbackStatus, Trace, TraceKind, trace_not_found
 
@@ -38,7 +39,8 @@ _FEEDBACK_COLUMNS: LiteralString = (
     "feedback_id, trace_id, author, rating, issue, comment, created_at, status, resolved_by, resolved_at, resolution"
 )
 
-# Same attribute, same day written, more than one value among the claims that can be "the value" (positive
+# Same attribute, same day written, more than one claim (a claim's id keys its normalised value; values
+# are sealed on the evidence rows, migration 0010) among the claims that can be "the value" (positive
 # facts and reports): a superset of the conflicts (values that only differ in case or spacing are one value
 # to the timeline), which the timeline then decides.
 _CONFLICTED: LiteralString = """
@@ -50,24 +52,27 @@ JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'
 LEFT JOIN er_canonical k ON k.entity_id = cl.entity_id
 WHERE cl.polarity = 'positive' AND cl.modality IN ('fact', 'reported')
 GROUP BY COALESCE(k.canonical_id, cl.entity_id), cl.attribute, (c.doc_time AT TIME ZONE 'UTC')::date
-HAVING count(DISTINCT cl.value) > 1
+HAVING count(DISTINCT cl.claim_id) > 1
 ORDER BY 1
 LIMIT %s
 """
 
+# The names an edge is shown with are those its most confident evidence row gives (sealed under that
+# row's document key, migration 0010): the queue is an admin view, and this needs no join to entity names.
 _WEAK_EDGES: LiteralString = """
-SELECT r.relation_id, COALESCE(ks.canonical_id, r.subject_id), s.name, r.relation,
-       COALESCE(ko.canonical_id, r.object_id), o.name, r.modality, r.polarity,
-       max(ev.confidence), array_agg(DISTINCT ev.chunk_id ORDER BY ev.chunk_id)
+SELECT r.relation_id, COALESCE(ks.canonical_id, r.subject_id), r.relation,
+       COALESCE(ko.canonical_id, r.object_id), r.modality, r.polarity,
+       max(ev.confidence), array_agg(DISTINCT ev.chunk_id ORDER BY ev.chunk_id),
+       (array_agg(ev.subject_name ORDER BY ev.confidence DESC, ev.chunk_id, ev.quote_key))[1],
+       (array_agg(ev.object_name ORDER BY ev.confidence DESC, ev.chunk_id, ev.quote_key))[1],
+       (array_agg(c.doc_id ORDER BY ev.confidence DESC, ev.chunk_id, ev.quote_key))[1]
 FROM kg_relations r
 JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id
 JOIN chunks c ON c.chunk_id = ev.chunk_id
 JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'
 LEFT JOIN er_canonical ks ON ks.entity_id = r.subject_id
 LEFT JOIN er_canonical ko ON ko.entity_id = r.object_id
-JOIN kg_entities s ON s.entity_id = COALESCE(ks.canonical_id, r.subject_id)
-JOIN kg_entities o ON o.entity_id = COALESCE(ko.canonical_id, r.object_id)
-GROUP BY r.relation_id, ks.canonical_id, s.name, ko.canonical_id, o.name
+GROUP BY r.relation_id, ks.canonical_id, ko.canonical_id
 HAVING max(ev.confidence) < %s
 ORDER BY max(ev.confidence), r.relation_id
 LIMIT %s
@@ -77,8 +82,9 @@ LIMIT %s
 class PostgresTraceStore:
     """TraceStore and CurationSource on a pool of autocommit connections."""
 
-    def __init__(self, pool: ConnectionPool) -> None:
+    def __init__(self, pool: ConnectionPool, *, cipher: ContentCipher | None = None) -> None:
         self._pool = pool
+        self._cipher = cipher  # opens the sealed names of the curation queue's edges; traces hold none
 
     # --- traces --------------------------------------------------------------------------------------------
 
@@ -170,7 +176,9 @@ class PostgresTraceStore:
         _positive(limit)
         with self._pool as conn:
             rows = conn.execute(_WEAK_EDGES, (below, limit)).fetchall()
-        return [_weak_edge(r) for r in rows]
+        if rows and self._cipher is None:
+            raise KgragError(ErrorCode.CONFIGURATION_INVALID, "weak edges need the store's cipher to name them")
+        return [_weak_edge(r, self._cipher) for r in rows if self._cipher is not None]
 
 
 def _positive(limit: int) -> None:
@@ -178,11 +186,15 @@ def _positive(limit: int) -> None:
         raise KgragError(ErrorCode.INVALID_QUERY, f"limit must be at least 1, got {limit}")
 
 
-def _weak_edge(r: Row) -> WeakEdge:
-    relation_id, subject_id, subject_name, relation, object_id, object_name, modality, polarity = map(str, r[:8])
+def _weak_edge(r: Row, cipher: ContentCipher) -> WeakEdge:
+    relation_id, subject_id, relation, object_id, modality, polarity = map(str, r[:6])
+    doc_id = str(r[10])
+    # A name whose document key is gone (deleted meanwhile) shows as empty, never as ciphertext.
+    subject_name = open_text(cipher, doc_id, bytes(r[8])) or ""
+    object_name = open_text(cipher, doc_id, bytes(r[9])) or ""
     return WeakEdge(
         relation_id, subject_id, subject_name, relation, object_id, object_name, modality, polarity,
-        float(r[8]), tuple(r[9]),
+        float(r[6]), tuple(r[7]),
     )  # fmt: skip
 
 
