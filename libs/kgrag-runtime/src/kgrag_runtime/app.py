@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
@@ -23,6 +24,7 @@ from kgrag_core.ports import Cache, ChatModel, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
+from kgrag_runtime.quality_metrics import QualityMetrics, graph_fallback_reason
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
     from kgrag_runtime.extraction_admin import ExtractionAdmin
@@ -42,6 +44,11 @@ class KgragApp:
     graph_searcher: GraphAssistedSearcher | None = None
     graph_by_default: bool = False
     graph: GraphAdmin | None = None  # the entity API; None when extraction is off
+    quality: QualityMetrics = field(default_factory=QualityMetrics)  # served at /metrics by the HTTP API
+
+    def __post_init__(self) -> None:
+        if self.graph is not None and self.quality.backlog is None:
+            self.quality.backlog = self.graph.store.backlog_counts
 
     def require_extraction(self) -> ExtractionAdmin:
         """The extraction admin, or CONFIGURATION_INVALID when extraction is switched off."""
@@ -90,9 +97,28 @@ class KgragApp:
     ) -> SearchResponse | GraphSearchResponse:
         """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
         and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer."""
+        started = time.perf_counter()
         if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
-            return self.graph_searcher.search(query, caller, top_k=top_k)
-        return self.searcher.search(query, caller, top_k=top_k, mode=mode)
+            found = self.graph_searcher.search(query, caller, top_k=top_k)
+            self.quality.record_stage("retrieval", time.perf_counter() - started)
+            self._record_graph(found)
+            return found
+        response = self.searcher.search(query, caller, top_k=top_k, mode=mode)
+        self.quality.record_stage("retrieval", time.perf_counter() - started)
+        self.quality.record_search(mode.value)
+        return response
+
+    def _record_graph(self, found: GraphSearchResponse) -> None:
+        info = found.limits.get("graph")
+        why_not = info.get("reason") if isinstance(info, dict) and not info.get("used") else None
+        self.quality.record_search(
+            found.route.kind.value,
+            graph_reason=graph_fallback_reason(why_not, found.degraded_reason),
+            degraded=found.degraded,
+        )
+        graph_ms = found.limits.get("graph_ms")
+        if isinstance(graph_ms, int | float):
+            self.quality.record_stage("graph", graph_ms / 1000)
 
     def ask(
         self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
@@ -104,11 +130,17 @@ class KgragApp:
         cached = self.cache.get(key)
         if cached is not None:
             return {**json.loads(cached), "cached": True}
+        started = time.perf_counter()
         response = self.search(question, caller, top_k=n, graph=use_graph)
+        answering = time.perf_counter()
         if self.llm is not None:
             answer = generative_answer(question, response.hits, self.llm)
         else:
             answer = extractive_answer(question, response.hits)
+        done = time.perf_counter()
+        self.quality.record_stage("answer", done - answering)
+        self.quality.record_stage("ask", done - started)
+        self.quality.record_answer(answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences)
         out = answer.as_dict()
         if isinstance(response, GraphSearchResponse):
             out["route"] = response.route.as_dict()

@@ -89,6 +89,7 @@ def create_app(
         "token; what you can see follows the token's user and groups.",
         ready or _status_check(kg),
         threads=threads,
+        also_served=(kg.quality.registry,),  # /metrics serves the answer-quality metrics too
     )
 
     def run(fn: Callable[[], T]) -> T:
@@ -228,7 +229,14 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
-def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int = DEFAULT_THREADS) -> FastAPI:
+def _base_app(
+    title: str,
+    description: str,
+    ready: ReadyCheck,
+    *,
+    threads: int = DEFAULT_THREADS,
+    also_served: Sequence[CollectorRegistry] = (),
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # Sync routes run on anyio's default thread limiter: its size is how many requests run at once.
@@ -242,6 +250,8 @@ def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int =
         lifespan=lifespan,
         dependencies=[Depends(_known_query_parameters_only)],
     )
+    # The HTTP metrics are this app's own; the app object's registries (shared by every API built on the
+    # same app, e.g. the load benchmark's two mounts) are served after them.
     registry = CollectorRegistry()
     requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)
     latency = Histogram("kgrag_http_seconds", "HTTP request latency.", ["route"], registry=registry)
@@ -313,7 +323,8 @@ def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int =
 
     @api.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
     def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        body = b"".join(generate_latest(r) for r in (registry, *also_served))
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     return api
 
