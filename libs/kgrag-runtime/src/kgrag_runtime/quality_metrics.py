@@ -139,7 +139,8 @@ def graph_fallback_reason(why_not: object, degraded_reason: str | None) -> str |
 
 class _BacklogCollector(Collector):
     """Reads the backlogs from the authoritative store at scrape time; a store that does not answer is
-    reported (`kgrag_backlog_up 0`, and the warning logged), never a failed scrape of everything else."""
+    reported (`kgrag_backlog_up 0`, and the warning logged), never a failed scrape of everything else.
+    A process without a knowledge graph (extraction off) reports none of the three."""
 
     def __init__(self, metrics: QualityMetrics) -> None:
         self._metrics = metrics
@@ -149,9 +150,7 @@ class _BacklogCollector(Collector):
         up = GaugeMetricFamily("kgrag_backlog_up", "1 when the backlog counts below were read from the store.")
         pending = GaugeMetricFamily("kgrag_extraction_pending_llm_chunks", "Chunks tier 3 still owes a model call.")
         review = GaugeMetricFamily("kgrag_review_backlog", "Entity pairs waiting for a person's review decision.")
-        if source is None:
-            up.add_metric([], 0.0)
-            yield up
+        if source is None:  # no knowledge graph in this process: no backlog to report, and no outage
             return
         try:
             counts = source()
