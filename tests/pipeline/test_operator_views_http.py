@@ -58,6 +58,10 @@ ADMIN_ONLY = {
     ("post", "/v1/admin/entities/review"),
     ("post", "/v1/admin/entities/resolution"),
     ("get", "/v1/admin/entities/resolution/{run_id}"),
+    ("get", "/v1/admin/eval"),
+    ("post", "/v1/admin/eval/run"),
+    ("get", "/v1/admin/eval/{run_id}"),
+    ("post", "/v1/admin/eval/{run_id}/baseline"),
 }
 
 
@@ -68,6 +72,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/admin/entities/merge"): {"entity_ids": ["{entity}", "ent_b"], "reason": "probe"},
     ("post", "/v1/admin/entities/split"): {"merge_id": "{merge_id}"},
     ("post", "/v1/admin/entities/review"): {"a": "{entity}", "b": "ent_b", "same": True},
+    ("post", "/v1/admin/eval/run"): {"suite": "northwind-smoke"},
 }
 
 

@@ -27,6 +27,7 @@ from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, Progress
 from kgrag_runtime.quality_metrics import QualityMetrics, graph_fallback_reason
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
+    from kgrag_runtime.evaluation.service import EvalService
     from kgrag_runtime.extraction_admin import ExtractionAdmin
     from kgrag_runtime.graph_admin import GraphAdmin
 
@@ -45,6 +46,7 @@ class KgragApp:
     graph_by_default: bool = False
     graph: GraphAdmin | None = None  # the entity API; None when extraction is off
     quality: QualityMetrics = field(default_factory=QualityMetrics)  # served at /metrics by the HTTP API
+    evaluation: EvalService | None = None  # eval runs on isolated indexes (POST /v1/admin/eval/run)
 
     def __post_init__(self) -> None:
         if self.graph is not None and self.quality.backlog is None:
@@ -59,6 +61,15 @@ class KgragApp:
                 hint="Set KGRAG_EXTRACTION_ENABLED=true (the default) and ingest again.",
             )
         return self.extraction
+
+    def require_evaluation(self) -> EvalService:
+        if self.evaluation is None:
+            raise KgragError(
+                ErrorCode.CONFIGURATION_INVALID,
+                "Evaluation runs are not available in this process.",
+                hint="The query API of either runtime provides them (docs/evaluation.md).",
+            )
+        return self.evaluation
 
     def require_graph(self) -> GraphAdmin:
         """The entity API, or CONFIGURATION_INVALID when the knowledge graph is switched off."""

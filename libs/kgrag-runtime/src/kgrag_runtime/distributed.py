@@ -20,6 +20,7 @@ from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ports import ChatModel, DocumentStore, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.evaluation.service import EvalService
 from kgrag_runtime.graph import build_graph_searcher, build_resolution
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
@@ -174,6 +175,7 @@ def open_query_app(
     with open_stores(settings, embedder=embedder) as stores:
         searcher = stores.searcher()
         events = producer(settings, "query-api")
+        chat = llm if llm is not None else build_llm(settings)
         yield KgragApp(
             searcher=searcher,
             ingestion=KafkaIngest(
@@ -185,8 +187,11 @@ def open_query_app(
             ingest_log=stores.store,
             stats_source=stores.store,
             cache=stores.cache,
-            llm=llm if llm is not None else build_llm(settings),
+            llm=chat,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
+            # An eval run indexes its suite into a temporary embedded index: the serving stores are only
+            # where its report is kept.
+            evaluation=EvalService(settings, stores.store.eval_runs, embedder=stores.embedder, llm=chat),
             # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
             # other readers and the traversal benchmark.
             graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),

@@ -32,6 +32,7 @@ from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectSto
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.evaluation.service import EvalService
 from kgrag_runtime.graph import build_graph_searcher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
 from kgrag_runtime.quality_metrics import QualityMetrics
@@ -266,6 +267,7 @@ def open_embedded(
             graph_by_default=settings.graph_retrieval,
             graph=graph_admin,
             quality=quality,
+            evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
         )
 
 
