@@ -87,7 +87,7 @@ def test_rule_file_structure() -> None:
         assert group["rules"], group["name"]
         for rule in group["rules"]:
             assert set(rule) <= {"alert", "expr", "for", "labels", "annotations", "keep_firing_for"}, rule
-            assert re.fullmatch(r"Kgrag[A-Za-z]+", rule["alert"]), rule["alert"]
+            assert re.fullmatch(r"Kgrag[A-Za-z0-9]+", rule["alert"]), rule["alert"]
             assert isinstance(rule["expr"], str) and rule["expr"].strip(), rule["alert"]
             assert rule["labels"]["severity"] in SEVERITIES, rule["alert"]
             assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule["alert"]
