@@ -3,7 +3,7 @@
 # into .cache/tools/ (ignored by git). Idempotent: a tool whose binary and version stamp are present is
 # not touched, so a second run takes well under a second.
 #
-#   scripts/tools/install-deploy-tools.sh [all|pyenv|helm|tofu|compose]...     (default: all)
+#   scripts/tools/install-deploy-tools.sh [all|pyenv|helm|tofu|compose|promtool]...     (default: all)
 #
 # What it makes:
 #   .cache/tools/helm      Helm, built from its Go module with the Go toolchain (the module proxy)
@@ -15,10 +15,14 @@
 #                          Docker Compose v2 (standalone binary), built from its Go module like tofu
 #                          (exclude directives): `docker-compose config` validates docker-compose.yml
 #                          without a Docker engine
+#   .cache/tools/promtool  Prometheus's promtool, built from its Go module (cmd/promtool): lints and
+#                          unit-tests helm/kgrag/rules/kgrag-alerts.yaml. Built last: the largest build,
+#                          so a time budget spent on it never costs the others
 #
 # Settings (environment):
 #   KGRAG_TOOLS_DIR                 where to put them (default <repo>/.cache/tools)
 #   KGRAG_HELM_VERSION=v3.22.0      KGRAG_TOFU_VERSION=v1.12.6      KGRAG_COMPOSE_VERSION=v2.40.3
+#   KGRAG_PROMTOOL_VERSION=v0.316.0 (Prometheus 3.x's Go module version)
 #   KGRAG_PY_HCL2_VERSION=8.1.4     KGRAG_K8S_VALIDATE_VERSION=1.37.0
 #   KGRAG_TOOLS_BUDGET_S=0          stop starting new builds after this many seconds (0: no limit); a
 #                                   tool left unbuilt makes the tests use their fallback validators
@@ -34,6 +38,7 @@ TOOLS_DIR="${KGRAG_TOOLS_DIR:-$REPO_ROOT/.cache/tools}"
 HELM_VERSION="${KGRAG_HELM_VERSION:-v3.22.0}"
 TOFU_VERSION="${KGRAG_TOFU_VERSION:-v1.12.6}"
 COMPOSE_VERSION="${KGRAG_COMPOSE_VERSION:-v2.40.3}"
+PROMTOOL_VERSION="${KGRAG_PROMTOOL_VERSION:-v0.316.0}"
 PY_HCL2_VERSION="${KGRAG_PY_HCL2_VERSION:-8.1.4}"
 K8S_VALIDATE_VERSION="${KGRAG_K8S_VALIDATE_VERSION:-1.37.0}"
 BUDGET_S="${KGRAG_TOOLS_BUDGET_S:-0}"
@@ -185,15 +190,34 @@ install_compose() {
 }
 
 # ---------------------------------------------------------------------------------------------------
+install_promtool() {
+    if stamp_ok promtool "$PROMTOOL_VERSION"; then
+        log "promtool: cached ($PROMTOOL_VERSION)"
+        return 0
+    fi
+    skip_if_over_budget promtool || return 1
+    have_go promtool || return 1
+    log "promtool: building github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION (first build: minutes)"
+    if ! (cd "$TOOLS_DIR" && GOBIN="$TOOLS_DIR" CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
+        go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION") \
+        >>"$TOOLS_DIR/logs/promtool.log" 2>&1; then
+        log "promtool: build failed (see $TOOLS_DIR/logs/promtool.log)"
+        return 1
+    fi
+    echo "$PROMTOOL_VERSION" >"$TOOLS_DIR/.promtool.stamp"
+    log "promtool: $("$TOOLS_DIR/promtool" --version 2>&1 | head -1)"
+}
+
+# ---------------------------------------------------------------------------------------------------
 main() {
     local wanted=("$@") status=0 tool
     [[ ${#wanted[@]} -gt 0 ]] || wanted=(all)
-    [[ "${wanted[*]}" == "all" ]] && wanted=(pyenv helm tofu compose)
+    [[ "${wanted[*]}" == "all" ]] && wanted=(pyenv helm tofu compose promtool)
     for tool in "${wanted[@]}"; do
         case "$tool" in
-            pyenv | helm | tofu | compose) ;;
+            pyenv | helm | tofu | compose | promtool) ;;
             *)
-                echo "usage: $0 [all|pyenv|helm|tofu|compose]..." >&2
+                echo "usage: $0 [all|pyenv|helm|tofu|compose|promtool]..." >&2
                 exit 2
                 ;;
         esac

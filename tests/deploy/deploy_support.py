@@ -38,6 +38,7 @@ class DeployTools:
     helm: Path | None = None
     tofu: Path | None = None  # tofu, else terraform: both format-check and validate the same HCL
     compose: list[str] | None = None  # docker-compose (standalone) or `docker compose` (CLI plugin)
+    promtool: Path | None = None  # Prometheus's rule checker: lints and unit-tests the chart's alert rules
     venv_python: str | None = None  # .cache/tools/pyenv: imports hcl2 and kubernetes_validate
     hcl_in_process: bool = False  # this interpreter imports hcl2
     k8s_in_process: bool = False  # this interpreter imports kubernetes_validate
@@ -59,6 +60,7 @@ class DeployTools:
             f"helm={self.helm or 'missing (static chart checks)'}; "
             f"tofu={self.tofu or 'missing (no fmt check)'}; "
             f"compose={' '.join(self.compose) if self.compose else 'missing (YAML checks only)'}; "
+            f"promtool={self.promtool or 'missing (rule structure and metric names only)'}; "
             f"python-hcl2={where(self.hcl_in_process)}; kubernetes-validate={where(self.k8s_in_process)}"
         )
 
@@ -109,6 +111,10 @@ def discover_tools(install_log: str = "") -> DeployTools:
     for cmd in ([str(standalone)], [shutil.which("docker-compose") or ""], [docker or "", "compose"]):
         if cmd[0] and Path(cmd[0]).is_file() and _runs([*cmd, "version"]):
             tools.compose = cmd
+            break
+    for candidate in (TOOLS_DIR / "promtool", shutil.which("promtool")):
+        if candidate and Path(candidate).is_file() and _runs([str(candidate), "--version"]):
+            tools.promtool = Path(candidate)
             break
     tools.hcl_in_process, tools.k8s_in_process = importable("hcl2"), importable("kubernetes_validate")
     venv_python = TOOLS_DIR / "pyenv" / "bin" / "python"

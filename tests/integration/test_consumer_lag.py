@@ -77,9 +77,16 @@ def test_lag_counts_uncommitted_work_and_drains_to_zero(distributed_settings: Kg
         assert held["ok"] is False and held["lag"] == BACKLOG  # over the bound: not ready
         assert readiness(runner, lambda: None, max_lag=BACKLOG)["ok"] is True  # positive control
 
+        projection = {"consumer": "lag-probe"}
+        assert runner.metrics.registry.get_sample_value("kgrag_projection_lag_seconds", projection) == 0.0
+
         handler.release.set()
         wait_for(lambda: handler.seen == BACKLOG, timeout_s=60, what="every message handled")
         wait_for(lambda: runner.lag == 0, timeout_s=30, what="lag back to 0 after the commits")
+        # Projection lag: the newest committed event's age at its commit. Every event was produced before the
+        # runner started and the first batch was held, so it is positive; and it is seconds, not a timestamp.
+        lag_s = runner.metrics.registry.get_sample_value("kgrag_projection_lag_seconds", projection)
+        assert lag_s is not None and 0.0 < lag_s < 300.0, lag_s
         assert readiness(runner, lambda: None, max_lag=0)["ok"] is True
     finally:
         handler.release.set()

@@ -50,8 +50,14 @@ def fuzz_app(
     with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     data_dir: Path = tmp_path_factory.mktemp("fuzz") / "index"
+    # No eval suite is installed here (an empty suites folder): a fuzzed POST /v1/admin/eval/run is answered
+    # 404 rather than starting minutes of background indexing (tests/pipeline/test_eval_service_http.py
+    # runs one).
     settings_ = KgragSettings(
-        data_dir=data_dir, pg_dsn=make_conninfo(pg_server_dsn, dbname=name), max_document_bytes=20_000
+        data_dir=data_dir,
+        pg_dsn=make_conninfo(pg_server_dsn, dbname=name),
+        max_document_bytes=20_000,
+        eval_suites_dir=tmp_path_factory.mktemp("no-suites"),
     )
     try:
         with open_embedded(settings_, embedder=embedder) as kg:

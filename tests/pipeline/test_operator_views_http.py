@@ -62,6 +62,10 @@ ADMIN_ONLY = {
     ("get", "/v1/admin/entities/resolution/{run_id}"),
     ("get", "/v1/admin/curation"),
     ("post", "/v1/admin/curation/feedback/{feedback_id}/resolve"),
+    ("get", "/v1/admin/eval"),
+    ("post", "/v1/admin/eval/run"),
+    ("get", "/v1/admin/eval/{run_id}"),
+    ("post", "/v1/admin/eval/{run_id}/baseline"),
 }
 
 
@@ -73,6 +77,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/admin/entities/split"): {"merge_id": "{merge_id}"},
     ("post", "/v1/admin/entities/review"): {"a": "{entity}", "b": "ent_b", "same": True},
     ("post", "/v1/admin/curation/feedback/{feedback_id}/resolve"): {"resolution": "probe"},
+    ("post", "/v1/admin/eval/run"): {"suite": "northwind-smoke"},
 }
 
 

@@ -26,6 +26,7 @@ ALL = [
     "0009_content_keys",
     "0010_sealed_names",
     "0013_query_traces",
+    "0015_eval_runs",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +58,7 @@ TABLES = {
     "kg_installation",
     "query_traces",
     "query_feedback",
+    "eval_runs",
 }
 
 

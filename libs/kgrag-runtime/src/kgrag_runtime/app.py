@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
@@ -29,8 +30,10 @@ from kgrag_core.tracing.build import answer_part, cached_answer_body, search_bod
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring, stage
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
+from kgrag_runtime.quality_metrics import QualityMetrics, graph_fallback_reason
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
+    from kgrag_runtime.evaluation.service import EvalService
     from kgrag_runtime.extraction_admin import ExtractionAdmin
     from kgrag_runtime.graph_admin import GraphAdmin
     from kgrag_runtime.traces import TraceRecorder
@@ -54,6 +57,12 @@ class KgragApp:
     answer_cipher: ContentCipher | None = None
     traces: TraceRecorder | None = None  # None: searches and asks are not traced (trace_id null)
     curation: CurationSource | None = None  # conflicts and weak edges for the curation queue
+    quality: QualityMetrics = field(default_factory=QualityMetrics)  # served at /metrics by the HTTP API
+    evaluation: EvalService | None = None  # eval runs on isolated indexes (POST /v1/admin/eval/run)
+
+    def __post_init__(self) -> None:
+        if self.graph is not None and self.quality.backlog is None:
+            self.quality.backlog = self.graph.store.backlog_counts
 
     def require_extraction(self) -> ExtractionAdmin:
         """The extraction admin, or CONFIGURATION_INVALID when extraction is switched off."""
@@ -69,6 +78,15 @@ class KgragApp:
         if self.traces is None:
             raise KgragError(ErrorCode.CONFIGURATION_INVALID, "Query traces are not recorded by this process.")
         return self.traces
+
+    def require_evaluation(self) -> EvalService:
+        if self.evaluation is None:
+            raise KgragError(
+                ErrorCode.CONFIGURATION_INVALID,
+                "Evaluation runs are not available in this process.",
+                hint="The query API of either runtime provides them (docs/evaluation.md).",
+            )
+        return self.evaluation
 
     def require_graph(self) -> GraphAdmin:
         """The entity API, or CONFIGURATION_INVALID when the knowledge graph is switched off."""
@@ -121,9 +139,28 @@ class KgragApp:
     def _search(
         self, query: str, caller: Caller, *, top_k: int | None, mode: SearchMode, graph: bool | None
     ) -> SearchResponse | GraphSearchResponse:
+        started = time.perf_counter()
         if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
-            return self.graph_searcher.search(query, caller, top_k=top_k)
-        return self.searcher.search(query, caller, top_k=top_k, mode=mode)
+            found = self.graph_searcher.search(query, caller, top_k=top_k)
+            self.quality.record_stage("retrieval", time.perf_counter() - started)
+            self._record_graph(found)
+            return found
+        response = self.searcher.search(query, caller, top_k=top_k, mode=mode)
+        self.quality.record_stage("retrieval", time.perf_counter() - started)
+        self.quality.record_search(mode.value)
+        return response
+
+    def _record_graph(self, found: GraphSearchResponse) -> None:
+        info = found.limits.get("graph")
+        why_not = info.get("reason") if isinstance(info, dict) and not info.get("used") else None
+        self.quality.record_search(
+            found.route.kind.value,
+            graph_reason=graph_fallback_reason(why_not, found.degraded_reason),
+            degraded=found.degraded,
+        )
+        graph_ms = found.limits.get("graph_ms")
+        if isinstance(graph_ms, int | float):
+            self.quality.record_stage("graph", graph_ms / 1000)
 
     def ask(
         self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
@@ -154,12 +191,18 @@ class KgragApp:
         cached = self._cached_answer(key)
         if cached is not None:
             return {**json.loads(cached), "cached": True}, None, ()
+        started = time.perf_counter()
         response = self._search(question, caller, top_k=n, mode=SearchMode.HYBRID, graph=use_graph)
+        answering = time.perf_counter()
         with stage("answer"):
             if self.llm is not None:
                 answer = generative_answer(question, response.hits, self.llm)
             else:
                 answer = extractive_answer(question, response.hits)
+        done = time.perf_counter()
+        self.quality.record_stage("answer", done - answering)
+        self.quality.record_stage("ask", done - started)
+        self.quality.record_answer(answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences)
         out = answer.as_dict()
         if isinstance(response, GraphSearchResponse):
             out["route"] = response.route.as_dict()

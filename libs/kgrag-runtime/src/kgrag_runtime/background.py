@@ -50,12 +50,13 @@ class BackgroundRuns:
         self._lock = threading.Lock()
         self._runs: OrderedDict[str, BackgroundRun] = OrderedDict()
 
-    def start(self, kind: str, work: Callable[[], Any]) -> BackgroundRun:
+    def start(self, kind: str, work: Callable[[], Any], *, run_id: str | None = None) -> BackgroundRun:
+        """`run_id`: the id the caller already recorded the run under (eval runs are stored first)."""
         with self._lock:
             for run in self._runs.values():
                 if run.kind == kind and run.status == "running":
                     return run
-            run = BackgroundRun(f"{kind}-{uuid.uuid4().hex[:12]}", kind, self._clock())
+            run = BackgroundRun(run_id or f"{kind}-{uuid.uuid4().hex[:12]}", kind, self._clock())
             self._runs[run.run_id] = run
             while len(self._runs) > MAX_KEPT_RUNS:
                 self._runs.popitem(last=False)

@@ -22,6 +22,7 @@ from kgrag_core.ports import ChatModel, DocumentStore, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.shredding import ContentCipher
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.evaluation.service import EvalService
 from kgrag_runtime.graph import build_graph_searcher, build_resolution
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
@@ -271,6 +272,9 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
             announce=_announcer(events),
         ),
         answer_cipher=stores.store.cipher,
+        # An eval run indexes its suite into a temporary embedded index: the serving stores are only where
+        # its report is kept.
+        evaluation=EvalService(settings, stores.store.eval_runs, embedder=stores.embedder, llm=chat),
         traces=traces,
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
     )

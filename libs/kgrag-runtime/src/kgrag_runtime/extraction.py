@@ -14,12 +14,13 @@ import yaml
 from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.ontology import Cardinality, Ontology, ontology_to_dict, parse_ontology
-from kgrag_core.extraction.pipeline import ExtractionSettings, Extractor
+from kgrag_core.extraction.pipeline import ExtractionReport, ExtractionSettings, Extractor
 from kgrag_core.extraction.policy import Tier3Policy
 from kgrag_core.extraction.rerun import CostModel, RerunService
 from kgrag_core.extraction.tier1 import MappingRules, load_mapping_rules
 from kgrag_core.extraction.tier3 import LlmExtractor
 from kgrag_core.ports import ChatModel, DocumentStore, ExtractionStore
+from kgrag_runtime.quality_metrics import ExtractionUsageMetrics
 from kgrag_runtime.settings import KgragSettings
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -132,15 +133,35 @@ def prompt_token_counter(settings: KgragSettings) -> Callable[[str], int]:
     return count
 
 
+def cost_model(settings: KgragSettings) -> CostModel:
+    return CostModel(
+        input_price_per_mtok=settings.llm_price_input_per_mtok,
+        output_price_per_mtok=settings.llm_price_output_per_mtok,
+        currency=settings.llm_price_currency,
+        seconds_per_call=settings.llm_seconds_per_call,
+        tokens_counted=settings.llm_tokenizer_file is not None,
+    )
+
+
+def usage_observer(settings: KgragSettings, metrics: ExtractionUsageMetrics) -> Callable[[ExtractionReport], None]:
+    """Counts what tier 3 did in each extraction (calls, tokens, spend at the configured prices)."""
+    prices = cost_model(settings)
+
+    def observe(report: ExtractionReport) -> None:
+        metrics.record(
+            calls=report.llm_calls,
+            input_tokens=report.input_tokens,
+            output_tokens=report.output_tokens,
+            cost=prices.cost(report.input_tokens, report.output_tokens),
+            currency=prices.currency,
+        )
+
+    return observe
+
+
 def build_rerun(settings: KgragSettings, *, documents: DocumentStore, extractor: Extractor) -> RerunService:
     return RerunService(
         documents=documents,
         extractor=extractor,
-        cost=CostModel(
-            input_price_per_mtok=settings.llm_price_input_per_mtok,
-            output_price_per_mtok=settings.llm_price_output_per_mtok,
-            currency=settings.llm_price_currency,
-            seconds_per_call=settings.llm_seconds_per_call,
-            tokens_counted=settings.llm_tokenizer_file is not None,
-        ),
+        cost=cost_model(settings),
     )

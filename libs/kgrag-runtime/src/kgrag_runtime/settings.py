@@ -128,6 +128,9 @@ class KgragSettings(BaseSettings):
         None, description="Hand decisions (must_merge / must_not_merge); default: schemas/resolution/overrides.yaml."
     )
     llm_seconds_per_call: float = Field(8.0, gt=0, description="Assumed latency of one extraction call (previews).")
+    eval_suites_dir: Path | None = Field(
+        None, description="Folder of the bundled evaluation suites (a copy of corpora/); default: the repository's."
+    )
 
     # --- query traces and feedback (docs/http-api.md, "Traces and feedback") --------------------------
     traces_enabled: bool = Field(

@@ -34,8 +34,10 @@ from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectSto
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.evaluation.service import EvalService
 from kgrag_runtime.graph import build_graph_searcher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
+from kgrag_runtime.quality_metrics import QualityMetrics
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.single_writer import SingleWriter
 from kgrag_runtime.traces import TraceRecorder, VersionSource
@@ -242,12 +244,13 @@ def open_embedded(
 
             handlers += [ChunkIndexerHandler(indexer), AclPropagatorHandler(indexer)]
         writer = SingleWriter()  # one writer at a time on the in-process indexes; reads never wait for it
+        quality = QualityMetrics()  # the app's metrics; in-process extraction reports its spend into them
         extraction = None
         graph_admin = None
         if settings.extraction_enabled and not reads_only:
             # Imported here: a search or an answer never loads the extraction tiers (or their NER model).
             from kgrag_core.handlers.extractor import ExtractorHandler
-            from kgrag_runtime.extraction import build_extractor, build_rerun
+            from kgrag_runtime.extraction import build_extractor, build_rerun, usage_observer
             from kgrag_runtime.extraction_admin import ExtractionAdmin
             from kgrag_runtime.graph import build_resolution, build_resolver_handler
             from kgrag_runtime.graph_admin import GraphAdmin
@@ -255,7 +258,7 @@ def open_embedded(
             # A model passed in (tests) is used as it is.
             extraction_chat = llm if llm is not None else build_extraction_llm(settings)
             extractor = build_extractor(settings, store=store, llm=extraction_chat)
-            handlers.append(ExtractorHandler(store, extractor))
+            handlers.append(ExtractorHandler(store, extractor, on_report=usage_observer(settings, quality.extraction)))
             extraction = ExtractionAdmin(
                 store, store, extractor, build_rerun(settings, documents=store, extractor=extractor), writer=writer
             )
@@ -292,6 +295,8 @@ def open_embedded(
             answer_cipher=store.cipher,
             traces=traces,
             curation=PostgresTraceStore(store.pool, cipher=store.cipher),
+            quality=quality,
+            evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
         )
 
 

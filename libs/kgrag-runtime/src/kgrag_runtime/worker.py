@@ -11,6 +11,7 @@ from types import FrameType
 
 from kgrag_core.handlers.protocol import Handler
 from kgrag_runtime.distributed import DistributedStores, open_stores, producer
+from kgrag_runtime.kafka.metrics import RunnerMetrics
 from kgrag_runtime.kafka.runner import ConsumerRunner, RunnerSettings
 from kgrag_runtime.ops_server import OpsServer
 from kgrag_runtime.settings import KgragSettings
@@ -29,8 +30,10 @@ def run_worker(
     settings: KgragSettings | None = None,
     *,
     stop: threading.Event | None = None,
+    metrics: RunnerMetrics | None = None,
 ) -> None:
-    """Consume until SIGTERM/SIGINT (or `stop`), then finish the batch in hand and leave the group."""
+    """Consume until SIGTERM/SIGINT (or `stop`), then finish the batch in hand and leave the group.
+    `metrics`: the runner's metrics, when the service adds its own to the same registry (the extractor)."""
     cfg = settings or KgragSettings()
     stop = stop or _stop_on_signals()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -45,6 +48,7 @@ def run_worker(
             settings=RunnerSettings(batch_size=cfg.ingest_batch_documents),
             # Every document's outcome lands in PostgreSQL's ingest log, as on the embedded runtime.
             outcome_log=stores.store,
+            metrics=metrics,
         )
 
         def live() -> dict[str, object]:

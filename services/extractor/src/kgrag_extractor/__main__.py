@@ -3,7 +3,9 @@
 from kgrag_core.handlers.extractor import ExtractorHandler
 from kgrag_core.handlers.protocol import Handler
 from kgrag_runtime.distributed import DistributedStores
-from kgrag_runtime.extraction import build_extractor
+from kgrag_runtime.extraction import build_extractor, usage_observer
+from kgrag_runtime.kafka.metrics import RunnerMetrics
+from kgrag_runtime.quality_metrics import ExtractionUsageMetrics
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_extraction_llm
 from kgrag_runtime.worker import run_worker
@@ -13,12 +15,14 @@ SERVICE = "extractor"
 
 def main() -> None:
     settings = KgragSettings()
+    metrics = RunnerMetrics(SERVICE)
+    usage = ExtractionUsageMetrics(metrics.registry)  # served on the ops port's /metrics with the runner's
 
     def build(stores: DistributedStores) -> Handler:
         extractor = build_extractor(settings, store=stores.extraction, llm=build_extraction_llm(settings))
-        return ExtractorHandler(stores.store, extractor, name=SERVICE)
+        return ExtractorHandler(stores.store, extractor, name=SERVICE, on_report=usage_observer(settings, usage))
 
-    run_worker(SERVICE, build, settings)
+    run_worker(SERVICE, build, settings, metrics=metrics)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
 from kgrag_query_api.entity_routes import entity_router
+from kgrag_query_api.eval_routes import eval_router
 from kgrag_query_api.ingest_status import ingest_status_router
 from kgrag_query_api.patterns import DOC_ID, MAX_DOC_ID, DocIdPath, check
 from kgrag_query_api.responses import AUTHENTICATED, errors
@@ -93,6 +94,7 @@ def create_app(
         "token; what you can see follows the token's user and groups.",
         ready or _status_check(kg),
         threads=threads,
+        also_served=(kg.quality.registry,),  # /metrics serves the answer-quality metrics too
     )
 
     def run(fn: Callable[[], T]) -> T:
@@ -122,6 +124,7 @@ def create_app(
     api.include_router(extraction_router(kg, who_dep, run))
     api.include_router(entity_router(kg, who_dep, run))
     api.include_router(trace_router(kg, who_dep, run))
+    api.include_router(eval_router(kg, who_dep, run))
     return api
 
 
@@ -233,7 +236,14 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
-def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int = DEFAULT_THREADS) -> FastAPI:
+def _base_app(
+    title: str,
+    description: str,
+    ready: ReadyCheck,
+    *,
+    threads: int = DEFAULT_THREADS,
+    also_served: Sequence[CollectorRegistry] = (),
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # Sync routes run on anyio's default thread limiter: its size is how many requests run at once.
@@ -247,6 +257,8 @@ def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int =
         lifespan=lifespan,
         dependencies=[Depends(_known_query_parameters_only)],
     )
+    # The HTTP metrics are this app's own; the app object's registries (shared by every API built on the
+    # same app, e.g. the load benchmark's two mounts) are served after them.
     registry = CollectorRegistry()
     requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)
     latency = Histogram("kgrag_http_seconds", "HTTP request latency.", ["route"], registry=registry)
@@ -318,7 +330,8 @@ def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int =
 
     @api.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
     def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        body = b"".join(generate_latest(r) for r in (registry, *also_served))
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     return api
 

@@ -590,6 +590,16 @@ class PostgresGraphStore(PostgresExtractionStore):
             for r in rows
         ]
 
+    def backlog_counts(self) -> dict[str, int]:
+        """What waits on someone: chunks tier 3 still owes a model call, and pairs waiting for review (the
+        quality metrics read this at every scrape: two counts, one round trip)."""
+        with self._lease:
+            row = self._conn.execute(
+                "SELECT (SELECT count(*) FROM chunk_extractions WHERE pending_llm),"
+                " (SELECT count(*) FROM er_review_queue WHERE status = 'pending')"
+            ).fetchone() or (0, 0)
+        return {"pending_llm_chunks": int(row[0]), "review_pending": int(row[1])}
+
     def decide_review(self, a: str, b: str, same: bool) -> None:
         """Record a person's decision on a queued pair (a later decision replaces an earlier one).
 

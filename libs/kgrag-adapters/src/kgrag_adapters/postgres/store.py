@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 from kgrag_adapters.crypto.envelope import EnvelopeCipher, PlaintextCipher
 from kgrag_adapters.crypto.kek import ephemeral_key_ring
 from kgrag_adapters.lifecycle import Closeable
+from kgrag_adapters.postgres.eval_runs import PostgresEvalRuns
 from kgrag_adapters.postgres.keys import PostgresKeyStore
 from kgrag_adapters.postgres.migrate import apply_migrations
 from kgrag_adapters.postgres.pool import ConnectionPool
@@ -127,6 +128,7 @@ class PostgresStore(Closeable):
         # `with self._lease:` gives this thread a connection for one operation (re-entrant); `_conn` is it.
         self._lease = ConnectionPool(conn, dsn=dsn, max_size=pool_size)
         self.keys = PostgresKeyStore(lambda: self._conn, self._lease)
+        self.eval_runs = PostgresEvalRuns(lambda: self._conn, self._lease)
         self.cipher: ContentCipher = (
             EnvelopeCipher(self.keys, kek or ephemeral_key_ring()) if encrypt else PlaintextCipher(self.keys)
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 from kgrag_core.answering.extractive import NO_ANSWER
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, RemovedSentence
@@ -83,13 +84,15 @@ def generative_answer(question: str, hits: Sequence[SearchHit], model: ChatModel
     for item in reply["sentences"]:
         parsed = _verify_sentence(item, evidence, citations)
         if parsed is None:
-            return _refuse(
+            refused = _refuse(
                 question,
                 evidence_ids,
                 "A sentence of the model's answer had no quote that could be found in its source, "
                 "so the answer was withheld.",
                 removed=(_removed(item),),
             )
+            # The whole reply is withheld: every one of its sentences was removed from what the caller reads.
+            return replace(refused, removed_sentences=len(reply["sentences"]))
         sentences.append(parsed)
     return Answer(
         question=question,

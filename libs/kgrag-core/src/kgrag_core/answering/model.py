@@ -64,6 +64,9 @@ class Answer:
     error_code: str | None = None
     evidence_chunk_ids: tuple[str, ...] = field(default_factory=tuple)
     removed: tuple[RemovedSentence, ...] = ()  # for the trace; not part of the response
+    # Sentences of a model's reply withheld because no quote of theirs was found in its source (a metric:
+    # kgrag_answer_sentences_removed_total); not part of the response body.
+    removed_sentences: int = 0
 
     @property
     def answered(self) -> bool:

@@ -12,14 +12,14 @@ re-index or an ACL change costs one cache lookup per chunk.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kgrag_core.documents import DocumentStatus
 from kgrag_core.errors import ErrorCode
 from kgrag_core.events import CHUNKS_CHANGED, GRAPH_CHANGED, GraphChanged
 from kgrag_core.extraction.model import ChunkExtraction
-from kgrag_core.extraction.pipeline import Extractor, SourcedChunk
+from kgrag_core.extraction.pipeline import ExtractionReport, Extractor, SourcedChunk
 from kgrag_core.handlers.protocol import DeadLetter, HandlerResult, OutputEvent
 from kgrag_core.ports import DocumentStore
 
@@ -30,6 +30,8 @@ class ExtractorHandler:
     extractor: Extractor
     name: str = "extractor"
     topics: tuple[str, ...] = (CHUNKS_CHANGED,)
+    # Told of every extraction's report (the runtimes count tier 3's calls, tokens and spend from it).
+    on_report: Callable[[ExtractionReport], None] | None = None
 
     def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
         result = HandlerResult()
@@ -51,7 +53,7 @@ class ExtractorHandler:
         # One extraction call for the whole batch: tier 2 runs its model over many chunks at once and tier 3
         # packs several chunks per request. No ingest outcomes: the document's ingest outcome is the
         # indexer's; extraction state is queryable per chunk (`kgrag extract status`).
-        report = self.extractor.extract(chunks)
+        report = self._extract(chunks)
         results = list(report.results)
         # After the batch: a deletion in it may just have orphaned copies elsewhere.
         orphans = self._extract_orphans({c.chunk.chunk_id for c in chunks})
@@ -66,6 +68,12 @@ class ExtractorHandler:
             event = GraphChanged(doc_id=doc_id, items=items[doc_id])
             result.outputs.append(OutputEvent(GRAPH_CHANGED, doc_id, event.model_dump(mode="json")))
         return result
+
+    def _extract(self, chunks: Sequence[SourcedChunk]) -> ExtractionReport:
+        report = self.extractor.extract(chunks)
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
 
     def _extract_orphans(self, done: set[str]) -> _Orphans:
         """Extract again every chunk left a duplicate of a deleted chunk; usually there is none (one query)."""
@@ -84,7 +92,7 @@ class ExtractorHandler:
                 for i in ids
                 if i in found and found[i].doc_id in docs and docs[found[i].doc_id].status is not DocumentStatus.DELETED
             ]
-            report = self.extractor.extract(sourced)
+            report = self._extract(sourced)
             out.chunks.extend(sourced)
             out.results.extend(report.results)
             for item in sourced:

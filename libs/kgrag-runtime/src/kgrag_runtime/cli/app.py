@@ -19,6 +19,7 @@ from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_runtime.cli import render
 from kgrag_runtime.cli.context import CliState, open_app, open_ingest_log
 from kgrag_runtime.cli.entities import entities_app
+from kgrag_runtime.cli.eval_runs import eval_runs_app
 from kgrag_runtime.cli.extraction import claims, extract_app, ontology_app
 from kgrag_runtime.cli.help_text import hide_flag_types
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
@@ -340,6 +341,7 @@ _progress = render.progress
 app.add_typer(extract_app, name="extract")
 app.add_typer(ontology_app, name="ontology")
 app.add_typer(entities_app, name="entities")
+app.add_typer(eval_runs_app, name="eval-runs")
 app.command()(claims)
 app.command()(trace)
 app.command()(feedback)

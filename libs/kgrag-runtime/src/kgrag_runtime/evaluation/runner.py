@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -57,9 +57,17 @@ def run_evaluation(
     budget_tokens: int,
     progress_console: Console | None,
     graph: bool | None = None,
+    only: Collection[str] | None = None,
+    meter: Callable[[], float] | None = None,
 ) -> dict[str, object]:
-    """Score every configuration; `graph=None` adds hybrid+graph whenever the app has a graph layer."""
+    """Score every configuration; `graph=None` adds hybrid+graph whenever the app has a graph layer.
+    `only`: score just these question ids. `meter`: what the answering model has cost so far (read before
+    and after each answer, for the cost per query in `queries`)."""
     questions = parse_questions(questions_path.read_text(encoding="utf-8").splitlines())
+    if only is not None:
+        questions = [q for q in questions if q.id in only]
+    spent = meter or (lambda: 0.0)
+    queries: list[dict[str, object]] = []
     with_graph = app.graph_searcher is not None if graph is None else graph and app.graph_searcher is not None
     modes = (SearchMode.BM25, SearchMode.DENSE, SearchMode.HYBRID)
     configs = [m.value for m in modes] + ([GRAPH_MODE] if with_graph else [])
@@ -72,24 +80,33 @@ def run_evaluation(
     with Progress(console=progress_console, disable=progress_console is None) as bar:
         task = bar.add_task("Evaluating", total=len(questions) * steps_per_question)
         for q in questions:
+            search_ms: dict[str, float] = {}
+            ask_ms: dict[str, float] = {}
+            cost_before = spent()
+            queries.append({"id": q.id, "type": q.type, "search_ms": search_ms, "ask_ms": ask_ms})
             for mode in modes:
                 started = time.perf_counter()
                 response = app.search(q.question, q.caller, top_k=DEPTH, mode=mode, graph=False)
                 latencies[mode.value].append((time.perf_counter() - started) * 1000)
+                search_ms[mode.value] = round(latencies[mode.value][-1], 2)
                 per_question[mode.value][q.id] = {
                     **_retrieval_metrics(q, list(response.hits), (), budget_tokens, 0.0),
                     **_temporal_metrics(q, [h.doc_id for h in response.hits], dates),
                 }
                 bar.advance(task)
+            started = time.perf_counter()
             answer = app.ask(q.question, q.caller, graph=False)
+            ask_ms[HYBRID] = round((time.perf_counter() - started) * 1000, 2)
             per_question[HYBRID][q.id].update(_answer_metrics(q, answer))
             bar.advance(task)
             if not with_graph:
+                queries[-1]["cost"] = round(spent() - cost_before, 6)
                 continue
             started = time.perf_counter()
             found = app.search(q.question, q.caller, top_k=DEPTH, graph=True)
             elapsed_ms = (time.perf_counter() - started) * 1000
             latencies[GRAPH_MODE].append(elapsed_ms)
+            search_ms[GRAPH_MODE] = round(elapsed_ms, 2)
             if not isinstance(found, GraphSearchResponse):
                 raise TypeError(f"graph search returned {type(found).__name__}")
             if _graph_used(found):
@@ -97,8 +114,11 @@ def run_evaluation(
             per_question[GRAPH_MODE][q.id] = _graph_metrics(q, found, budget_tokens, _line_share(app), dates)
             routes[q.id] = _route_record(q, found)
             bar.advance(task)
+            started = time.perf_counter()
             answer = app.ask(q.question, q.caller, graph=True)
+            ask_ms[GRAPH_MODE] = round((time.perf_counter() - started) * 1000, 2)
             per_question[GRAPH_MODE][q.id].update(_answer_metrics(q, answer))
+            queries[-1]["cost"] = round(spent() - cost_before, 6)
             bar.advance(task)
     latency = {cfg: _percentiles(v) for cfg, v in latencies.items()}
     report: dict[str, object] = {
@@ -108,6 +128,7 @@ def run_evaluation(
         "sign_tests": _sign_tests(questions, per_question, budget_tokens),
         "latency_ms": latency,
         "per_question": per_question,
+        "queries": queries,  # per question: search and answer latency per configuration, the answers' cost
     }
     if with_graph:
         latency[f"{GRAPH_MODE} (graph used)"] = _percentiles(graph_latencies)

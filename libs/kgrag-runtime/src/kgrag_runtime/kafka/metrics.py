@@ -29,6 +29,14 @@ class RunnerMetrics:
         self.lag = Gauge(
             "kgrag_consumer_lag", "Messages behind the end of the assigned partitions.", labels, registry=self.registry
         ).labels(self.consumer)
+        # Freshness of what this consumer projects: broker timestamp of the newest event it committed, to
+        # the commit. Consumer lag counts messages; this says how far behind in time the projection is.
+        self.projection_lag_seconds = Gauge(
+            "kgrag_projection_lag_seconds",
+            "Seconds from an event reaching the broker to its commit here (newest event of the last batch).",
+            labels,
+            registry=self.registry,
+        ).labels(self.consumer)
         self.handle_seconds = Histogram(
             "kgrag_handle_seconds", "Time to handle and commit one batch.", labels, registry=self.registry
         ).labels(self.consumer)

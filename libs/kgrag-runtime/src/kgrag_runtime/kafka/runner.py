@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.handlers.protocol import Handler, HandlerResult
@@ -227,6 +227,9 @@ class ConsumerRunner:
         self.producer.flush()
         self._consumer.commit(offsets=_next_offsets(messages), asynchronous=False)
         self.metrics.processed.inc(len(messages))
+        newest_ms = max((ms for ms in map(_broker_ms, messages) if ms is not None), default=None)
+        if newest_ms is not None:
+            self.metrics.projection_lag_seconds.set(max(0.0, time.time() - newest_ms / 1000))
 
     def _emit(self, result: HandlerResult, origin: _Origins) -> None:
         for out in result.outputs:
@@ -339,6 +342,12 @@ def _next_offsets(messages: Sequence[Message]) -> list[TopicPartition]:
         key = (m.topic() or "", m.partition() or 0)
         last[key] = max(last.get(key, -1), m.offset() or 0)
     return [TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())]
+
+
+def _broker_ms(message: Message) -> float | None:
+    """The message's timestamp in ms (producer create time or broker log-append time), if it has one."""
+    kind, ms = message.timestamp()
+    return float(ms) if kind != TIMESTAMP_NOT_AVAILABLE and ms > 0 else None
 
 
 def _json_bytes(payload: Mapping[str, object]) -> bytes:
