@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import urlparse
@@ -170,3 +170,18 @@ def wait_for(condition: Callable[[], bool], *, timeout_s: float = 60.0, what: st
             return time.monotonic() - started
         time.sleep(0.1)
     pytest.fail(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def wait_until_quiet(runners: Sequence[ConsumerRunner], *, timeout_s: float = 90.0) -> None:
+    """Wait until every runner's group has committed everything, for two seconds on end: a chain of events
+    (acl.changed -> chunks.changed -> graph.changed -> entities.changed) has run out."""
+    since: list[float] = []
+
+    def idle() -> bool:
+        if any(r.lag_report()["lag_fresh"] is not True or r.lag > 0 for r in runners):
+            since.clear()
+            return False
+        since.append(time.monotonic())
+        return since[-1] - since[0] >= 2.0
+
+    wait_for(idle, timeout_s=timeout_s, what="every consumer group caught up")

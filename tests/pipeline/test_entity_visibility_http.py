@@ -155,31 +155,35 @@ def test_records_sharing_an_email_show_the_outsider_only_the_public_record(clien
     assert admin.status_code == 200 and SECRET_USER in admin.text
 
 
-def test_a_hub_by_restricted_edges_is_no_hub_to_an_outsider(
-    tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder
-) -> None:
+@pytest.fixture
+def hub_client(tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder) -> Iterator[TestClient]:
     with serving(tmp_path, pg_dsn, embedder, HUB_RECORDS) as c:
-        [team] = [t for t in resolve(c, "Falcon", OUTSIDER) if t["type"] == "Team"]
-        assert (team["degree"], team["is_hub"]) == (1, False)
-        [avery] = resolve(c, "Avery Public", OUTSIDER)
+        yield c
 
-        def walk(start: str, headers: dict[str, str]) -> dict[str, Any]:
-            response = c.get(f"/v1/entities/{start}/neighbors", params={"depth": 2}, headers=headers)
-            assert response.status_code == 200, response.text
-            body: dict[str, Any] = response.json()
-            return body
 
-        outsider = walk(avery["entity_id"], OUTSIDER)
-        assert "hub not passed: Falcon" not in outsider["truncated"]
-        assert {(e["subject"]["name"], e["object"]["name"]) for e in outsider["edges"]} == {("Avery Public", "Falcon")}
-        # Positive controls: to HR readers (public records too) and admins Falcon is a hub of 4, and walks stop there.
-        [hr_team] = [t for t in resolve(c, "Falcon", READER) if t["type"] == "Team"]
-        assert (hr_team["entity_id"], hr_team["degree"], hr_team["is_hub"]) == (team["entity_id"], 4, True)
-        [secret] = resolve(c, "Secret Member 0", READER)
-        assert "hub not passed: Falcon" in walk(secret["entity_id"], READER)["truncated"]
-        admin = c.get(f"/v1/entities/{team['entity_id']}", headers=ADMIN).json()
-        assert (admin["degree"], admin["is_hub"]) == (4, True)
-        assert "hub not passed: Falcon" in walk(avery["entity_id"], ADMIN)["truncated"]
+def test_a_hub_by_restricted_edges_is_no_hub_to_an_outsider(hub_client: TestClient) -> None:
+    c = hub_client
+    [team] = [t for t in resolve(c, "Falcon", OUTSIDER) if t["type"] == "Team"]
+    assert (team["degree"], team["is_hub"]) == (1, False)
+    [avery] = resolve(c, "Avery Public", OUTSIDER)
+
+    def walk(start: str, headers: dict[str, str]) -> dict[str, Any]:
+        response = c.get(f"/v1/entities/{start}/neighbors", params={"depth": 2}, headers=headers)
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    outsider = walk(avery["entity_id"], OUTSIDER)
+    assert "hub not passed: Falcon" not in outsider["truncated"]
+    assert {(e["subject"]["name"], e["object"]["name"]) for e in outsider["edges"]} == {("Avery Public", "Falcon")}
+    # Positive controls: to HR readers (public records too) and admins Falcon is a hub of 4, and walks stop there.
+    [hr_team] = [t for t in resolve(c, "Falcon", READER) if t["type"] == "Team"]
+    assert (hr_team["entity_id"], hr_team["degree"], hr_team["is_hub"]) == (team["entity_id"], 4, True)
+    [secret] = resolve(c, "Secret Member 0", READER)
+    assert "hub not passed: Falcon" in walk(secret["entity_id"], READER)["truncated"]
+    admin = c.get(f"/v1/entities/{team['entity_id']}", headers=ADMIN).json()
+    assert (admin["degree"], admin["is_hub"]) == (4, True)
+    assert "hub not passed: Falcon" in walk(avery["entity_id"], ADMIN)["truncated"]
 
 
 def test_graph_search_seeds_and_paths_hold_only_visible_entities(client: TestClient) -> None:

@@ -25,7 +25,13 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.wiring import build_embedder, build_indexer, build_llm, connect_graph_store
+from kgrag_runtime.wiring import (
+    build_embedder,
+    build_extraction_llm,
+    build_indexer,
+    build_llm,
+    connect_graph_store,
+)
 
 if TYPE_CHECKING:  # the Neo4j driver is imported by the processes that project or read the graph only
     from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
@@ -197,32 +203,52 @@ def open_query_app(
 ) -> Iterator[KgragApp]:
     """The query API's app: searches the distributed stores; ingestion goes onto Kafka."""
     with open_stores(settings, embedder=embedder) as stores:
-        searcher = stores.searcher()
-        events = producer(settings, "query-api")
-        yield KgragApp(
-            searcher=searcher,
-            ingestion=KafkaIngest(
-                events,
-                cipher=stores.store.cipher,
-                ack_timeout_s=settings.kafka_ack_timeout_s,
-                is_active=active_document_check(stores.store),
-            ),
-            ingest_log=stores.store,
-            stats_source=stores.store,
-            cache=stores.cache,
-            llm=llm if llm is not None else build_llm(settings),
-            answer_cache_ttl_s=settings.answer_cache_ttl_s,
-            # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
-            # other readers and the traversal benchmark.
-            graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
-            graph_by_default=settings.graph_retrieval,
-            graph=GraphAdmin(
-                stores.store,
-                stores.store,
-                build_resolution(settings, store=stores.store, embedder=stores.embedder),
-                announce=_announcer(events),
-            ),
+        yield query_app(settings, stores, llm=llm)
+
+
+def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatModel | None = None) -> KgragApp:
+    """The query API's app on stores already open (a test's workers share them)."""
+    searcher = stores.searcher()
+    events = producer(settings, "query-api")
+    extraction = None
+    if settings.extraction_enabled:
+        # The admin and claims routes, as on the embedded runtime (without it they answered 500 "switched
+        # off"). A re-extraction run extracts in this process; the extractor service reads the ontology in
+        # force when it starts.
+        from kgrag_runtime.extraction import build_extractor, build_rerun
+        from kgrag_runtime.extraction_admin import ExtractionAdmin
+
+        extractor = build_extractor(
+            settings, store=stores.store, llm=llm if llm is not None else build_extraction_llm(settings)
         )
+        extraction = ExtractionAdmin(
+            stores.store, stores.store, extractor, build_rerun(settings, documents=stores.store, extractor=extractor)
+        )
+    return KgragApp(
+        searcher=searcher,
+        ingestion=KafkaIngest(
+            events,
+            cipher=stores.store.cipher,
+            ack_timeout_s=settings.kafka_ack_timeout_s,
+            is_active=active_document_check(stores.store),
+        ),
+        ingest_log=stores.store,
+        stats_source=stores.store,
+        cache=stores.cache,
+        llm=llm if llm is not None else build_llm(settings),
+        answer_cache_ttl_s=settings.answer_cache_ttl_s,
+        extraction=extraction,
+        # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
+        # other readers and the traversal benchmark.
+        graph_searcher=build_graph_searcher(settings, searcher, stores.store, stores.embedder),
+        graph_by_default=settings.graph_retrieval,
+        graph=GraphAdmin(
+            stores.store,
+            stores.store,
+            build_resolution(settings, store=stores.store, embedder=stores.embedder),
+            announce=_announcer(events),
+        ),
+    )
 
 
 def _announcer(events: EventProducer) -> Callable[[EntitiesChanged], None]:
