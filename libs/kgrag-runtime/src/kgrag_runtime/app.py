@@ -16,6 +16,7 @@ from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS
@@ -42,6 +43,7 @@ class KgragApp:
     graph_searcher: GraphAssistedSearcher | None = None
     graph_by_default: bool = False
     graph: GraphAdmin | None = None  # the entity API; None when extraction is off
+    graph_reads: RoutedGraphReader | None = None  # distributed, Neo4j configured: where graph reads went
 
     def require_extraction(self) -> ExtractionAdmin:
         """The extraction admin, or CONFIGURATION_INVALID when extraction is switched off."""

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from kgrag_core.acl import PRIVATE_ACL, acl_from_source
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
@@ -39,6 +40,7 @@ from kgrag_query_api.schemas import (
     SearchRequest,
 )
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.graph_reads import GraphReadsCollector
 from kgrag_runtime.ingest_gateway import IngestGateway
 from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
 
@@ -89,6 +91,7 @@ def create_app(
         "token; what you can see follows the token's user and groups.",
         ready or _status_check(kg),
         threads=threads,
+        graph_reads=kg.graph_reads,
     )
 
     def run(fn: Callable[[], T]) -> T:
@@ -228,7 +231,14 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
-def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int = DEFAULT_THREADS) -> FastAPI:
+def _base_app(
+    title: str,
+    description: str,
+    ready: ReadyCheck,
+    *,
+    threads: int = DEFAULT_THREADS,
+    graph_reads: RoutedGraphReader | None = None,
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # Sync routes run on anyio's default thread limiter: its size is how many requests run at once.
@@ -245,6 +255,8 @@ def _base_app(title: str, description: str, ready: ReadyCheck, *, threads: int =
     registry = CollectorRegistry()
     requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)
     latency = Histogram("kgrag_http_seconds", "HTTP request latency.", ["route"], registry=registry)
+    if graph_reads is not None:
+        registry.register(GraphReadsCollector(graph_reads))
 
     @api.middleware("http")
     async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
