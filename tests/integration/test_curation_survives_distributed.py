@@ -13,7 +13,6 @@ record is restricted the outsider no longer finds its name, and a leadership rea
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
 from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
 from kgrag_core.acl import PUBLIC, AclClass, Caller, readable_classes
 from kgrag_core.events import CHUNKS_CHANGED, DOCUMENTS_CHANGED, ENTITIES_CHANGED, GRAPH_CHANGED
+from kgrag_core.graph.routing import Route
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.handlers.extractor import ExtractorHandler
@@ -46,7 +46,8 @@ LEADER = Caller(user="grace.oneill", groups=("leadership",))
 @pytest.fixture
 def neo(distributed_settings: KgragSettings) -> Iterator[Neo4jKnowledgeGraph]:
     with neo4j_held(distributed_settings.neo4j_uri or "") as uri:
-        with Neo4jKnowledgeGraph.connect(uri, namespace=f"test-{uuid.uuid4().hex[:12]}") as graph:
+        # The deployment's namespace: the query API reads this projection while it is caught up.
+        with Neo4jKnowledgeGraph.connect(uri, namespace=distributed_settings.neo4j_namespace) as graph:
             try:
                 yield graph
             finally:
@@ -134,3 +135,6 @@ def test_a_hand_merge_survives_an_acl_round_trip_through_kafka(
         assert len(_neo_clusters(neo, stores, [atlas, planner], caller)) == 1, caller
     [logged] = [m for m in graph.merges() if m["merge_id"] == merge_id]
     assert logged["reverted"] is False
+    # The entity API's reads above were served by the Neo4j projection once it had caught up (KGRAG_GRAPH_READS).
+    assert kg.graph_reads is not None and kg.graph_reads.counts[Route.PROJECTION] > 0
+    assert kg.graph_reads.lag() == 0
