@@ -17,6 +17,7 @@ from functools import partial
 import pytest
 from neo4j import GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
+from prometheus_client import CollectorRegistry, generate_latest
 
 from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
@@ -31,6 +32,7 @@ from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_core.resolution.resolver import Resolver
 from kgrag_core.resolution.service import ResolutionService
 from kgrag_runtime.graph_admin import GraphAdmin
+from kgrag_runtime.graph_reads import GraphReadsCollector
 from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY
 from kgrag_testing.contracts.graph_store import (
     ADMIN,
@@ -188,6 +190,22 @@ def test_an_unreachable_projection_falls_back_to_postgres(world: PostgresOnly) -
         assert routed.entity(PRIYA, ENG_READER) == world.pg.entity(PRIYA, ENG_READER) is not None
         assert routed.neighbours(PRIYA, ENG_READER) == world.pg.neighbours(PRIYA, ENG_READER) != []
     assert routed.counts == {Route.PROJECTION: 0, Route.BEHIND: 0, Route.UNAVAILABLE: 2}
+
+
+def test_the_routes_taken_are_on_the_metrics(
+    world: PostgresOnly, handler: KnowledgeProjectionHandler, routed: RoutedGraphReader
+) -> None:
+    registry = CollectorRegistry()
+    registry.register(GraphReadsCollector(routed))
+    build_world(world)
+    routed.entity(PRIYA, ENG_READER)  # behind: nothing projected yet
+    project_all(handler)
+    routed.entity(PRIYA, ENG_READER)
+    routed.neighbours(PRIYA, ENG_READER)
+    text = generate_latest(registry).decode()
+    assert 'kgrag_graph_reads_total{route="behind"} 1.0' in text
+    assert 'kgrag_graph_reads_total{route="projection"} 2.0' in text
+    assert 'kgrag_graph_reads_total{route="unavailable"} 0.0' in text
 
 
 # --- parity through the entity API ------------------------------------------------------------------------
