@@ -53,8 +53,9 @@ bench: install  ## Benchmarks (tables with same-run baselines) into bench-result
 	$(RUN) kgrag ingest corpora/northwind/documents.jsonl --data-dir .kgrag-bench-cli
 	$(RUN) python -m kgrag_runtime.benchmarks.cli_startup --data-dir .kgrag-bench-cli --out bench-results/cli
 
-bench-distributed: install services  ## Freshness under load and 1 vs 2 replicas on the real servers
+bench-distributed: install services  ## Freshness under load, 1 vs 2 replicas, Neo4j vs PostgreSQL traversal on the real servers
 	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed
+	$(RUN) python -m kgrag_runtime.benchmarks.graph_stores --entities 100000 --out bench-results/graph-stores
 
 serve: install  ## HTTP API with OpenAPI docs at http://127.0.0.1:8000/docs
 	$(RUN) kgrag serve --data-dir $(DEMO_DIR)

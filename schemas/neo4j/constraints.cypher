@@ -86,3 +86,7 @@ FOR (h:KgHub) REQUIRE (h.ns, h.entity_id) IS UNIQUE;
 
 CREATE CONSTRAINT kg_ontology_key IF NOT EXISTS
 FOR (o:KgOntology) REQUIRE o.ns IS UNIQUE;
+
+// The graph version the projection has applied (PostgreSQL's kg_graph_version_seq, migration 0017).
+CREATE CONSTRAINT kg_watermark_key IF NOT EXISTS
+FOR (w:KgWatermark) REQUIRE w.ns IS UNIQUE;

@@ -66,6 +66,7 @@ CONSTRAINTS = {
     "kg_claim_key": (["KgClaim"], ["ns", "claim_id"]),
     "kg_hub_key": (["KgHub"], ["ns", "entity_id"]),
     "kg_ontology_key": (["KgOntology"], ["ns"]),
+    "kg_watermark_key": (["KgWatermark"], ["ns"]),
 }
 INDEXES = {
     **CONSTRAINTS,  # each uniqueness constraint owns a range index of the same name

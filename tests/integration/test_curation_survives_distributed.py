@@ -13,7 +13,6 @@ record is restricted the outsider no longer finds its name, and a leadership rea
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
 from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
 from kgrag_core.acl import PUBLIC, AclClass, Caller, readable_classes
 from kgrag_core.events import CHUNKS_CHANGED, DOCUMENTS_CHANGED, ENTITIES_CHANGED, GRAPH_CHANGED
+from kgrag_core.graph.routing import Route
 from kgrag_core.handlers.acl_propagator import AclPropagatorHandler
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.handlers.extractor import ExtractorHandler
@@ -46,7 +46,8 @@ LEADER = Caller(user="grace.oneill", groups=("leadership",))
 @pytest.fixture
 def neo(distributed_settings: KgragSettings) -> Iterator[Neo4jKnowledgeGraph]:
     with neo4j_held(distributed_settings.neo4j_uri or "") as uri:
-        with Neo4jKnowledgeGraph.connect(uri, namespace=f"test-{uuid.uuid4().hex[:12]}") as graph:
+        # The deployment's namespace: the query API reads this projection while it is caught up.
+        with Neo4jKnowledgeGraph.connect(uri, namespace=distributed_settings.neo4j_namespace) as graph:
             try:
                 yield graph
             finally:
@@ -62,7 +63,16 @@ def pipeline(
     extractor = build_extractor(settings, store=stores.extraction, llm=None)
     resolution = build_resolution(settings, store=stores.store, embedder=stores.embedder)
     dsn = settings.pg_dsn.get_secret_value() if settings.pg_dsn else ""
-    with PostgresKnowledgeSource.connect(dsn, kek=build_key_ring(settings)) as source:
+    with (
+        PostgresKnowledgeSource.connect(dsn, kek=build_key_ring(settings)) as source,
+        # Sealed, as the graph-writer service writes it (the query API's reader opens it); `neo` drops it.
+        Neo4jKnowledgeGraph.connect(
+            settings.neo4j_uri or "",
+            namespace=settings.neo4j_namespace,
+            cipher=source.cipher,
+            name_index=source.name_index,
+        ) as sealed,
+    ):
         runners = [
             workers.start("chunk-indexer", ChunkIndexerHandler(indexer, topics=(DOCUMENTS_CHANGED,))),
             workers.start("acl-propagator", AclPropagatorHandler(indexer)),
@@ -70,7 +80,7 @@ def pipeline(
             workers.start("entity-resolver", build_resolver_handler(settings, resolution)),
             workers.start(
                 "graph-writer",
-                KnowledgeProjectionHandler(source, neo, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
+                KnowledgeProjectionHandler(source, sealed, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
             ),
         ]
         yield query_app(settings, stores, llm=None), runners
@@ -134,3 +144,6 @@ def test_a_hand_merge_survives_an_acl_round_trip_through_kafka(
         assert len(_neo_clusters(neo, stores, [atlas, planner], caller)) == 1, caller
     [logged] = [m for m in graph.merges() if m["merge_id"] == merge_id]
     assert logged["reverted"] is False
+    # The entity API's reads above were served by the Neo4j projection once it had caught up (KGRAG_GRAPH_READS).
+    assert kg.graph_reads is not None and kg.graph_reads.counts[Route.PROJECTION] > 0
+    assert kg.graph_reads.lag() == 0

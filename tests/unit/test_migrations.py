@@ -27,6 +27,7 @@ ALL = [
     "0010_sealed_names",
     "0013_query_traces",
     "0015_eval_runs",
+    "0017_graph_version",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -19,6 +19,7 @@ from kgrag_core.answering.model import RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS
@@ -59,6 +60,7 @@ class KgragApp:
     curation: CurationSource | None = None  # conflicts and weak edges for the curation queue
     quality: QualityMetrics = field(default_factory=QualityMetrics)  # served at /metrics by the HTTP API
     evaluation: EvalService | None = None  # eval runs on isolated indexes (POST /v1/admin/eval/run)
+    graph_reads: RoutedGraphReader | None = None  # distributed, Neo4j configured: where graph reads went
 
     def __post_init__(self) -> None:
         if self.graph is not None and self.quality.backlog is None:

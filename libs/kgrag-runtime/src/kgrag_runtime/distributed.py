@@ -17,6 +17,8 @@ from kgrag_adapters.s3.object_store import S3ObjectStore
 from kgrag_core.documents import DocumentStatus
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import ENTITIES_CHANGED, EntitiesChanged
+from kgrag_core.graph.ports import GraphReader
+from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ports import ChatModel, DocumentStore, Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -42,6 +44,8 @@ if TYPE_CHECKING:  # the Neo4j driver is imported by the processes that project 
     from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
 
 T = TypeVar("T")
+
+NEO4J_READ_TIMEOUT_S = 2.0
 
 
 class DistributedStores:
@@ -143,6 +147,42 @@ class DistributedStores:
         )
 
     @property
+    def routed_graph(self) -> RoutedGraphReader:
+        """Graph reads from the Neo4j projection while its watermark has reached PostgreSQL's graph version."""
+
+        def open_routed() -> RoutedGraphReader:
+            from neo4j import GraphDatabase, basic_auth
+            from neo4j.exceptions import DriverError, Neo4jError
+
+            from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
+
+            settings = self._settings
+            password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
+            auth = basic_auth(settings.neo4j_user, password) if settings.neo4j_user and password else None
+            # Not verified here: a Neo4j that is down at start must not stop the API (reads fall back), and
+            # the driver reconnects when it is back. The graph-writer owns the schema.
+            driver = GraphDatabase.driver(
+                require(settings.neo4j_uri, "KGRAG_NEO4J_URI"),
+                auth=auth,
+                # A projection that does not answer is a fallback to PostgreSQL, not a 30 s retry loop.
+                connection_timeout=NEO4J_READ_TIMEOUT_S,
+                max_transaction_retry_time=NEO4J_READ_TIMEOUT_S,
+            )
+            self._stack.callback(driver.close)
+            # The graph-writer seals names, values and quotes under their documents' keys (ADR 0008): the
+            # reader opens them with the store's cipher and finds names by the same blind index.
+            projection = Neo4jKnowledgeGraph(
+                driver,
+                settings.neo4j_database,
+                namespace=settings.neo4j_namespace,
+                cipher=self.store.cipher,
+                name_index=lambda norm: self.store.name_index(norm)[0],
+            )
+            return RoutedGraphReader(self.store, projection, unavailable=(DriverError, Neo4jError))
+
+        return self._once("neo4j", open_routed)
+
+    @property
     def extraction(self) -> PostgresGraphStore:
         return self.store
 
@@ -189,6 +229,14 @@ def knowledge_graph_on(
     )
 
 
+def graph_reader(settings: KgragSettings, stores: DistributedStores) -> GraphReader:
+    """The query API's graph reads (KGRAG_GRAPH_READS): the Neo4j projection while it is caught up with
+    PostgreSQL, else PostgreSQL; PostgreSQL alone when reads are pinned there or Neo4j is not configured."""
+    if settings.graph_reads == "postgres" or not settings.neo4j_uri:
+        return stores.store
+    return stores.routed_graph
+
+
 @contextmanager
 def open_stores(settings: KgragSettings, *, embedder: Embedder | None = None) -> Iterator[DistributedStores]:
     with ExitStack() as stack:
@@ -227,6 +275,7 @@ def open_query_app(
 def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatModel | None = None) -> KgragApp:
     """The query API's app on stores already open (a test's workers share them)."""
     searcher = stores.searcher()
+    graph = graph_reader(settings, stores)
     events = producer(settings, "query-api")
     extraction = None
     if settings.extraction_enabled:
@@ -243,7 +292,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
             stores.store, stores.store, extractor, build_rerun(settings, documents=stores.store, extractor=extractor)
         )
     chat = llm if llm is not None else build_llm(settings)
-    graph_searcher = build_graph_searcher(settings, searcher, stores.store, stores.embedder)
+    graph_searcher = build_graph_searcher(settings, searcher, graph, stores.embedder)
     traces = build_traces(
         settings, stores.stack, store=stores.store, searcher=searcher, graph_searcher=graph_searcher, llm=chat
     )
@@ -261,15 +310,16 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         llm=chat,
         answer_cache_ttl_s=settings.answer_cache_ttl_s,
         extraction=extraction,
-        # Graph reads come from PostgreSQL here too (it is authoritative); the Neo4j projection serves
-        # other readers and the traversal benchmark.
+        # PostgreSQL is authoritative; the Neo4j projection answers only while it is caught up with it.
         graph_searcher=graph_searcher,
+        graph_reads=graph if isinstance(graph, RoutedGraphReader) else None,
         graph_by_default=settings.graph_retrieval,
         graph=GraphAdmin(
             stores.store,
             stores.store,
             build_resolution(settings, store=stores.store, embedder=stores.embedder),
             announce=_announcer(events),
+            reader=graph,
         ),
         answer_cipher=stores.store.cipher,
         # An eval run indexes its suite into a temporary embedded index: the serving stores are only where

@@ -16,6 +16,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import EntitiesChanged
 from kgrag_core.extraction.identity import normalise_name
 from kgrag_core.graph.model import DecisionKind, Edge, EntitySummary, MergeRecord, PairDecision, hub_not_passed
+from kgrag_core.graph.ports import GraphReader
 from kgrag_core.ports import AclStore
 from kgrag_core.resolution.service import ResolutionService
 from kgrag_runtime.extraction_admin import claim_as_dict
@@ -34,14 +35,20 @@ class GraphAdmin:
     announce: Callable[[EntitiesChanged], None] | None = None
     # Curation writes take the embedded runtime's writer gate, as ingestion's resolution does.
     writer: SingleWriter = field(default_factory=shared_nothing)
+    # Where reads go when not to `store` (distributed: the Neo4j projection while it is caught up).
+    reader: GraphReader | None = None
+
+    @property
+    def reads(self) -> GraphReader:
+        return self.reader if self.reader is not None else self.store
 
     # --- reads -------------------------------------------------------------------------------------------
 
     def entity(self, entity_id: str, caller: Caller) -> dict[str, object]:
         visible = self._visible(caller)
         summary = self._summary(entity_id, visible)
-        edges = self.store.neighbours(summary.entity.entity_id, visible, limit=MAX_LIMIT)
-        claims = [claim_as_dict(c) for c in self.store.claims_of([summary.entity.entity_id], visible)]
+        edges = self.reads.neighbours(summary.entity.entity_id, visible, limit=MAX_LIMIT)
+        claims = [claim_as_dict(c) for c in self.reads.claims_of([summary.entity.entity_id], visible)]
         return {
             **summary_as_dict(summary),
             "attributes": claims,
@@ -71,7 +78,7 @@ class GraphAdmin:
             next_frontier: list[str] = []
             for node in frontier:
                 # One more than fits, so that a full page is reported as truncated rather than cut silently.
-                for edge in self.store.neighbours(node, visible, relations=relations, limit=limit + 1):
+                for edge in self.reads.neighbours(node, visible, relations=relations, limit=limit + 1):
                     if edge.relation_id in listed:
                         continue
                     if len(out) >= limit:
@@ -86,10 +93,10 @@ class GraphAdmin:
             if hop == depth:
                 break  # the last hop expands nothing: a hub reached here cut nothing off
             frontier = []
-            hubs = self.store.hubs_among(next_frontier, visible) if next_frontier else set()
+            hubs = self.reads.hubs_among(next_frontier, visible) if next_frontier else set()
             for node in next_frontier:
                 if node in hubs:
-                    summary = self.store.entity(node, visible)
+                    summary = self.reads.entity(node, visible)
                     truncated.append(hub_not_passed(summary.entity.name if summary else node))
                 else:
                     frontier.append(node)
@@ -97,7 +104,7 @@ class GraphAdmin:
 
     def resolve(self, name: str, caller: Caller, *, entity_type: str | None = None) -> dict[str, object]:
         """Which entities a name may mean (ambiguity kept), best connected first."""
-        found = self.store.entities_named([name], self._visible(caller)).get(normalise_name(name), [])
+        found = self.reads.entities_named([name], self._visible(caller)).get(normalise_name(name), [])
         candidates = [summary_as_dict(s) for s in found if entity_type is None or s.entity.type == entity_type]
         return {"name": name, "candidates": candidates, "ambiguous": len(candidates) > 1}
 
@@ -177,7 +184,7 @@ class GraphAdmin:
         return None if caller.admin else readable_classes(self.acl.acl_classes(), caller)
 
     def _summary(self, entity_id: str, visible: list[str] | None) -> EntitySummary:
-        summary: EntitySummary | None = self.store.entity(entity_id, visible)
+        summary: EntitySummary | None = self.reads.entity(entity_id, visible)
         if summary is None:
             raise KgragError(
                 ErrorCode.ENTITY_NOT_FOUND,

@@ -184,6 +184,12 @@ class KgragSettings(BaseSettings):
     neo4j_database: str | None = Field(
         None, description="Neo4j database (Enterprise: one per deployment); unset: the server's default."
     )
+    graph_reads: Literal["neo4j", "postgres"] = Field(
+        "neo4j",
+        description="Distributed query API: serve graph reads from the Neo4j projection while its watermark "
+        "has reached PostgreSQL's graph version (else from PostgreSQL), or always from PostgreSQL. Without "
+        "KGRAG_NEO4J_URI every read goes to PostgreSQL.",
+    )
     redis_url: SecretStr | None = None
     s3_endpoint: str | None = Field(None, description="S3-compatible endpoint; unset means AWS S3.")
     s3_bucket: str = "kgrag-documents"

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from kgrag_core.acl import PRIVATE_ACL, acl_from_source
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
@@ -41,6 +42,7 @@ from kgrag_query_api.schemas import (
 )
 from kgrag_query_api.trace_routes import trace_router
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.graph_reads import GraphReadsCollector
 from kgrag_runtime.ingest_gateway import IngestGateway
 from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
 
@@ -95,6 +97,7 @@ def create_app(
         ready or _status_check(kg),
         threads=threads,
         also_served=(kg.quality.registry,),  # /metrics serves the answer-quality metrics too
+        graph_reads=kg.graph_reads,
     )
 
     def run(fn: Callable[[], T]) -> T:
@@ -243,6 +246,7 @@ def _base_app(
     *,
     threads: int = DEFAULT_THREADS,
     also_served: Sequence[CollectorRegistry] = (),
+    graph_reads: RoutedGraphReader | None = None,
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -262,6 +266,8 @@ def _base_app(
     registry = CollectorRegistry()
     requests = Counter("kgrag_http_requests", "HTTP requests.", ["route", "status"], registry=registry)
     latency = Histogram("kgrag_http_seconds", "HTTP request latency.", ["route"], registry=registry)
+    if graph_reads is not None:
+        registry.register(GraphReadsCollector(graph_reads))
 
     @api.middleware("http")
     async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

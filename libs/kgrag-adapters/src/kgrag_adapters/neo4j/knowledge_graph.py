@@ -14,6 +14,7 @@ Shape (every node carries `ns`, so several projections can share one database; k
         ev_chunk[], ev_acl[], ev_active[], ev_conf[], ev_written[], ev_valid_to[]}]->(:KgCanonical)
     (:KgClaim {claim_id, entity_id, attribute, ..., ev_value[], ev_quote[], ev_*[] per evidence row})
     (:KgHub {entity_id, min_degree}), (:KgOntology {attributes[], cardinalities[]})
+    (:KgWatermark {version})   the PostgreSQL graph version last applied (kgrag_runtime.graph_reads)
 
 Edges join canonical entities and are MERGEd by their canonical relation ID (a hash of subject, relation,
 object, valid_from, polarity and modality). Each stores, per evidence chunk, the chunk's ACL class and
@@ -324,9 +325,18 @@ MERGE (h:KgHub {ns: $ns, entity_id: hub.entity_id})
 SET h.min_degree = hub.min_degree
 """
 
+# Only forward: a writer replica that read an older version finishing last must not move it back.
+_PUT_WATERMARK: LiteralString = """
+MERGE (w:KgWatermark {ns: $ns})
+SET w.version = CASE WHEN w.version IS NULL OR w.version < $version THEN $version ELSE w.version END
+"""
+
+_WATERMARK: LiteralString = "MATCH (w:KgWatermark {ns: $ns}) RETURN w.version AS version"
+
 _DROP_NAMESPACE: LiteralString = """
 MATCH (n {ns: $ns})
 WHERE n:KgEntity OR n:KgDoc OR n:KgName OR n:KgCanonical OR n:KgClaim OR n:KgHub OR n:KgOntology
+      OR n:KgWatermark
 DETACH DELETE n
 """
 
@@ -560,6 +570,20 @@ class Neo4jKnowledgeGraph:
 
         with self._session() as session:
             session.execute_write(work)
+
+    def record_watermark(self, version: int) -> None:
+        """Every PostgreSQL graph change up to `version` is applied (never moves back)."""
+        with self._session() as session:
+            session.execute_write(lambda tx: tx.run(_PUT_WATERMARK, ns=self._ns, version=int(version)).consume())
+
+    def watermark(self) -> int | None:
+        """The graph version last recorded as applied; None before the first."""
+
+        def work(tx: ManagedTransaction) -> int | None:
+            record = tx.run(_WATERMARK, ns=self._ns).single()
+            return None if record is None or record["version"] is None else int(record["version"])
+
+        return self._read(work)
 
     def drop_namespace(self) -> None:
         """Delete everything this projection holds (its namespace only; other namespaces and the lexical

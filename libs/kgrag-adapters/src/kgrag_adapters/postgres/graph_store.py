@@ -640,6 +640,11 @@ class PostgresGraphStore(PostgresExtractionStore):
                 )
         return len(rows)
 
+    def graph_version(self) -> int:
+        """The graph's current version (migration 0017): what a Neo4j projection's watermark must reach."""
+        with self._lease:
+            return current_graph_version(self._conn)
+
     # --- helpers (the caller holds the lock) -----------------------------------------------------------------
 
     def _opened_pair(self, pair: Sequence[bytes] | None) -> str:
@@ -688,6 +693,14 @@ class PostgresGraphStore(PostgresExtractionStore):
 
 
 # --- module helpers ---------------------------------------------------------------------------------------
+
+# Drawn values count even uncommitted ones: a reader may fall back once too often, never once too few.
+_GRAPH_VERSION: LiteralString = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM kg_graph_version_seq"
+
+
+def current_graph_version(conn: psycopg.Connection[Row]) -> int:
+    row = conn.execute(_GRAPH_VERSION).fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 def _summarise(

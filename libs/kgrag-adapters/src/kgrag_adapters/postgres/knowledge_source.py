@@ -17,6 +17,7 @@ import psycopg
 from kgrag_adapters.crypto.envelope import EnvelopeCipher
 from kgrag_adapters.crypto.kek import ephemeral_key_ring
 from kgrag_adapters.postgres.extraction_store import _cardinality
+from kgrag_adapters.postgres.graph_store import current_graph_version
 from kgrag_adapters.postgres.keys import PostgresKeyStore
 from kgrag_adapters.postgres.store import Row
 from kgrag_core.errors import ErrorCode, KgragError
@@ -179,6 +180,10 @@ class PostgresKnowledgeSource:
     def members_of(self, canonical_ids: Sequence[str]) -> list[str]:
         with self._lock:
             return [r[0] for r in self._conn.execute(_PG_MEMBERS, {"cids": list(canonical_ids)})]
+
+    def graph_version(self) -> int:
+        with self._lock:
+            return current_graph_version(self._conn)
 
     def hubs(self) -> dict[str, int]:
         with self._lock:

@@ -11,6 +11,11 @@ Triggers: `graph.changed` names a document whose facts changed (or went): its sc
 PostgreSQL says its chunks name now AND those the projection recorded as seen in it (a deleted document's
 evidence is gone from PostgreSQL, so only the projection remembers whom it touched). A merge, split or
 review decision starts from the merge's entities; a hub labelling replaces the projected hub set.
+
+Watermark: each batch reads PostgreSQL's graph version before projecting anything and records it on the
+projection once the batch is applied, so a reader can tell whether the projection is behind
+(`kgrag_runtime.graph_reads`). The version is read first: a change committed while the batch runs leaves
+the watermark below the current version, and readers fall back until a later batch catches up.
 """
 
 from __future__ import annotations
@@ -223,6 +228,10 @@ class KnowledgeSource(Protocol):
         """The labelled hubs, each with the degree that labelled it."""
         ...
 
+    def graph_version(self) -> int:
+        """The current graph version: it grows with every change a graph reader could see."""
+        ...
+
     def exclusive(self, name: str) -> AbstractContextManager[None]:
         """Hold the lock called `name` while the block runs; every replica asking for it waits. Projecting
         reads the source and then writes the projection: two writers of overlapping scopes could otherwise
@@ -251,6 +260,10 @@ class KnowledgeProjection(Protocol):
 
     def project_hubs(self, hubs: Mapping[str, int]) -> None:
         """Replace the hub set (canonical id -> the degree that labelled it)."""
+        ...
+
+    def record_watermark(self, version: int) -> None:
+        """Every source change up to `version` is applied; a lower value than the one held is ignored."""
         ...
 
 
@@ -328,6 +341,7 @@ class KnowledgeProjectionHandler:
 
     def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
         result = HandlerResult()
+        version = self.source.graph_version()  # before any read of the source: see the module docstring
         for key, payload in batch:
             doc_id = payload.get("doc_id")
             entity_ids = payload.get("entity_ids")
@@ -344,6 +358,7 @@ class KnowledgeProjectionHandler:
                 result.dead_letters.append(DeadLetter(key, payload, ErrorCode.MALFORMED_EVENT.value, reason))
                 continue
             self.receipts.append(receipt)
+        self.target.record_watermark(version)
         return result
 
 
