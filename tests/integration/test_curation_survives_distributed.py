@@ -44,10 +44,20 @@ LEADER = Caller(user="grace.oneill", groups=("leadership",))
 
 
 @pytest.fixture
-def neo(distributed_settings: KgragSettings) -> Iterator[Neo4jKnowledgeGraph]:
+def source(distributed_settings: KgragSettings) -> Iterator[PostgresKnowledgeSource]:
+    dsn = distributed_settings.pg_dsn.get_secret_value() if distributed_settings.pg_dsn else ""
+    with PostgresKnowledgeSource.connect(dsn, kek=build_key_ring(distributed_settings)) as source:
+        yield source
+
+
+@pytest.fixture
+def neo(distributed_settings: KgragSettings, source: PostgresKnowledgeSource) -> Iterator[Neo4jKnowledgeGraph]:
     with neo4j_held(distributed_settings.neo4j_uri or "") as uri:
-        # The deployment's namespace: the query API reads this projection while it is caught up.
-        with Neo4jKnowledgeGraph.connect(uri, namespace=distributed_settings.neo4j_namespace) as graph:
+        # The deployment's namespace: the query API reads this projection while it is caught up. Sealed, as
+        # the graph-writer service writes it (the query API's reader opens it with the store's cipher).
+        with Neo4jKnowledgeGraph.connect(
+            uri, namespace=distributed_settings.neo4j_namespace, cipher=source.cipher, name_index=source.name_index
+        ) as graph:
             try:
                 yield graph
             finally:
@@ -56,35 +66,28 @@ def neo(distributed_settings: KgragSettings) -> Iterator[Neo4jKnowledgeGraph]:
 
 @pytest.fixture
 def pipeline(
-    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers, neo: Neo4jKnowledgeGraph
+    distributed_settings: KgragSettings,
+    stores: DistributedStores,
+    workers: Workers,
+    source: PostgresKnowledgeSource,
+    neo: Neo4jKnowledgeGraph,
 ) -> Iterator[tuple[KgragApp, list[ConsumerRunner]]]:
     settings = distributed_settings
     indexer = stores.indexer(settings)
     extractor = build_extractor(settings, store=stores.extraction, llm=None)
     resolution = build_resolution(settings, store=stores.store, embedder=stores.embedder)
-    dsn = settings.pg_dsn.get_secret_value() if settings.pg_dsn else ""
-    with (
-        PostgresKnowledgeSource.connect(dsn, kek=build_key_ring(settings)) as source,
-        # Sealed, as the graph-writer service writes it (the query API's reader opens it); `neo` drops it.
-        Neo4jKnowledgeGraph.connect(
-            settings.neo4j_uri or "",
-            namespace=settings.neo4j_namespace,
-            cipher=source.cipher,
-            name_index=source.name_index,
-        ) as sealed,
-    ):
-        runners = [
-            workers.start("chunk-indexer", ChunkIndexerHandler(indexer, topics=(DOCUMENTS_CHANGED,))),
-            workers.start("acl-propagator", AclPropagatorHandler(indexer)),
-            workers.start("extractor", ExtractorHandler(stores.store, extractor, topics=(CHUNKS_CHANGED,))),
-            workers.start("entity-resolver", build_resolver_handler(settings, resolution)),
-            workers.start(
-                "graph-writer",
-                KnowledgeProjectionHandler(source, sealed, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
-            ),
-        ]
-        yield query_app(settings, stores, llm=None), runners
-        workers.stop_all()  # before the projection's connection closes
+    runners = [
+        workers.start("chunk-indexer", ChunkIndexerHandler(indexer, topics=(DOCUMENTS_CHANGED,))),
+        workers.start("acl-propagator", AclPropagatorHandler(indexer)),
+        workers.start("extractor", ExtractorHandler(stores.store, extractor, topics=(CHUNKS_CHANGED,))),
+        workers.start("entity-resolver", build_resolver_handler(settings, resolution)),
+        workers.start(
+            "graph-writer",
+            KnowledgeProjectionHandler(source, neo, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
+        ),
+    ]
+    yield query_app(settings, stores, llm=None), runners
+    workers.stop_all()  # before the projection's connection closes
 
 
 def _neo_clusters(neo: Neo4jKnowledgeGraph, stores: DistributedStores, ids: Sequence[str], caller: Caller) -> set[str]:
