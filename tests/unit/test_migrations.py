@@ -24,6 +24,7 @@ ALL = [
     "0007_visibility_by_evidence",
     "0008_duplicates_outlive_representatives",
     "0009_content_keys",
+    "0014_chunk_embedding_keys",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -98,6 +98,15 @@ def cosine(u: Sequence[float], v: Sequence[float]) -> float:
     return 0.0 if norm == 0.0 else dot / norm
 
 
+def mean_direction(vectors: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    """The unit vector along the sum of `vectors` (the zero vector when they cancel out)."""
+    if not vectors:
+        raise ValueError("mean_direction needs at least one vector")
+    sums = [math.fsum(column) for column in zip(*vectors, strict=True)]
+    norm = math.sqrt(math.fsum(x * x for x in sums))
+    return tuple(x / norm for x in sums) if norm else tuple(sums)
+
+
 def weighted_score(features: Mapping[str, float | None], weights: FeatureWeights) -> float:
     """The name evidence moved by each corroborating feature present, clipped to [0, 1].
 
