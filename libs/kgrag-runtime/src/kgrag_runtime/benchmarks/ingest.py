@@ -33,6 +33,7 @@ from pathlib import Path
 from rich.console import Console
 
 from kgrag_core.documents import SourceDocument
+from kgrag_core.handlers.entity_resolver import EntityResolverHandler
 from kgrag_core.handlers.protocol import Handler, HandlerResult
 from kgrag_core.ports import Embedder, TokenCounter
 from kgrag_runtime.benchmarks.prose import prose_documents
@@ -166,6 +167,8 @@ def _row(
                 console.print(f"  {name}: {start + len(part)} documents, {len(part) / took:.1f} docs/s this step")
             total_s = time.perf_counter() - started
             status = kg.status()
+            resolvers = [h.inner for h in kg.ingestion.handlers if isinstance(h, _TimedHandler)]
+            last = [h.last_report for h in resolvers if isinstance(h, EntityResolverHandler)]
     extraction = status.get("extraction")
     parts = dict(sorted(clock.parts.items()))
     parts["other"] = total_s - sum(parts.values())
@@ -179,6 +182,8 @@ def _row(
         "steps": steps,
         "parts_s": parts,
         "extraction": extraction if isinstance(extraction, dict) else None,
+        # The last incremental pass: how much of the graph one batch's pass reads and compares.
+        "last_resolution_pass": last[0].as_dict() if last and last[0] is not None else None,
     }
 
 
@@ -205,6 +210,10 @@ def ingest_markdown(result: dict[str, object]) -> str:
         total = float(row["s"])  # type: ignore[arg-type]
         cells = [f"{100 * parts.get(c, 0.0) / total:.0f} %" for c in columns]
         lines.append(f"| {row['row']} | " + " | ".join(cells) + " |")
+    for row in rows:
+        last = row.get("last_resolution_pass")
+        if isinstance(last, dict):
+            lines += ["", f"Last resolution pass of '{row['row']}': " + ", ".join(f"{k} {v}" for k, v in last.items())]
     lines += ["", "Per ingest call (documents ingested so far: docs/s of that call):", ""]
     for row in rows:
         done, cells = 0, []
