@@ -49,6 +49,7 @@ eval-graph: install  ## The graph layer on a prose-level graph: tier 3 reads eve
 
 bench: install  ## Benchmarks (tables with same-run baselines) into bench-results/
 	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results
+	$(RUN) python -m kgrag_runtime.benchmarks.ingest --docs 2000 --out bench-results/ingest
 	$(RUN) python -m kgrag_runtime.benchmarks.load --out bench-results/load
 	$(RUN) kgrag ingest corpora/northwind/documents.jsonl --data-dir .kgrag-bench-cli
 	$(RUN) python -m kgrag_runtime.benchmarks.cli_startup --data-dir .kgrag-bench-cli --out bench-results/cli

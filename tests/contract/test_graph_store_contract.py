@@ -14,7 +14,7 @@ from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, DocumentStatus
 from kgrag_core.extraction.model import ChunkExtraction, EntityMention, ExtractionKey, RelationItem, Tier
 from kgrag_core.graph.model import MergeRecord
-from kgrag_core.graph.ports import GraphReader, ResolutionStore
+from kgrag_core.graph.ports import ContextVectorSource, GraphReader, ResolutionStore
 from kgrag_core.ingest import DeletionRecord
 from kgrag_core.ports import ExtractionStore
 from kgrag_testing.contracts.document_store import ENG, make_document
@@ -25,6 +25,7 @@ from kgrag_testing.contracts.graph_store import (
     ENG_READER,
     FEB,
     HR,
+    JAN,
     P_RAMAN,
     PRIYA,
     GraphReaderContract,
@@ -89,7 +90,7 @@ class TestPostgresResolutionStore(ResolutionStoreContract):
 def test_one_object_serves_every_postgres_port(pg_dsn: str) -> None:
     with PostgresGraphStore.connect(pg_dsn) as store:
         store.use_entity_id_key(CONTRACT_ENTITY_KEY)
-        for port in (GraphReader, ResolutionStore, ExtractionStore):
+        for port in (GraphReader, ResolutionStore, ContextVectorSource, ExtractionStore):
             assert isinstance(store, port), port.__name__
         build_world(PostgresWorld(store, store))
         assert store.entity(PRIYA, ENG_READER) is not None
@@ -175,3 +176,45 @@ def test_hub_check_counts_distinct_edges_when_relation_rows_repeat_a_key(world: 
     assert world.graph.hubs_among([PRIYA], ENG_READER) == set()  # LEADS (two rows) and OWNS: two edges
     summary = world.graph.entity(P_RAMAN, ENG_READER)
     assert summary is not None and (summary.degree, summary.is_hub) == (2, False)
+
+
+def test_context_vectors_are_the_cached_vectors_of_the_chunks_naming_the_entity(world: PostgresWorld) -> None:
+    """`context_chunk_vectors` reads what the indexer cached: distinct chunks, most confident mention first,
+    only chunks whose key the cache holds for that model, every active document whatever its ACL (as
+    `profiles` reads them), and nothing of a deleted document."""
+    eng_texts = ["Priya Raman leads Routing.", "Priya Raman visited Leipzig.", "Priya Raman owns Atlas."]
+    eng, eng_chunks = make_document("doc-ctx", eng_texts, acl=ENG, modified_at=JAN)
+    hr, hr_chunks = make_document("doc-ctx-hr", ["Priya Raman reports to Dana Lee."], acl=HR, modified_at=FEB)
+    leads, visited, owns = eng_chunks
+    [reports] = hr_chunks
+    keys = {leads.chunk_id: "k-leads", visited.chunk_id: "k-visited", owns.chunk_id: "k-owns"}
+    world.documents.commit_document(eng, ENG, eng_chunks, embedding_keys=keys)
+    world.documents.commit_document(hr, HR, hr_chunks, embedding_keys={reports.chunk_id: "k-reports"})
+    # "k-owns" has no cached vector (say it was purged): that chunk cannot count.
+    vectors = {"k-leads": (1.0, 0.0, 0.0), "k-visited": (0.0, 1.0, 0.0), "k-reports": (0.0, 0.0, 1.0)}
+    world.documents.put_vectors("model-a", vectors)
+    world.documents.put_vectors("model-b", {"k-leads": (0.5, 0.5, 0.5)})
+
+    def said(chunk: Chunk, *mentions: tuple[str, float]) -> ChunkExtraction:
+        items = tuple(EntityMention(name, "Person", chunk.text, conf) for name, conf in mentions)
+        return ChunkExtraction(chunk.chunk_id, ExtractionKey(chunk.content_hash, "ctx", "1"), Tier.LLM, items, (), ())
+
+    world.extract(
+        [
+            said(leads, ("Priya Raman", 0.6)),
+            said(visited, ("Priya Raman", 0.9)),
+            said(owns, ("Priya Raman", 0.95), ("P. Raman", 0.9)),
+            said(reports, ("Priya Raman", 0.7), ("Dana Lee", 0.8)),
+        ]
+    )
+    ids = [PRIYA, P_RAMAN, DANA]
+    assert world.graph.context_chunk_vectors(ids, "model-a", 2) == {
+        PRIYA: [vectors["k-visited"], vectors["k-reports"]],
+        DANA: [vectors["k-reports"]],
+    }
+    three = world.graph.context_chunk_vectors(ids, "model-a", 3)
+    assert three[PRIYA] == [vectors["k-visited"], vectors["k-reports"], vectors["k-leads"]]
+    assert world.graph.context_chunk_vectors(ids, "model-b", 3) == {PRIYA: [(0.5, 0.5, 0.5)]}
+    assert world.graph.context_chunk_vectors(ids, "model-a", 0) == {}
+    world.delete_document("doc-ctx-hr")
+    assert world.graph.context_chunk_vectors(ids, "model-a", 3) == {PRIYA: [vectors["k-visited"], vectors["k-leads"]]}

@@ -26,6 +26,7 @@ ALL = [
     "0009_content_keys",
     "0010_sealed_names",
     "0013_query_traces",
+    "0014_chunk_embedding_keys",
     "0015_eval_runs",
     "0017_graph_version",
 ]

@@ -43,8 +43,18 @@ class DocumentStore(Protocol):
         """Chunks by ID (only those of active documents)."""
         ...
 
-    def commit_document(self, doc: StoredDocument, acl: AclClass, chunks: Sequence[Chunk]) -> None:
-        """In one transaction: upsert the ACL class and the document, replace the document's chunk set."""
+    def commit_document(
+        self,
+        doc: StoredDocument,
+        acl: AclClass,
+        chunks: Sequence[Chunk],
+        *,
+        embedding_keys: Mapping[str, str] | None = None,
+    ) -> None:
+        """In one transaction: upsert the ACL class and the document, replace the document's chunk set.
+
+        `embedding_keys` (chunk ID -> the EmbeddingCache key of its vector) lets entity resolution read a
+        chunk's vector without calling the model; a chunk left out keeps the key it had."""
         ...
 
     def update_acl(self, doc_id: str, acl: AclClass) -> bool:

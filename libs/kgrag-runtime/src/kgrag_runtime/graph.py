@@ -34,6 +34,7 @@ def build_resolution(
         store=store,
         resolver=Resolver(),
         embedder=embedder,
+        context_source=store,  # context vectors from the chunk vectors the indexer cached
         overrides=overrides,
         hub_min_degree=settings.resolution_hub_min_degree,
     )

@@ -297,6 +297,21 @@ _PROFILE_NEIGHBOURS: LiteralString = (
 
 _CONTEXT_QUOTES = 3
 
+# The chunks whose cached vectors make an entity's context vector: distinct embedding keys (two chunks with
+# one text have one vector), ranked like the profile's quotes (its most confident mention first), every
+# active document whatever its ACL, as `profiles` reads them; only keys the embedding cache still holds.
+_CONTEXT_KEYS: LiteralString = """
+SELECT entity_id, array_agg(embedding_key ORDER BY rank) FROM (
+  SELECT m.entity_id, c.embedding_key,
+         row_number() OVER (PARTITION BY m.entity_id ORDER BY max(m.confidence) DESC, min(c.chunk_id)) AS rank
+  FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id
+  JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'
+  WHERE m.entity_id = ANY(%(ids)s::text[]) AND c.embedding_key IS NOT NULL
+    AND EXISTS (SELECT 1 FROM embedding_cache ec WHERE ec.model_id = %(model)s AND ec.content_hash = c.embedding_key)
+  GROUP BY m.entity_id, c.embedding_key
+) ranked WHERE rank <= %(limit)s GROUP BY entity_id
+"""
+
 _MERGE_COLUMNS: LiteralString = "merge_id, canonical_id, members, basis, decided_by, reverted"
 
 
@@ -475,6 +490,29 @@ class PostgresGraphStore(PostgresExtractionStore):
                 )
             )
         return out
+
+    def context_chunk_vectors(
+        self, entity_ids: Sequence[str], model_id: str, limit: int
+    ) -> dict[str, list[tuple[float, ...]]]:
+        """Each entity's cached chunk vectors (`ContextVectorSource`): read, never computed."""
+        if not entity_ids or limit < 1:
+            return {}
+        with self._reading() as conn:
+            params = {"ids": list(dict.fromkeys(entity_ids)), "model": model_id, "limit": limit}
+            keys = {r[0]: list(r[1]) for r in conn.execute(_CONTEXT_KEYS, params)}
+            wanted = sorted({k for ks in keys.values() for k in ks})
+            # float8[]: the exact stored float32 values (see PostgresStore.get_vectors); each vector is read
+            # once however many entities its chunk mentions.
+            vectors = {
+                r[0]: tuple(r[1])
+                for r in conn.execute(
+                    "SELECT content_hash, vector::float8[] FROM embedding_cache"
+                    " WHERE model_id = %s AND content_hash = ANY(%s)",
+                    (model_id, wanted),
+                )
+            }
+        out = {entity: [vectors[k] for k in ks if k in vectors] for entity, ks in keys.items()}
+        return {entity: vs for entity, vs in out.items() if vs}
 
     def entities_near_documents(self, doc_ids: Sequence[str]) -> list[str]:
         if not doc_ids:

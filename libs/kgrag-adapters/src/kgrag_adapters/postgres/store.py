@@ -70,18 +70,20 @@ ON CONFLICT (doc_id) DO UPDATE SET
 # row from before migration 0009 (0x00, unencrypted) is sealed the next time its document is committed.
 _UPSERT_CHUNK = """
 INSERT INTO chunks AS c (chunk_id, doc_id, seq, section_path, start_byte, end_byte, text, token_count,
-                         content_hash, acl_class_id, doc_time)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                         content_hash, acl_class_id, doc_time, embedding_key)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (chunk_id) DO UPDATE SET
     seq = EXCLUDED.seq, section_path = EXCLUDED.section_path, start_byte = EXCLUDED.start_byte,
     end_byte = EXCLUDED.end_byte, text = EXCLUDED.text, token_count = EXCLUDED.token_count,
     content_hash = EXCLUDED.content_hash, acl_class_id = EXCLUDED.acl_class_id,
-    doc_time = EXCLUDED.doc_time, indexed_at = now()
+    doc_time = EXCLUDED.doc_time, indexed_at = now(),
+    embedding_key = COALESCE(EXCLUDED.embedding_key, c.embedding_key)
 WHERE (c.seq, c.section_path, c.start_byte, c.end_byte, get_byte(c.text, 0), c.token_count, c.content_hash,
-       c.acl_class_id, c.doc_time)
+       c.acl_class_id, c.doc_time, c.embedding_key)
       IS DISTINCT FROM
       (EXCLUDED.seq, EXCLUDED.section_path, EXCLUDED.start_byte, EXCLUDED.end_byte, get_byte(EXCLUDED.text, 0),
-       EXCLUDED.token_count, EXCLUDED.content_hash, EXCLUDED.acl_class_id, EXCLUDED.doc_time)
+       EXCLUDED.token_count, EXCLUDED.content_hash, EXCLUDED.acl_class_id, EXCLUDED.doc_time,
+       COALESCE(EXCLUDED.embedding_key, c.embedding_key))
 """
 
 _SELECT_OUTCOMES = (
@@ -212,7 +214,14 @@ class PostgresStore(Closeable):
             ).fetchall()
         return {r[0]: self._chunk(r) for r in rows}
 
-    def commit_document(self, doc: StoredDocument, acl: AclClass, chunks: Sequence[Chunk]) -> None:
+    def commit_document(
+        self,
+        doc: StoredDocument,
+        acl: AclClass,
+        chunks: Sequence[Chunk],
+        *,
+        embedding_keys: Mapping[str, str] | None = None,
+    ) -> None:
         if doc.acl_class_id != acl.acl_class_id:
             raise ValueError(f"document {doc.doc_id} names ACL class {doc.acl_class_id}, not {acl.acl_class_id}")
         for ch in chunks:
@@ -251,7 +260,10 @@ class PostgresStore(Closeable):
                         _UPSERT_CHUNK,
                         [
                             _chunk_params(
-                                ch, seal_text(seal_same, json.dumps(list(ch.breadcrumb))), seal_text(seal, ch.text)
+                                ch,
+                                seal_text(seal_same, json.dumps(list(ch.breadcrumb))),
+                                seal_text(seal, ch.text),
+                                (embedding_keys or {}).get(ch.chunk_id),
                             )
                             for ch in chunks
                         ],
@@ -508,7 +520,7 @@ def _chunk(r: Row, breadcrumb: tuple[str, ...], text: str) -> Chunk:
     )
 
 
-def _chunk_params(ch: Chunk, sealed_breadcrumb: bytes, sealed_text: bytes) -> Row:
+def _chunk_params(ch: Chunk, sealed_breadcrumb: bytes, sealed_text: bytes, embedding_key: str | None) -> Row:
     return (
         ch.chunk_id,
         ch.doc_id,
@@ -521,6 +533,7 @@ def _chunk_params(ch: Chunk, sealed_breadcrumb: bytes, sealed_text: bytes) -> Ro
         ch.content_hash,
         ch.acl_class_id,
         _utc_or_none(ch.doc_time),
+        embedding_key,
     )
 
 

@@ -50,6 +50,21 @@ class GraphReader(Protocol):
 
 
 @runtime_checkable
+class ContextVectorSource(Protocol):
+    """The vectors the indexer already computed for the chunks an entity is mentioned in."""
+
+    def context_chunk_vectors(
+        self, entity_ids: Sequence[str], model_id: str, limit: int
+    ) -> dict[str, list[tuple[float, ...]]]:
+        """For each entity, the stored `model_id` vectors of up to `limit` distinct chunks that mention it,
+        its most confident mention's chunk first (the chunks `profiles` quotes). Like `profiles`, every
+        active document counts, whatever its ACL: resolution is global, and the vectors only ever reach a
+        merge decision. An entity none of whose chunks has a stored vector is left out. No model is called.
+        """
+        ...
+
+
+@runtime_checkable
 class ResolutionStore(Protocol):
     def profiles(self, entity_ids: Sequence[str] | None = None) -> list[EntityProfile]:
         """Mention-level entities to resolve (all when None), with names, ids, attributes, neighbours."""

@@ -96,7 +96,8 @@ class DocumentIndexer:
         if prepared:
             self._project([p for _, p in prepared], vectors)
         for position, item in prepared:
-            self.documents.commit_document(item.stored, item.source.acl, item.chunks)
+            keys = {c.chunk_id: _embedding_key(_embedding_text(item.source.title, c)) for c in item.chunks}
+            self.documents.commit_document(item.stored, item.source.acl, item.chunks, embedding_keys=keys)
             outcomes[position] = _indexed(item, embedded)
         if prepared:
             self.cache.invalidate_all()

@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from rapidfuzz import fuzz
 from rapidfuzz.distance import JaroWinkler
 
@@ -96,6 +97,16 @@ def cosine(u: Sequence[float], v: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(u, v, strict=True))
     norm = math.sqrt(sum(x * x for x in u)) * math.sqrt(sum(y * y for y in v))
     return 0.0 if norm == 0.0 else dot / norm
+
+
+def mean_direction(vectors: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    """The unit vector along the sum of `vectors` (the zero vector when they cancel out)."""
+    if not vectors:
+        raise ValueError("mean_direction needs at least one vector")
+    # numpy: a pass averages a few chunk vectors for each of hundreds of entities; ragged input raises.
+    sums = np.asarray(vectors, dtype=np.float64).sum(axis=0)
+    norm = float(np.sqrt(sums @ sums))
+    return tuple((sums / norm).tolist()) if norm else tuple(sums.tolist())
 
 
 def weighted_score(features: Mapping[str, float | None], weights: FeatureWeights) -> float:
