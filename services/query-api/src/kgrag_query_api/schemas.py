@@ -20,6 +20,7 @@ from kgrag_query_api.patterns import (
     BODY_TEXT,
     DOC_ID,
     KEY,
+    LABEL,
     MAX_DOC_ID,
     MAX_KEY_CHARS,
     OPTIONAL_TEXT,
@@ -100,8 +101,8 @@ class AskRequest(_Strict):
 class _IngestFields(_Strict):
     doc_id: str = Field(min_length=1, max_length=MAX_DOC_ID, pattern=DOC_ID)
     source: str = Field("api", min_length=1, max_length=128, pattern=TEXT)
-    title: str = Field(max_length=1024, pattern=OPTIONAL_TEXT)
-    uri: str | None = Field(None, max_length=4096, pattern=OPTIONAL_TEXT)
+    title: str = Field(max_length=1024, pattern=LABEL)
+    uri: str | None = Field(None, max_length=4096, pattern=LABEL)
     acl: Any = Field(None, description=_ACL_DESCRIPTION)
     modified_at: datetime | None = None
     media_type: str = Field("text/markdown", min_length=1, max_length=128, pattern=TEXT)
