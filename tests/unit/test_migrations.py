@@ -24,6 +24,7 @@ ALL = [
     "0007_visibility_by_evidence",
     "0008_duplicates_outlive_representatives",
     "0009_content_keys",
+    "0011_namesakes",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,8 @@ TABLES = {
     "er_review_queue",
     "kg_hubs",
     "kg_installation",
+    "er_split_log",
+    "er_senses",
 }
 
 

@@ -216,6 +216,23 @@ class EntitySplitRequest(_Strict):
     merge_id: str = _ENTITY_ID
 
 
+class EntitySplitMentionsRequest(_Strict):
+    """Namesakes: the entity's mentions in these documents stand for another entity (a sense of its own)."""
+
+    entity_id: str = _ENTITY_ID
+    doc_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_DOC_ID, pattern=DOC_ID)]] = Field(
+        min_length=1, max_length=100, description="Documents naming it.", json_schema_extra={"uniqueItems": True}
+    )
+    reason: str = Field(min_length=1, max_length=1000, pattern=TEXT)
+
+    @field_validator("doc_ids")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("the document ids must be distinct")
+        return value
+
+
 class EntityReviewRequest(_Strict):
     """A person's decision on a queued "possibly the same" pair; `same` merges them (reversibly)."""
 
