@@ -24,6 +24,7 @@ from kgrag_query_api.patterns import (
     MAX_DOC_ID,
     MAX_KEY_CHARS,
     OPTIONAL_TEXT,
+    SOURCE,
     TEXT,
     check,
     has_lone_surrogate,
@@ -100,7 +101,7 @@ class AskRequest(_Strict):
 
 class _IngestFields(_Strict):
     doc_id: str = Field(min_length=1, max_length=MAX_DOC_ID, pattern=DOC_ID)
-    source: str = Field("api", min_length=1, max_length=128, pattern=TEXT)
+    source: str = Field("api", min_length=1, max_length=128, pattern=SOURCE)
     title: str = Field(max_length=1024, pattern=LABEL)
     uri: str | None = Field(None, max_length=4096, pattern=LABEL)
     acl: Any = Field(None, description=_ACL_DESCRIPTION)

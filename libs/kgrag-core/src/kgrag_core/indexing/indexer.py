@@ -224,8 +224,8 @@ class DocumentIndexer:
     # --- steps ---------------------------------------------------------------------------------------
 
     def _prepare(self, doc: SourceDocument) -> _Prepared | IngestOutcome:
-        validate_label(doc.title, field="title")
-        validate_label(doc.uri, field="uri")
+        for field_name, value in (("title", doc.title), ("uri", doc.uri), ("source", doc.source)):
+            validate_label(value, field=field_name)
         text = decode_body(doc.body, max_bytes=self.settings.max_document_bytes)
         body_hash = content_hash(doc.body)
         existing = self.documents.get_document(doc.doc_id)
