@@ -36,7 +36,7 @@ class EntityProfile:
 @dataclass(frozen=True, slots=True)
 class ScopedEvidence:
     """The names and strong identifiers one ACL class's chunks give an entity (mentions; relation and claim
-    evidence name it by its stored name)."""
+    evidence name it by the entity's visible name)."""
 
     acl_class_id: str
     names: tuple[str, ...]
