@@ -176,3 +176,46 @@ def test_with_extraction_the_token_is_in_no_postgres_file(
     else:
         assert any(p.is_relative_to(postgres / "pg_wal") for p in leaked)
         assert any(p.is_relative_to(postgres / "base") for p in leaked)
+
+
+def test_a_split_moves_sealed_names_only(tmp_path: Path, embedder: OnnxMiniLmEmbedder) -> None:
+    """A split (0011_namesakes) moves one document's mentions, relation and claim evidence to a sense of its
+    own: it copies their sealed columns and blinds the identifiers again (0010_sealed_names), so once that
+    document is deleted no PostgreSQL file holds its token either."""
+    secret = "zs" + uuid.uuid4().hex + "0"
+    live = "zk" + uuid.uuid4().hex + "0"
+    shared = f"vault-{live}@example.com"  # one e-mail: extraction keys both records into one entity
+
+    def record(doc_id: str, token: str) -> SourceDocument:
+        fields: dict[str, str | list[str]] = {"name": "Vault Keeper", "email": shared, "team": f"Team {token}"}
+        return SourceDocument(
+            doc_id=doc_id,
+            source="records",
+            uri=f"records://{doc_id}",
+            title=doc_id,
+            body=render_record("person", fields).encode(),
+            acl=AclClass.of(["public"]),
+            media_type=RECORD_MEDIA_TYPE,
+        )
+
+    data_dir = tmp_path / "index"
+    with open_embedded(KgragSettings(data_dir=data_dir, content_encryption=True), embedder=embedder) as kg:
+        kg.ingest([record("kept-record", live), record("split-record", secret)])
+        store = kg.searcher.documents
+        assert isinstance(store, PostgresGraphStore)
+        [person] = store.entities_named(["Vault Keeper"], None)["vault keeper"]
+        split = store.split_mentions(person.entity.entity_id, ["split-record"], reason="test: two keepers")
+        # Positive controls: the sense is found by the blinded name, opens its name, identifier and edge.
+        senses = {s.entity.entity_id: s for s in store.entities_named(["Vault Keeper"], None)["vault keeper"]}
+        assert set(senses) == {split.from_id, split.entity_id}
+        sense = senses[split.entity_id]
+        assert sense.entity.name == "Vault Keeper" and ("email", shared) in sense.strong_ids
+        assert {c.value for c in store.claims_of([split.entity_id], None)} >= {shared}
+        ends = {end.name for e in store.neighbours(split.entity_id, None) for end in (e.subject, e.object)}
+        assert f"Team {secret}" in ends and f"Team {live}" not in ends
+        assert kg.delete("split-record").status is IngestStatus.DELETED
+        assert [s.entity.entity_id for s in store.entities_named(["Vault Keeper"], None)["vault keeper"]] == [
+            split.from_id
+        ]
+    assert files_holding(data_dir / "postgres" / "pg_wal", b"split-record")
+    assert files_holding(data_dir, secret.encode()) == []

@@ -89,6 +89,7 @@ def test_unknown_entities_and_merges_exit_2_with_a_code(kgrag: Kgrag, env: dict[
         kgrag("entities", "neighbors", "ent_nope", expect=2),
         kgrag("entities", "split", "mrg_nope", expect=2),
         kgrag("entities", "merge", "ent_a", "ent_b", expect=2),
+        kgrag("entities", "split-mentions", "ent_nope", "--doc", "d", expect=2),
     ]
     assert [e["error"]["code"] for e in errors] == ["ENTITY_NOT_FOUND"] * len(errors)
     assert kgrag("entities", "merges") == {"merges": []}  # the refused merge logged nothing
@@ -103,7 +104,10 @@ def test_unknown_entities_and_merges_exit_2_with_a_code(kgrag: Kgrag, env: dict[
     [
         (
             ("entities",),
-            ("show", "neighbors", "resolve", "merge", "split", "merges", "review", "decide", "resolve-pass"),
+            (
+                *("show", "neighbors", "resolve", "merge", "split", "split-mentions"),
+                *("merges", "review", "decide", "resolve-pass"),
+            ),
         ),
         (("entities", "show"), ("{entity_id}", "--principal", "--group", "--admin", "--json", "evidence")),
         (("entities", "neighbors"), ("--relation", "--depth", "--limit", "hub")),

@@ -207,6 +207,7 @@ def test_tokens_scopes_unknown_ids_and_bad_input(client: TestClient) -> None:
     admin = [
         ("POST", "/v1/admin/entities/merge", {"entity_ids": ["ent_a", "ent_b"], "reason": "r"}),
         ("POST", "/v1/admin/entities/split", {"merge_id": "mrg_x"}),
+        ("POST", "/v1/admin/entities/split-mentions", {"entity_id": "ent_x", "doc_ids": ["d"], "reason": "r"}),
         ("GET", "/v1/admin/entities/merges", None),
         ("GET", "/v1/admin/entities/review-queue", None),
         ("POST", "/v1/admin/entities/review", {"a": "ent_a", "b": "ent_b", "same": True}),
@@ -225,6 +226,7 @@ def test_tokens_scopes_unknown_ids_and_bad_input(client: TestClient) -> None:
         ("GET", "/v1/entities/ent_nope", None),
         ("GET", "/v1/entities/ent_nope/neighbors", None),
         ("POST", "/v1/admin/entities/split", {"merge_id": "mrg_nope"}),
+        ("POST", "/v1/admin/entities/split-mentions", {"entity_id": "ent_nope", "doc_ids": ["d"], "reason": "r"}),
         ("POST", "/v1/admin/entities/review", {"a": "ent_a", "b": "ent_b", "same": False}),
         ("POST", "/v1/admin/entities/merge", {"entity_ids": ["ent_a", "ent_b"], "reason": "typo"}),
     ]:
@@ -249,6 +251,9 @@ def test_tokens_scopes_unknown_ids_and_bad_input(client: TestClient) -> None:
         ("/v1/admin/entities/merge", {"entity_ids": ["ent_a", "ent_b"]}),
         ("/v1/admin/entities/review", {"a": "ent_a", "b": "ent_b"}),
         ("/v1/admin/entities/split", {}),
+        ("/v1/admin/entities/split-mentions", {"entity_id": "ent_a", "doc_ids": [], "reason": "r"}),
+        ("/v1/admin/entities/split-mentions", {"entity_id": "ent_a", "doc_ids": ["d", "d"], "reason": "r"}),
+        ("/v1/admin/entities/split-mentions", {"entity_id": "ent_a", "doc_ids": ["d"]}),
     ]:
         invalid = client.post(path, json=body, headers=ADMIN)
         assert invalid.status_code == 422 and invalid.json()["error"]["code"] == "MALFORMED_EVENT", (path, body)
@@ -262,7 +267,7 @@ def test_openapi_lists_the_entity_paths(client: TestClient) -> None:
     neighbors = paths["/v1/entities/{entity_id}/neighbors"]["get"]
     assert {"relation", "depth", "limit"} <= {p["name"] for p in neighbors["parameters"]}
     assert "post" in paths["/v1/entities/resolve"]
-    for path in ("merge", "split", "review", "resolution"):
+    for path in ("merge", "split", "split-mentions", "review", "resolution"):
         assert "post" in paths[f"/v1/admin/entities/{path}"], path
     for path in ("merges", "review-queue"):
         assert "get" in paths[f"/v1/admin/entities/{path}"], path

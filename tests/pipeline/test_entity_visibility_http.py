@@ -155,6 +155,38 @@ def test_records_sharing_an_email_show_the_outsider_only_the_public_record(clien
     assert admin.status_code == 200 and SECRET_USER in admin.text
 
 
+# Dana Okafor (public record, user id) and Dana Lee (public record, e-mail) are one person only by an HR record
+# that carries both the e-mail and the user id: resolution merges them on the shared user id.
+MERGE_RECORDS = [
+    {"id": "p-okafor", "title": "Person", "source": "records",
+     "record": {"type": "person", "fields": {"name": "Dana Okafor", "user_id": "dana.okafor"}}},
+    {"id": "p-lee", "title": "Person", "source": "records",
+     "record": {"type": "person", "fields": {"name": "Dana Lee", "email": "dana.lee@northwind.example"}}},
+    {"id": "p-lee-hr", "title": "Person (HR)", "source": "records", "acl": {"groups": ["hr"]},
+     "record": {"type": "person", "fields": {"name": "Dana Lee", "email": "dana.lee@northwind.example",
+                                            "user_id": "dana.okafor"}}},
+]  # fmt: skip
+
+
+def test_a_merge_only_restricted_evidence_supports_is_not_shown_to_an_outsider(
+    tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder
+) -> None:
+    with serving(tmp_path, pg_dsn, embedder, MERGE_RECORDS) as c:
+        # Positive control: HR readers and admins see one person under both names, both records its members.
+        for insider in (READER, ADMIN):
+            [lee], [okafor] = resolve(c, "Dana Lee", insider), resolve(c, "Dana Okafor", insider)
+            assert lee["entity_id"] == okafor["entity_id"] and len(lee["members"]) == 2, (lee, okafor)
+        # The outsider sees both public records, and nothing that ties them: two entities, each its own.
+        [lee], [okafor] = resolve(c, "Dana Lee", OUTSIDER), resolve(c, "Dana Okafor", OUTSIDER)
+        assert lee["entity_id"] != okafor["entity_id"]
+        assert (lee["members"], okafor["members"]) == ([lee["entity_id"]], [okafor["entity_id"]])
+        for shown, other in ((lee, "Dana Okafor"), (okafor, "Dana Lee")):
+            body = c.get(f"/v1/entities/{shown['entity_id']}", headers=OUTSIDER)
+            assert body.status_code == 200 and other not in body.text and other not in json.dumps(shown)
+            assert shown["aliases"] == [shown["name"]]
+        assert ["user_id", "dana.okafor"] not in lee["strong_ids"]
+
+
 @pytest.fixture
 def hub_client(tmp_path: Path, pg_dsn: str, embedder: OnnxMiniLmEmbedder) -> Iterator[TestClient]:
     with serving(tmp_path, pg_dsn, embedder, HUB_RECORDS) as c:

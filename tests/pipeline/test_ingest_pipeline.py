@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from kgrag_adapters.connectors import iter_path
 from kgrag_core.acl import Caller
 from kgrag_core.documents import DocumentStatus
 from kgrag_core.errors import ErrorCode, KgragError
@@ -115,6 +118,34 @@ def test_bad_documents_get_codes_and_lose_nothing_else(kg: KgragApp) -> None:
     assert kg.searcher.documents.get_document("fresh") is not None
     logged = {o.doc_id: o.error_code for o in kg.ingest_log.recent_outcomes(20) if o.error_code}
     assert logged["empty"] is ErrorCode.EMPTY_DOCUMENT
+
+
+def test_a_connector_document_with_a_control_character_in_title_or_uri_is_rejected_alone(
+    kg: KgragApp, tmp_path: Path
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "nul-title.md").write_text('---\ntitle: "Q3\\0plan"\n---\n# Plan\n\nPallets.\n', encoding="utf-8")
+    (folder / "good.md").write_text("# Good\n\nA good note about pallets.\n", encoding="utf-8")
+    lines = [
+        {"id": "bad-uri", "title": "Bad uri", "uri": "wiki://a\u0007b", "text": "Pallets and forklifts."},
+        {"id": "bad-title", "title": "Bad\u0000title", "text": "Pallets and forklifts."},
+        {"id": "good-line", "title": "Good line", "text": "Pallets and forklifts."},
+    ]
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    outcomes = kg.ingest([*iter_path(folder), *iter_path(records)])
+    codes = {o.doc_id: o.error_code for o in outcomes}
+    assert codes == {
+        "nul-title.md": ErrorCode.MALFORMED_EVENT,
+        "bad-uri": ErrorCode.MALFORMED_EVENT,
+        "bad-title": ErrorCode.MALFORMED_EVENT,
+        "good.md": None,
+        "good-line": None,
+    }, [o.as_dict() for o in outcomes]
+    documents = kg.searcher.documents
+    assert documents.get_document("good.md") is not None and documents.get_document("good-line") is not None
+    assert all(documents.get_document(d) is None for d in ("nul-title.md", "bad-uri", "bad-title"))
 
 
 def test_malformed_event_goes_to_the_dead_letter_topic_and_the_partition_moves_on(kg: KgragApp) -> None:

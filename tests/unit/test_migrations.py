@@ -25,6 +25,7 @@ ALL = [
     "0008_duplicates_outlive_representatives",
     "0009_content_keys",
     "0010_sealed_names",
+    "0011_namesakes",
     "0013_query_traces",
     "0014_chunk_embedding_keys",
     "0015_eval_runs",
@@ -61,6 +62,8 @@ TABLES = {
     "query_traces",
     "query_feedback",
     "eval_runs",
+    "er_split_log",
+    "er_senses",
 }
 
 

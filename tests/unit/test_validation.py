@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pytest
 
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.validation import decode_body, parse_timestamp, validate_doc_id
+from kgrag_core.validation import decode_body, parse_timestamp, validate_doc_id, validate_label
 
 
 def code_of(excinfo: pytest.ExceptionInfo[KgragError]) -> ErrorCode:
@@ -93,3 +93,15 @@ def test_parse_timestamp() -> None:
             parse_timestamp(bad, field="published_at")
         assert code_of(excinfo) is ErrorCode.MALFORMED_EVENT
         assert "published_at" in excinfo.value.message
+
+
+@pytest.mark.parametrize("bad", ["Q3\x00plan", "a\x01b", "tab\there", "line\u2028sep", "a\ud800b"])
+def test_a_title_or_uri_with_a_control_character_is_malformed_like_a_doc_id(bad: str) -> None:
+    with pytest.raises(KgragError) as excinfo:
+        validate_label(bad, field="title")
+    assert code_of(excinfo) is ErrorCode.MALFORMED_EVENT and "title" in excinfo.value.message
+
+
+def test_ordinary_titles_and_uris_pass_unchanged() -> None:
+    for good in ("", "Q3 plan: Café 中文 👩‍💻", "file:///srv/docs/a%00b.md", "wiki://x/y?z=1#L2"):
+        assert validate_label(good, field="uri") == good

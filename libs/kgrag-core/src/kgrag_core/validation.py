@@ -77,6 +77,20 @@ def validate_doc_id(doc_id: str) -> str:
     return doc_id
 
 
+def validate_label(value: str, *, field: str) -> str:
+    """Return a document's `title` or `uri` unchanged, or raise MALFORMED_EVENT (as for a document ID) when it
+    holds a NUL or another control character, a lone surrogate or a line/paragraph separator: they corrupt
+    logs, listings and links, and PostgreSQL refuses NUL, which would fail the whole batch's commit."""
+    for position, char in enumerate(value):
+        if unicodedata.category(char) in FORBIDDEN_ID_CATEGORIES:
+            raise KgragError(
+                ErrorCode.MALFORMED_EVENT,
+                f"The document's {field} has a control character (U+{ord(char):04X}) at position {position}.",
+                hint=f"Remove control characters from the {field}.",
+            )
+    return value
+
+
 def validate_principal_name(name: str, *, field: str = "principal") -> str:
     """Return a user or group name unchanged if it may name a principal, else raise INVALID_PRINCIPAL.
 

@@ -15,7 +15,15 @@ from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.events import EntitiesChanged
 from kgrag_core.extraction.identity import normalise_name
-from kgrag_core.graph.model import DecisionKind, Edge, EntitySummary, MergeRecord, PairDecision, hub_not_passed
+from kgrag_core.graph.model import (
+    DecisionKind,
+    Edge,
+    EntitySummary,
+    MergeRecord,
+    PairDecision,
+    SenseSplit,
+    hub_not_passed,
+)
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.ports import AclStore
 from kgrag_core.resolution.service import ResolutionService
@@ -152,6 +160,15 @@ class GraphAdmin:
         self._announce(record, "split")
         return merge_as_dict(record)
 
+    @writes
+    def split_mentions(self, entity_id: str, doc_ids: Sequence[str], *, reason: str = "") -> dict[str, object]:
+        """Namesakes: the entity's mentions in `doc_ids` stand for another entity; logged, kept apart from
+        it by resolution, re-applied whenever those documents are extracted again."""
+        split = self.store.split_mentions(entity_id, doc_ids, decided_by="override", reason=reason)
+        if self.announce is not None:
+            self.announce(EntitiesChanged(entity_ids=[split.from_id, split.entity_id], reason="split"))
+        return split_as_dict(split)
+
     def _announce(self, record: MergeRecord, reason: str) -> None:
         if self.announce is not None:
             self.announce(EntitiesChanged(entity_ids=[record.canonical_id, *record.members], reason=reason))
@@ -174,6 +191,9 @@ class GraphAdmin:
         for canonical, members in sorted(report.merged.items()):
             if self.announce is not None:
                 self.announce(EntitiesChanged(entity_ids=[canonical, *members], reason="merge"))
+        for split in report.splits:
+            if self.announce is not None:
+                self.announce(EntitiesChanged(entity_ids=[split.from_id, split.entity_id], reason="split"))
         if self.announce is not None:
             self.announce(EntitiesChanged(reason="hubs", hubs=True))
         return report.as_dict()
@@ -243,4 +263,16 @@ def merge_as_dict(record: MergeRecord) -> dict[str, object]:
         "decided_by": record.decided_by,
         "reverted": record.reverted,
         "basis": [pair_as_dict(p) for p in record.basis],
+    }
+
+
+def split_as_dict(split: SenseSplit) -> dict[str, object]:
+    return {
+        "split_id": split.split_id,
+        "from_id": split.from_id,
+        "entity_id": split.entity_id,
+        "doc_ids": list(split.doc_ids),
+        "decided_by": split.decided_by,
+        "reason": split.reason,
+        "basis": [pair_as_dict(p) for p in split.basis],
     }

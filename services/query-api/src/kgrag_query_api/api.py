@@ -72,7 +72,9 @@ _STATUS = {
     ErrorCode.DATA_DIR_LOCKED: 503,
     ErrorCode.INSUFFICIENT_EVIDENCE: 422,
     ErrorCode.UNSUPPORTED_FILE_TYPE: 415,
-    ErrorCode.CONFIGURATION_INVALID: 500,
+    # A feature this server runs without (the knowledge graph switched off): not the client's fault, and no
+    # server fault either; 503 is documented on every operation, a 500 would read as a crash.
+    ErrorCode.CONFIGURATION_INVALID: 503,
     ErrorCode.ONTOLOGY_INVALID: 422,
     ErrorCode.RUN_NOT_FOUND: 404,
     ErrorCode.ENTITY_NOT_FOUND: 404,

@@ -15,7 +15,13 @@ from kgrag_core.acl import Caller
 from kgrag_query_api.auth import Principal
 from kgrag_query_api.patterns import KEY, MAX_KEY_CHARS, TEXT, check
 from kgrag_query_api.responses import AUTHENTICATED, errors
-from kgrag_query_api.schemas import EntityMergeRequest, EntityResolveRequest, EntityReviewRequest, EntitySplitRequest
+from kgrag_query_api.schemas import (
+    EntityMergeRequest,
+    EntityResolveRequest,
+    EntityReviewRequest,
+    EntitySplitMentionsRequest,
+    EntitySplitRequest,
+)
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.background import BackgroundRuns
 from kgrag_runtime.graph_admin import MAX_DEPTH, MAX_LIMIT, GraphAdmin
@@ -87,6 +93,14 @@ def entity_router(
         """Revert a merge: its members get back their own aliases, facts and neighbours."""
         who.require("admin")
         out: dict[str, Any] = call(lambda g: g.split(body.merge_id))
+        return out
+
+    @router.post("/admin/entities/split-mentions", responses=errors(404))
+    def split_mentions(body: EntitySplitMentionsRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
+        """Separate namesakes: the entity's mentions (and facts) in `doc_ids` become an entity of their own.
+        Logged with the reason; kept through re-ingests, ACL changes and re-extractions; undone by a merge."""
+        who.require("admin")
+        out: dict[str, Any] = call(lambda g: g.split_mentions(body.entity_id, body.doc_ids, reason=body.reason))
         return out
 
     @router.get("/admin/entities/merges")

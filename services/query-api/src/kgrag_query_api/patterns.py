@@ -62,6 +62,12 @@ BODY_TEXT = f"^[^{_FORBIDDEN_IN_TEXT}]*[^{_FORBIDDEN_IN_TEXT}{_SPACE}\\ufeff][^{
 OPTIONAL_TEXT = f"^[^{_FORBIDDEN_IN_TEXT}]*{_END}"
 """Free text that may be empty or blank (a title)."""
 
+LABEL = f"^[^{_FORBIDDEN_IN_IDS}]*{_END}"
+"""A document's title or uri, as `kgrag_core.validation.validate_label` accepts it: no control characters."""
+
+SOURCE = f"^[^{_FORBIDDEN_IN_IDS}]*[^{_FORBIDDEN_IN_IDS}{_SPACE}][^{_FORBIDDEN_IN_IDS}]*{_END}"
+"""A document's source: not blank, no control characters (it is also the default uri's scheme)."""
+
 KEY = f"^[A-Za-z0-9][A-Za-z0-9_.:-]*{_END}"
 """A server-made identifier: entity, merge and run IDs (ent_…, mrg_…, run-…)."""
 

@@ -29,9 +29,11 @@ from kgrag_query_api.patterns import (
     BODY_TEXT,
     DOC_ID,
     KEY,
+    LABEL,
     MAX_DOC_ID,
     MAX_KEY_CHARS,
     OPTIONAL_TEXT,
+    SOURCE,
     TEXT,
     check,
     has_lone_surrogate,
@@ -108,9 +110,9 @@ class AskRequest(_Strict):
 
 class _IngestFields(_Strict):
     doc_id: str = Field(min_length=1, max_length=MAX_DOC_ID, pattern=DOC_ID)
-    source: str = Field("api", min_length=1, max_length=128, pattern=TEXT)
-    title: str = Field(max_length=1024, pattern=OPTIONAL_TEXT)
-    uri: str | None = Field(None, max_length=4096, pattern=OPTIONAL_TEXT)
+    source: str = Field("api", min_length=1, max_length=128, pattern=SOURCE)
+    title: str = Field(max_length=1024, pattern=LABEL)
+    uri: str | None = Field(None, max_length=4096, pattern=LABEL)
     acl: Any = Field(None, description=_ACL_DESCRIPTION)
     modified_at: datetime | None = None
     media_type: str = Field("text/markdown", min_length=1, max_length=128, pattern=TEXT)
@@ -222,6 +224,23 @@ class EntityMergeRequest(_Strict):
 
 class EntitySplitRequest(_Strict):
     merge_id: str = _ENTITY_ID
+
+
+class EntitySplitMentionsRequest(_Strict):
+    """Namesakes: the entity's mentions in these documents stand for another entity (a sense of its own)."""
+
+    entity_id: str = _ENTITY_ID
+    doc_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_DOC_ID, pattern=DOC_ID)]] = Field(
+        min_length=1, max_length=100, description="Documents naming it.", json_schema_extra={"uniqueItems": True}
+    )
+    reason: str = Field(min_length=1, max_length=1000, pattern=TEXT)
+
+    @field_validator("doc_ids")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("the document ids must be distinct")
+        return value
 
 
 class EntityReviewRequest(_Strict):

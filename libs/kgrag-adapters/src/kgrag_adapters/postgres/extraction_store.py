@@ -340,10 +340,19 @@ class PostgresExtractionStore(PostgresStore):
             # deterministically, so quote_key still recognises a repeated quote.
             quote_sealers = {d: self.cipher.sealer(d, deterministic=True) for d in sorted(set(live.values()))}
             sealers = {d: self.cipher.sealer(d) for d in sorted(set(live.values()))}
-            facts = _Facts(self._id_key())
+            # A split (0011_namesakes) keys a document's mentions of a name into their sense's entity again.
+            senses = {
+                (r[0], r[1]): r[2]
+                for r in conn.execute(
+                    "SELECT group_id, doc_id, entity_id FROM er_senses WHERE doc_id = ANY(%s)",
+                    (sorted(set(live.values())),),
+                )
+            }
+            facts = _Facts(self._id_key(), senses)
             for result in latest.values():
                 if result.chunk_id in live:
-                    facts.add(result, quote_sealers[live[result.chunk_id]])
+                    doc_id = live[result.chunk_id]
+                    facts.add(result, quote_sealers[doc_id], doc_id)
             with conn.cursor() as cur:
                 # A result whose chunk is gone is not cached: its text may belong to a deleted document.
                 cache = [
@@ -713,8 +722,9 @@ class _Facts:
     installation key (migration 0010); the entity row holds blind indexes only.
     """
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, senses: Mapping[tuple[str, str], str] | None = None) -> None:
         self.key = key
+        self.senses = senses or {}  # (group id, doc id) -> the sense's entity id
         self.entities: dict[str, tuple[str, str, list[str], list[list[str]]]] = {}
         # (chunk, entity, name, quote) -> the mention's row but for its merged confidence and identifiers
         self.mentions: dict[tuple[str, str, str, str], tuple[Row, float, set[tuple[str, str]]]] = {}
@@ -731,8 +741,9 @@ class _Facts:
             found = self._blinded[name] = (name_key(self.key, name), name_token_keys(self.key, name))
         return found
 
-    def _entity(self, entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = ()) -> str:
-        key = entity_id(entity_type, name, strong_ids, key=self.key)
+    def _entity(self, doc_id: str, entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]] = ()) -> str:
+        group = entity_id(entity_type, name, strong_ids, key=self.key)
+        key = self.senses.get((group, doc_id), group)
         blinded = strong_id_keys(self.key, strong_ids)
         known = self.entities.get(key)
         if known is None:
@@ -742,14 +753,14 @@ class _Facts:
         self.entities[key] = (known[0], known[1], known[2], [[k, v] for k, v in merged])
         return key
 
-    def add(self, result: ChunkExtraction, seal: Sealer) -> None:
+    def add(self, result: ChunkExtraction, seal: Sealer, doc_id: str) -> None:
         tier = int(result.tier)
         chunk = result.chunk_id
         # A relation endpoint or claim subject named like a mention of this chunk that carries a strong ID
         # is that entity: the item names it by surface form only.
         local: dict[tuple[str, str], str] = {}
         for m in result.entities:
-            ent = self._entity(m.type, m.name, m.strong_ids)
+            ent = self._entity(doc_id, m.type, m.name, m.strong_ids)
             local.setdefault((m.type, normalise_name(m.name)), ent)
             known = self.mentions.get((chunk, ent, m.name, m.quote))
             if known is None:
@@ -769,7 +780,7 @@ class _Facts:
             )
 
         def resolve(entity_type: str, name: str) -> str:
-            return local.get((entity_type, normalise_name(name))) or self._entity(entity_type, name)
+            return local.get((entity_type, normalise_name(name))) or self._entity(doc_id, entity_type, name)
 
         for r in result.relations:
             subject, obj = resolve(r.subject_type, r.subject), resolve(r.object_type, r.object)

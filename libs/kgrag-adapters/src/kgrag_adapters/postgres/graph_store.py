@@ -28,6 +28,7 @@ from psycopg.types.json import Jsonb
 
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore, _cardinality
 from kgrag_adapters.postgres.merge_clusters import lock_merge_log, recluster
+from kgrag_adapters.postgres.senses import kept_apart, split_off
 from kgrag_adapters.postgres.store import Row
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import COMPETING_MODALITIES, timeline
@@ -37,11 +38,15 @@ from kgrag_core.extraction.records import ClaimRecord
 from kgrag_core.graph.clusters import ClusterView, MemberRow, cluster_views, summaries
 from kgrag_core.graph.model import (
     DecisionKind,
+    DocumentProfile,
     Edge,
     EntityProfile,
     EntitySummary,
     MergeRecord,
     PairDecision,
+    ScopedEvidence,
+    SenseSplit,
+    document_profile,
 )
 from kgrag_core.shredding import open_text
 
@@ -66,10 +71,16 @@ _ENTITY_VISIBLE: LiteralString = (
     " JOIN chunks c ON c.chunk_id = cv.chunk_id" + _SEES + " AND cl.entity_id = e.entity_id))"
 )
 
+# The canonical mapping as this caller may see it: a member whose merge rests on evidence of classes the caller
+# does not all hold stands alone (docs/security.md, section 1). Resolution reads er_canonical itself.
+_CANON: LiteralString = (
+    "(SELECT x.entity_id, x.canonical_id FROM er_canonical x WHERE %(admin)s OR x.requires <@ %(acl)s::text[])"
+)
+
 # (canonical id, member id) for every canonical id in %(ids)s: the id itself and what maps to it.
 _MEMBERS_CTE: LiteralString = (
     "mb AS (SELECT k.cid, k.cid AS entity_id FROM unnest(%(ids)s::text[]) AS k(cid)"
-    " UNION SELECT ec.canonical_id, ec.entity_id FROM er_canonical ec WHERE ec.canonical_id = ANY(%(ids)s::text[]))"
+    " UNION SELECT ec.canonical_id, ec.entity_id FROM " + _CANON + " ec WHERE ec.canonical_id = ANY(%(ids)s::text[]))"
 )
 
 # A name visible evidence gives kg_entities row `e`, as {sealed name, its document id}: its most confident
@@ -131,8 +142,11 @@ _EDGE_GROUPS: LiteralString = (
     " r.polarity, r.modality, r.valid_from, max(r.valid_to), array_agg(DISTINCT ev.chunk_id),"
     " max(ev.confidence), max((c.doc_time AT TIME ZONE 'UTC')::date), count(DISTINCT ev.chunk_id),"
     " min((c.doc_time AT TIME ZONE 'UTC')::date)"
-    " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
-    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " FROM rel r LEFT JOIN "
+    + _CANON
+    + " cs ON cs.entity_id = r.subject_id LEFT JOIN "
+    + _CANON
+    + " co ON co.entity_id = r.object_id"
     " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
     + _SEES
     + " AND (%(relations)s::text[] IS NULL OR r.relation = ANY(%(relations)s::text[]))"
@@ -153,8 +167,11 @@ _DEGREE_TAIL: LiteralString = (
 _EDGE_KEYS: LiteralString = (
     " SELECT DISTINCT COALESCE(cs.canonical_id, r.subject_id) AS s, r.relation, COALESCE(co.canonical_id, r.object_id)"
     " AS o, r.polarity, r.modality, r.valid_from"
-    " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
-    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " FROM rel r LEFT JOIN "
+    + _CANON
+    + " cs ON cs.entity_id = r.subject_id LEFT JOIN "
+    + _CANON
+    + " co ON co.entity_id = r.object_id"
     " WHERE EXISTS (SELECT 1 FROM kg_relation_evidence ev JOIN chunks c ON c.chunk_id = ev.chunk_id"
     + _SEES
     + " AND ev.relation_id = r.relation_id)"
@@ -196,8 +213,11 @@ _VISIBLE_EDGE_ROWS: LiteralString = (
     " UNION ALL SELECT r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id)"
     " SELECT COALESCE(cs.canonical_id, r.subject_id), r.relation, COALESCE(co.canonical_id, r.object_id),"
     " r.polarity, r.modality, r.valid_from"
-    " FROM rel r LEFT JOIN er_canonical cs ON cs.entity_id = r.subject_id"
-    " LEFT JOIN er_canonical co ON co.entity_id = r.object_id"
+    " FROM rel r LEFT JOIN "
+    + _CANON
+    + " cs ON cs.entity_id = r.subject_id LEFT JOIN "
+    + _CANON
+    + " co ON co.entity_id = r.object_id"
     " WHERE EXISTS (SELECT 1 FROM kg_relation_evidence ev JOIN chunks c ON c.chunk_id = ev.chunk_id"
     + _SEES
     + " AND ev.relation_id = r.relation_id) LIMIT %(rows)s"
@@ -296,6 +316,49 @@ _PROFILE_NEIGHBOURS: LiteralString = (
 )
 
 _CONTEXT_QUOTES = 3
+# Per entity and ACL class: the mention names and identifiers that class's chunks give it (sealed, with their
+# documents: 0010_sealed_names), and whether only relation or claim evidence names it there (then by the
+# profile's name): which reader may be shown a merge.
+_PROFILE_SCOPES: LiteralString = (
+    "WITH ev AS (SELECT m.entity_id, c.acl_class_id, m.name, m.strong_ids, c.doc_id FROM kg_mentions m"
+    " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " AND (%(every)s OR m.entity_id = ANY(%(ids)s::text[]))"
+    " UNION ALL SELECT e.entity_id, c.acl_class_id, NULL::bytea, NULL::bytea, c.doc_id FROM kg_entities e"
+    " JOIN kg_relations r ON e.entity_id IN (r.subject_id, r.object_id)"
+    " JOIN kg_relation_evidence rv ON rv.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = rv.chunk_id"
+    + _SEES
+    + " AND (%(every)s OR e.entity_id = ANY(%(ids)s::text[]))"
+    " UNION ALL SELECT cl.entity_id, c.acl_class_id, NULL::bytea, NULL::bytea, c.doc_id FROM kg_claims cl"
+    " JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id JOIN chunks c ON c.chunk_id = cv.chunk_id"
+    + _SEES
+    + " AND (%(every)s OR cl.entity_id = ANY(%(ids)s::text[])))"
+    " SELECT ev.entity_id, ev.acl_class_id,"
+    " array_agg(ev.name) FILTER (WHERE ev.name IS NOT NULL), array_agg(ev.doc_id) FILTER (WHERE ev.name IS NOT NULL),"
+    " array_agg(ev.strong_ids) FILTER (WHERE ev.strong_ids IS NOT NULL),"
+    " array_agg(ev.doc_id) FILTER (WHERE ev.strong_ids IS NOT NULL)"
+    " FROM ev GROUP BY ev.entity_id, ev.acl_class_id ORDER BY 1, 2"
+)
+
+
+# Per (entity, document) for entities named in two documents or more: names, mentions, quotes and strong
+# identifiers (namesakes), sealed under the document's key and opened in Python (0010_sealed_names).
+_DOCUMENT_MENTIONS: LiteralString = (
+    "WITH m AS (SELECT m.*, c.doc_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id"
+    + _SEES
+    + " AND m.entity_id = ANY(%(ids)s::text[])),"
+    " many AS (SELECT entity_id FROM m GROUP BY entity_id HAVING count(DISTINCT doc_id) > 1)"
+    " SELECT m.entity_id, m.doc_id, array_agg(DISTINCT m.name), count(*),"
+    " (array_agg(m.quote ORDER BY m.confidence DESC, m.chunk_id, m.quote))[1:10],"
+    " array_agg(m.strong_ids) FILTER (WHERE m.strong_ids IS NOT NULL)"
+    " FROM m JOIN many USING (entity_id) GROUP BY m.entity_id, m.doc_id ORDER BY 1, 2"
+)
+
+_DOCUMENT_ATTRIBUTES: LiteralString = (
+    "SELECT DISTINCT cl.entity_id, c.doc_id, cl.attribute, cv.value FROM kg_claims cl"
+    " JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id JOIN chunks c ON c.chunk_id = cv.chunk_id"
+    + _SEES
+    + " AND cl.entity_id = ANY(%(ids)s::text[])"
+    " AND cl.polarity = 'positive' AND cl.modality = ANY(%(modalities)s::text[])"
+)
 
 # The chunks whose cached vectors make an entity's context vector: distinct embedding keys (two chunks with
 # one text have one vector), ranked like the profile's quotes (its most confident mention first), every
@@ -337,7 +400,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         params = {**_acl(acl_class_ids), "names": list(norm_of)}
         with self._reading() as conn:
             hits = conn.execute(_NAMED, params).fetchall()
-            canonical = _canonical(conn, [h[1] for h in hits])
+            canonical = _canonical(conn, [h[1] for h in hits], acl_class_ids)
             clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
             summaries = _summarise(conn, clusters, acl_class_ids)
         for blinded, raw in hits:
@@ -359,7 +422,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         acl = _acl(acl_class_ids)
         with self._reading() as conn:
             visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**acl, "ids": ids})]
-            canonical = _canonical(conn, visible)
+            canonical = _canonical(conn, visible, acl_class_ids)
             thresholds = _hub_thresholds(conn, list(set(canonical.values())))
             hubs = {cid for cid, cap in sorted(thresholds.items()) if _visible_degree_reaches(conn, cid, cap, acl)}
         return {given for given, cid in canonical.items() if cid in hubs}
@@ -368,7 +431,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         """The entity's cluster as this caller sees it, or None when no visible evidence names `entity_id`
         itself (whatever its cluster's other members), exactly as for an id that does not exist."""
         with self._reading() as conn:
-            cid = _canonical(conn, [entity_id])[entity_id]
+            cid = _canonical(conn, [entity_id], acl_class_ids)[entity_id]
             clusters = self._clusters(conn, [cid], acl_class_ids)
             view = clusters.get(cid)
             if view is None or entity_id not in view.members:
@@ -392,7 +455,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         with self._reading() as conn:
             if not conn.execute(_VISIBLE_IDS, {**_acl(acl_class_ids), "ids": [entity_id]}).fetchall():
                 return []
-            cid = _canonical(conn, [entity_id])[entity_id]
+            cid = _canonical(conn, [entity_id], acl_class_ids)[entity_id]
             params = {
                 **_acl(acl_class_ids),
                 "ids": [cid],
@@ -416,9 +479,9 @@ class PostgresGraphStore(PostgresExtractionStore):
             return []
         with self._reading() as conn:
             visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**_acl(acl_class_ids), "ids": list(entity_ids)})]
-            canonical = _canonical(conn, visible)
+            canonical = _canonical(conn, visible, acl_class_ids)
             cids = list(dict.fromkeys(canonical.values()))
-            members = _members(conn, cids)
+            members = _members(conn, cids, acl_class_ids)
             owner = {m: cid for cid, ms in members.items() for m in ms}
             params = {**_acl(acl_class_ids), "members": list(owner)}
             rows = conn.execute(_CLAIMS_OF, params).fetchall()
@@ -466,6 +529,11 @@ class PostgresGraphStore(PostgresExtractionStore):
                 opened_attributes.setdefault(ent, set()).add((attribute, self._text(doc, bytes(value))))
             attributes = {ent: sorted(pairs) for ent, pairs in opened_attributes.items()}
             neighbours = {r[0]: tuple(r[1]) for r in conn.execute(_PROFILE_NEIGHBOURS, params)}
+            scoped: dict[str, list[tuple[str, list[str], tuple[tuple[str, str], ...]]]] = {}
+            for ent, acl_class, names, name_docs, ids, id_docs in conn.execute(_PROFILE_SCOPES, params):
+                opened_names = {self._text(d, bytes(n)) for n, d in zip(names or (), name_docs or (), strict=True)}
+                opened_names.discard("")
+                scoped.setdefault(ent, []).append((acl_class, sorted(opened_names), self._opened_ids(ids, id_docs)))
         out: list[EntityProfile] = []
         for ent, entity_type, sealed_name in entities:
             m = mentions.get(ent)
@@ -487,6 +555,10 @@ class PostgresGraphStore(PostgresExtractionStore):
                     neighbours=tuple(n for n in neighbours.get(ent, ()) if n != ent),
                     context=" … ".join(quotes),
                     mentions=int(m[3]) if m else 0,
+                    scopes=tuple(
+                        ScopedEvidence(acl_class, tuple(sorted(names or [name])), ids)
+                        for acl_class, names, ids in scoped.get(ent, ())
+                    ),
                 )
             )
         return out
@@ -513,6 +585,50 @@ class PostgresGraphStore(PostgresExtractionStore):
             }
         out = {entity: [vectors[k] for k in ks if k in vectors] for entity, ks in keys.items()}
         return {entity: vs for entity, vs in out.items() if vs}
+
+    def document_profiles(self, entity_ids: Sequence[str]) -> list[DocumentProfile]:
+        """One profile per document for each of these entities named in two documents or more (as
+        `profiles`, every ACTIVE document whatever its ACL: resolution is global)."""
+        if not entity_ids:
+            return []
+        params: dict[str, Any] = {
+            **_acl(None),
+            "every": False,
+            "ids": list(entity_ids),
+            "modalities": sorted(m.value for m in COMPETING_MODALITIES),
+        }
+        with self._reading() as conn:
+            rows = conn.execute(_DOCUMENT_MENTIONS, params).fetchall()
+            if not rows:
+                return []
+            # Every document's profile takes the entity's name as `profiles` gives it (the entity row has
+            # none); a document's other surface forms are its aliases.
+            named = {**params, "ids": sorted({r[0] for r in rows})}
+            kinds = {r[0]: (r[1], self._opened_pair(r[2])) for r in conn.execute(_PROFILE_ENTITIES, named)}
+            opened_attributes: dict[tuple[str, str], set[tuple[str, str]]] = {}
+            for ent, doc, attribute, value in conn.execute(_DOCUMENT_ATTRIBUTES, params):
+                opened_attributes.setdefault((ent, doc), set()).add((attribute, self._text(doc, bytes(value))))
+        attributes = {k: sorted(pairs) for k, pairs in opened_attributes.items()}
+        out: list[DocumentProfile] = []
+        for ent, doc, names, count, quotes, sealed_ids in rows:
+            if ent not in kinds:
+                continue
+            entity_type, name = kinds[ent]
+            norm = normalise_name(name)
+            opened = list(dict.fromkeys(self._text(doc, bytes(q)) for q in quotes))[:_CONTEXT_QUOTES]
+            surface = {self._text(doc, bytes(n)) for n in names}
+            profile = EntityProfile(
+                entity_id=ent,
+                type=entity_type,
+                name=name,
+                aliases=tuple(sorted(n for n in surface if n and normalise_name(n) != norm)),
+                strong_ids=self._opened_ids(sealed_ids, [doc] * len(sealed_ids or ())),
+                attributes=tuple(attributes.get((ent, doc), ())),
+                context=" … ".join(opened),
+                mentions=int(count),
+            )
+            out.append(document_profile(ent, doc, profile))
+        return out
 
     def entities_near_documents(self, doc_ids: Sequence[str]) -> list[str]:
         if not doc_ids:
@@ -588,6 +704,40 @@ class PostgresGraphStore(PostgresExtractionStore):
                 )
                 recluster(conn, list(row[6]))
         return dataclasses.replace(_merge(row), reverted=True)
+
+    def split_mentions(
+        self,
+        entity_id: str,
+        doc_ids: Sequence[str],
+        *,
+        decided_by: str = "override",
+        reason: str = "",
+        basis: Sequence[PairDecision] = (),
+    ) -> SenseSplit:
+        """Separate the entity's mentions in `doc_ids` into a sense of their own (a namesake), logged.
+
+        ENTITY_NOT_FOUND for an unknown entity; INVALID_QUERY for a document that does not name it, or a split
+        that would leave nothing behind. The same split again changes nothing and returns the same sense.
+        """
+        if decided_by not in ("auto", "override"):
+            raise ValueError(f"a split is decided by auto or override, not {decided_by!r}")
+        with self._lease, self._conn.transaction():
+            split = split_off(
+                self._conn,
+                self._id_key(),
+                self.cipher,
+                entity_id,
+                doc_ids,
+                decided_by=decided_by,
+                reason=reason,
+                basis_json=[_decision_to_dict(d) for d in basis],
+            )
+        return dataclasses.replace(split, basis=tuple(basis))
+
+    def kept_apart(self) -> list[tuple[str, str]]:
+        """Pairs resolution must not merge on its own: each split's entity and the sense split off it."""
+        with self._lease:
+            return kept_apart(self._conn)
 
     def merge_log(self, limit: int = 100) -> list[MergeRecord]:
         """The latest `limit` merges, newest first, reverted ones included."""
@@ -775,24 +925,33 @@ def _acl(acl_class_ids: Sequence[str] | None) -> dict[str, Any]:
     return {"admin": acl_class_ids is None, "acl": list(acl_class_ids or ())}
 
 
-def _canonical(conn: psycopg.Connection[Row], entity_ids: Sequence[str]) -> dict[str, str]:
+def _canonical(
+    conn: psycopg.Connection[Row], entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None = None
+) -> dict[str, str]:
+    """Each id's canonical id as the caller may see it (None: everything, as resolution does)."""
     ids = list(dict.fromkeys(entity_ids))
     out = {i: i for i in ids}
     if ids:
+        params = {**_acl(acl_class_ids), "ids": ids}
         for ent, cid in conn.execute(
-            "SELECT entity_id, canonical_id FROM er_canonical WHERE entity_id = ANY(%s)", (ids,)
+            "SELECT entity_id, canonical_id FROM " + _CANON + " ec WHERE entity_id = ANY(%(ids)s::text[])", params
         ):
             out[ent] = cid
     return out
 
 
-def _members(conn: psycopg.Connection[Row], cids: Sequence[str]) -> dict[str, list[str]]:
-    """Canonical ID -> its member IDs, the canonical ID itself included (whether or not its entity exists)."""
+def _members(
+    conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
+) -> dict[str, list[str]]:
+    """Canonical ID -> its member IDs as the caller may see them, the canonical ID itself included (whether
+    or not its entity exists)."""
     out: dict[str, list[str]] = {cid: [cid] for cid in cids}
     if cids:
+        params = {**_acl(acl_class_ids), "ids": list(cids)}
         for ent, cid in conn.execute(
-            "SELECT entity_id, canonical_id FROM er_canonical WHERE canonical_id = ANY(%s) ORDER BY entity_id",
-            (list(cids),),
+            "SELECT entity_id, canonical_id FROM " + _CANON + " ec WHERE canonical_id = ANY(%(ids)s::text[])"
+            " ORDER BY entity_id",
+            params,
         ):
             out[cid].append(ent)
     return out
@@ -834,6 +993,7 @@ def _decision_to_dict(d: PairDecision) -> dict[str, Any]:
         "score": d.score,
         "features": [[n, v] for n, v in d.features],
         "rule": d.rule,
+        **({"requires": list(d.requires)} if d.requires else {}),
     }
 
 
@@ -845,6 +1005,7 @@ def _decision_from_dict(d: Mapping[str, Any]) -> PairDecision:
         score=float(d["score"]),
         features=tuple((str(n), float(v)) for n, v in d["features"]),
         rule=d["rule"],
+        requires=tuple(str(c) for c in d.get("requires", ())),
     )
 
 

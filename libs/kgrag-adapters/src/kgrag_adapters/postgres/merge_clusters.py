@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from kgrag_adapters.postgres.store import Row
 
@@ -33,16 +34,21 @@ def recluster(conn: psycopg.Connection[Row], seeds: Sequence[str]) -> None:
     entities = set(seeds)
     frontier = set(seeds)
     merges: dict[str, tuple[int, str, list[str]]] = {}
+    needs: dict[tuple[str, str], frozenset[str]] = {}  # (canonical, member) link -> classes it requires
     while frontier:
         rows = conn.execute(
-            "SELECT merge_id, seq, canonical_id, entities FROM er_merge_log WHERE NOT reverted AND entities && %s",
+            "SELECT merge_id, seq, canonical_id, entities, basis FROM er_merge_log"
+            " WHERE NOT reverted AND entities && %s",
             (sorted(frontier),),
         ).fetchall()
         frontier = set()
-        for merge_id, seq, cid, linked in rows:
+        for merge_id, seq, cid, linked, basis in rows:
             if merge_id in merges:
                 continue
             merges[merge_id] = (int(seq), cid, list(linked))
+            for member in linked:
+                if member != cid:
+                    needs[(cid, member)] = needs.get((cid, member), frozenset()) | _link_needs(basis, member)
             fresh = set(linked) - entities
             entities |= fresh
             frontier |= fresh
@@ -65,14 +71,52 @@ def recluster(conn: psycopg.Connection[Row], seeds: Sequence[str]) -> None:
             label[r] = (seq, cid, merge_id)
     mapped = [(e, label[root(e)][1], label[root(e)][2]) for e in sorted(entities) if root(e) in label]
     rows_out = [m for m in mapped if m[0] != m[1]]
+    required = _requirements({label[r][1] for r in label}, needs)
     conn.execute("DELETE FROM er_canonical WHERE entity_id = ANY(%s)", (sorted(entities),))
     if rows_out:
         # Members whose entity is gone (no evidence left) get no row; the log still links the others.
         conn.execute(
-            "INSERT INTO er_canonical (entity_id, canonical_id, merge_id)"
-            " SELECT k.e, k.c, k.m FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(e, c, m)"
+            "INSERT INTO er_canonical (entity_id, canonical_id, merge_id, requires)"
+            " SELECT k.e, k.c, k.m, ARRAY(SELECT jsonb_array_elements_text(k.r))"
+            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::jsonb[]) AS k(e, c, m, r)"
             " JOIN kg_entities e ON e.entity_id = k.e"
             # Two saves holding the log may recluster one cluster at once; both derive the same rows from it.
-            " ON CONFLICT (entity_id) DO UPDATE SET canonical_id = EXCLUDED.canonical_id, merge_id = EXCLUDED.merge_id",
-            ([m[0] for m in rows_out], [m[1] for m in rows_out], [m[2] for m in rows_out]),
+            " ON CONFLICT (entity_id) DO UPDATE SET canonical_id = EXCLUDED.canonical_id,"
+            " merge_id = EXCLUDED.merge_id, requires = EXCLUDED.requires",
+            (
+                [m[0] for m in rows_out],
+                [m[1] for m in rows_out],
+                [m[2] for m in rows_out],
+                [Jsonb(sorted(required.get(m[0], frozenset()))) for m in rows_out],
+            ),
         )
+
+
+def _link_needs(basis: object, member: str) -> frozenset[str]:
+    """The classes the pair decisions that moved `member` require (none for a hand merge's plain pairs)."""
+    out: set[str] = set()
+    for decision in basis if isinstance(basis, list) else ():
+        if isinstance(decision, dict) and member in (decision.get("a"), decision.get("b")):
+            out.update(str(c) for c in decision.get("requires", ()))
+    return frozenset(out)
+
+
+def _requirements(labels: set[str], needs: dict[tuple[str, str], frozenset[str]]) -> dict[str, frozenset[str]]:
+    """Each entity's classes a reader must hold to see it in its cluster: what the links on its way to the
+    label require, links needing nothing taken first (so a member reached without restricted evidence needs
+    none, even when a restricted decision also links it)."""
+    adjacent: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for (a, b), need in needs.items():
+        adjacent.setdefault(a, []).append((b, need))
+        adjacent.setdefault(b, []).append((a, need))
+    best: dict[str, frozenset[str]] = {label: frozenset() for label in labels}
+    queue = sorted(labels)
+    while queue:  # a relaxation: a member's requirement only ever shrinks, so this ends
+        node = queue.pop(0)
+        for other, need in sorted(adjacent.get(node, ()), key=lambda item: (len(item[1]), item[0])):
+            candidate = best[node] | need
+            known = best.get(other)
+            if known is None or (candidate < known) or (len(candidate) < len(known)):
+                best[other] = candidate
+                queue.append(other)
+    return best

@@ -68,6 +68,24 @@ def entity_id(entity_type: str, name: str, strong_ids: Sequence[tuple[str, str]]
     return "ent_" + hmac.new(key, basis.encode("utf-8"), hashlib.sha256).hexdigest()[:_HASH_LENGTH]
 
 
+def sense_entity_id(group_id: str, split_id: str, *, key: bytes) -> str:
+    """`ent_…` of one sense of a name: the entity that the mentions of `group_id` (the id `entity_id` gives the
+    name) in the documents a split names stand for instead (namesakes: "Acme" the customer, "Acme" the vendor).
+
+    Keyed like `entity_id` and deterministic: the same split gives the same id, so extraction can key those
+    documents' mentions into it again after a re-ingest, an ACL change or a re-extraction.
+    """
+    if not key:
+        raise ValueError("entity ids need the installation's key (an empty key would make them computable)")
+    basis = _SEP.join(("sense", group_id, split_id))
+    return "ent_" + hmac.new(key, basis.encode("utf-8"), hashlib.sha256).hexdigest()[:_HASH_LENGTH]
+
+
+def split_id(from_id: str, doc_ids: Sequence[str]) -> str:
+    """`spl_…`: one split of an entity's mentions in these documents (the same split, the same id)."""
+    return _key("spl_", from_id, *sorted(set(doc_ids)))
+
+
 def relation_id(
     subject_id: str,
     relation: str,

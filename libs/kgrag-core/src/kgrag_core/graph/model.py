@@ -8,7 +8,7 @@ through evidence chunks the caller may read; counts and degrees use visible evid
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from enum import StrEnum
 
@@ -28,6 +28,19 @@ class EntityProfile:
     neighbours: tuple[str, ...] = ()  # entity ids it shares an edge with
     context: str = ""  # a little text around its mentions, for the context embedding
     mentions: int = 1
+    # What each ACL class's evidence says of it (names, identifiers): whether a merge rests on evidence a
+    # reader who sees both sides can read (docs/security.md, section 1). Empty: not known, judged as one scope.
+    scopes: tuple[ScopedEvidence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedEvidence:
+    """The names and strong identifiers one ACL class's chunks give an entity (mentions; relation and claim
+    evidence name it by the entity's visible name)."""
+
+    acl_class_id: str
+    names: tuple[str, ...]
+    strong_ids: tuple[tuple[str, str], ...] = ()
 
 
 class DecisionKind(StrEnum):
@@ -44,6 +57,9 @@ class PairDecision:
     score: float
     features: tuple[tuple[str, float], ...]
     rule: str  # the hard constraint or threshold that decided it
+    # A merge resting on evidence some reader who sees both sides cannot read: the ACL classes a reader must
+    # hold (all of them) to be shown it. Empty: everyone who sees both sides may see the merge.
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +132,34 @@ class Traversal:
     seeds: list[EntityRef] = field(default_factory=list)
     steps: list[TraversalStep] = field(default_factory=list)
     truncated: list[str] = field(default_factory=list)  # e.g. "fan-out", "time budget", hub_not_passed("Atlas")
+
+
+@dataclass(frozen=True, slots=True)
+class SenseSplit:
+    """One entry of the split log: the mentions of `from_id` in `doc_ids` stand for `entity_id` instead.
+
+    Namesakes ("Acme" the customer, "Acme" the vendor) are one extracted entity until a split separates their
+    documents; extraction keys those documents' mentions into the sense again on every later save.
+    """
+
+    split_id: str
+    from_id: str
+    entity_id: str
+    doc_ids: tuple[str, ...]
+    decided_by: str  # auto (resolution) | override (a curator)
+    reason: str = ""
+    basis: tuple[PairDecision, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentProfile:
+    """What one document says about one extracted entity (its namesake check); `profile.entity_id` is
+    `<entity>@<doc>`, so two documents' profiles of one entity can be compared like two entities."""
+
+    entity_id: str
+    doc_id: str
+    profile: EntityProfile
+
+
+def document_profile(entity_id: str, doc_id: str, profile: EntityProfile) -> DocumentProfile:
+    return DocumentProfile(entity_id, doc_id, replace(profile, entity_id=f"{entity_id}@{doc_id}"))

@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from kgrag_core.extraction.records import ClaimRecord
-from kgrag_core.graph.model import Edge, EntityProfile, EntitySummary, MergeRecord, PairDecision
+from kgrag_core.graph.model import (
+    DocumentProfile,
+    Edge,
+    EntityProfile,
+    EntitySummary,
+    MergeRecord,
+    PairDecision,
+    SenseSplit,
+)
 
 
 @runtime_checkable
@@ -94,4 +102,26 @@ class ResolutionStore(Protocol):
 
     def label_hubs(self, min_degree: int) -> int:
         """Mark canonical entities with at least this many distinct edges as hubs; return how many."""
+        ...
+
+    def split_mentions(
+        self,
+        entity_id: str,
+        doc_ids: Sequence[str],
+        *,
+        decided_by: str = "override",
+        reason: str = "",
+        basis: Sequence[PairDecision] = (),
+    ) -> SenseSplit:
+        """Move the entity's mentions (and facts) in these documents to a sense of their own, logged, and key
+        those documents' later mentions of it into that sense (namesakes)."""
+        ...
+
+    def document_profiles(self, entity_ids: Sequence[str]) -> list[DocumentProfile]:
+        """Per entity named in two documents or more, one profile per document: what that document's mentions
+        carried (names, strong ids), its claims' attributes and a little of its text (namesake detection)."""
+        ...
+
+    def kept_apart(self) -> list[tuple[str, str]]:
+        """(entity, sense) of every split: pairs resolution must not merge on its own."""
         ...

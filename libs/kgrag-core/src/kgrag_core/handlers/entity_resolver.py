@@ -51,6 +51,9 @@ class EntityResolverHandler:
             for canonical, members in sorted(report.merged.items()):
                 event = EntitiesChanged(entity_ids=[canonical, *members], reason="merge")
                 result.outputs.append(OutputEvent(ENTITIES_CHANGED, canonical, event.model_dump(mode="json")))
+            for split in report.splits:  # namesakes split apart: both entities' facts changed
+                event = EntitiesChanged(entity_ids=[split.from_id, split.entity_id], reason="split")
+                result.outputs.append(OutputEvent(ENTITIES_CHANGED, split.from_id, event.model_dump(mode="json")))
             hubs = EntitiesChanged(reason="hubs", hubs=True)
             result.outputs.append(OutputEvent(ENTITIES_CHANGED, "hubs", hubs.model_dump(mode="json")))
         return result

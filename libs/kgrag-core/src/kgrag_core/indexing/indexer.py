@@ -30,7 +30,7 @@ from kgrag_core.ports import (
 )
 from kgrag_core.search import KeywordDoc, VectorPoint
 from kgrag_core.shredding import ContentCipher, Purgeable, PurgeStatus, StorePurge
-from kgrag_core.validation import decode_body
+from kgrag_core.validation import decode_body, validate_label
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +225,8 @@ class DocumentIndexer:
     # --- steps ---------------------------------------------------------------------------------------
 
     def _prepare(self, doc: SourceDocument) -> _Prepared | IngestOutcome:
+        for field_name, value in (("title", doc.title), ("uri", doc.uri), ("source", doc.source)):
+            validate_label(value, field=field_name)
         text = decode_body(doc.body, max_bytes=self.settings.max_document_bytes)
         body_hash = content_hash(doc.body)
         existing = self.documents.get_document(doc.doc_id)

@@ -12,7 +12,7 @@ their clusters are taken as given and only pairs with at least one new profile a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph.model import DecisionKind, EntityProfile, MergeRecord, PairDecision
@@ -37,6 +37,7 @@ from kgrag_core.resolution.features import (
     weighted_score,
 )
 from kgrag_core.resolution.normalise import name_tokens
+from kgrag_core.resolution.scopes import required_classes
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +209,13 @@ class Resolver:
             return decision(DecisionKind.REVIEW, Rule.REVIEW)
         return decision(DecisionKind.SEPARATE, Rule.SEPARATE)
 
+    def _scoped(self, merge: PairDecision, by_id: Mapping[str, EntityProfile]) -> PairDecision:
+        """The merge with the ACL classes a reader must hold to be shown it (none for a hand decision)."""
+        if merge.rule == Rule.OVERRIDE_MERGE:
+            return merge
+        needed = required_classes(by_id[merge.a], by_id[merge.b], name_threshold=self.settings.high)
+        return replace(merge, requires=needed) if needed else merge
+
     def resolve(
         self,
         profiles: Sequence[EntityProfile],
@@ -257,7 +265,7 @@ class Resolver:
         for merge in merges:
             refusal = union_find.union(merge.a, merge.b, force=merge.rule == Rule.OVERRIDE_MERGE)
             if refusal is None:
-                accepted.append(merge)
+                accepted.append(self._scoped(merge, by_id))
             else:
                 refused.append(_refusal(merge.a, merge.b, merge.score, refusal, merge.features))
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kgrag_core.graph.model import EntityProfile
+from kgrag_core.graph.model import DecisionKind, EntityProfile, PairDecision, SenseSplit
 from kgrag_core.graph.ports import ContextVectorSource, ResolutionStore
 from kgrag_core.ids import content_hash
 from kgrag_core.ports import Embedder
 from kgrag_core.resolution.features import mean_direction
 from kgrag_core.resolution.resolver import Overrides, ResolutionPlan, Resolver
+from kgrag_core.resolution.senses import plan_senses
 
 # As many chunks as a profile's context quotes (`ResolutionStore.profiles`).
 CONTEXT_CHUNKS = 3
@@ -43,11 +44,13 @@ class ResolutionReport:
     hubs: int = 0
     embedded: int = 0  # context vectors the model computed (profiles without cached chunk vectors)
     context_from_chunks: int = 0  # context vectors averaged from cached chunk vectors, no model call
+    splits: list[SenseSplit] = field(default_factory=list)  # namesakes this pass split apart
     # canonical id -> the ids a merge of this pass moved under it (what a projection must re-read)
     merged: dict[str, list[str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
-        return {k: int(getattr(self, k)) for k in ResolutionReport.__dataclass_fields__ if k != "merged"}
+        out = {k: int(getattr(self, k)) for k in ResolutionReport.__dataclass_fields__ if k not in ("merged", "splits")}
+        return {**out, "splits": len(self.splits)}
 
 
 @dataclass(slots=True)
@@ -70,11 +73,19 @@ class ResolutionService:
         report = ResolutionReport(profiles=len(profiles))
         if not profiles:
             return report
+        report.splits = self._split_namesakes([p.entity_id for p in profiles])
+        if report.splits:  # the split entities lost documents, and their senses are new: read them again
+            moved = [s.entity_id for s in report.splits]
+            profiles = self.store.profiles(sorted({*(p.entity_id for p in profiles), *moved}))
+            report.profiles = len(profiles)
         current = self.store.canonical_of([p.entity_id for p in profiles])
         existing = {entity: canonical for entity, canonical in current.items() if entity != canonical}
         existing.update({canonical: canonical for canonical in set(existing.values())})
         vectors, report.context_from_chunks, report.embedded = self._vectors(profiles)
-        plan: ResolutionPlan = self.resolver.resolve(profiles, vectors, existing=existing, overrides=self.overrides)
+        # A split (a curator's or an earlier pass's) is never merged back by a score: only by a person.
+        kept_apart = tuple(sorted({*self.overrides.must_not_merge, *self.store.kept_apart()}))
+        overrides = Overrides(self.overrides.must_merge, kept_apart)
+        plan: ResolutionPlan = self.resolver.resolve(profiles, vectors, existing=existing, overrides=overrides)
         for merge in plan.merges:
             self.store.apply_merge(merge)
             report.merged.setdefault(merge.canonical_id, []).extend(merge.members)
@@ -86,6 +97,35 @@ class ResolutionService:
         report.refused = len(plan.refused)
         report.hubs = self.store.label_hubs(self.hub_min_degree)
         return report
+
+    def _split_namesakes(self, entity_ids: Sequence[str]) -> list[SenseSplit]:
+        """Keep namesakes apart: split off the documents whose mentions of an entity stand for another thing."""
+        documents = self.store.document_profiles(entity_ids)
+        if not documents:
+            return []
+        applied: list[SenseSplit] = []
+        review: list[PairDecision] = []
+        for proposal in plan_senses(self.resolver, documents, self._pair_vectors if self.embedder else None):
+            split = self.store.split_mentions(
+                proposal.from_id,
+                proposal.doc_ids,
+                decided_by="auto",
+                reason=f"namesake: {proposal.basis.rule}",
+                basis=(proposal.basis,),
+            )
+            applied.append(split)
+            if proposal.basis.kind is DecisionKind.REVIEW:
+                b = proposal.basis
+                review.append(PairDecision(split.from_id, split.entity_id, b.kind, b.score, b.features, b.rule))
+        if review:
+            self.store.queue_for_review(review)
+        return applied
+
+    def _pair_vectors(self, profiles: Sequence[EntityProfile]) -> dict[str, Sequence[float]]:
+        """Context vectors of a few document profiles (not memoised: a document profile is compared once)."""
+        assert self.embedder is not None
+        texts = [_profile_text(p) for p in profiles]
+        return dict(zip((p.entity_id for p in profiles), self.embedder.embed_documents(texts), strict=True))
 
     def _vectors(self, profiles: Sequence[EntityProfile]) -> tuple[dict[str, Sequence[float]], int, int]:
         """Context vectors by entity id, how many came from chunk vectors, how many the model embedded."""

@@ -190,6 +190,27 @@ def split(
     _show_merge(state, record, "Split")
 
 
+@entities_app.command("split-mentions")
+def split_mentions(
+    entity_id: Annotated[str, typer.Argument(help="The entity whose mentions stand for two things.")],
+    doc_ids: Annotated[list[str], typer.Option("--doc", help="A document whose mentions go to the new entity.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why: kept in the split log.")] = "",
+    data_dir: DataDir = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Separate namesakes: the entity's mentions in the --doc documents become an entity of their own.
+
+    Kept through re-ingests, ACL changes and re-extractions; `kgrag entities merge` joins them again."""
+    state = CliState.from_options(data_dir, as_json)
+    with open_app(state) as kg:
+        split: dict[str, Any] = _graph(kg).split_mentions(entity_id, doc_ids, reason=reason)
+    if state.as_json:
+        render.emit_json(split)
+        return
+    docs = escape(", ".join(split["doc_ids"]))
+    state.out.print(f"Split {split['from_id']}: {docs} now name {split['entity_id']}.")
+
+
 @entities_app.command("merges")
 def merges(
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many, newest first.")] = 50,
