@@ -189,7 +189,7 @@ def test_an_unreachable_projection_falls_back_to_postgres(world: PostgresOnly) -
         routed = RoutedGraphReader(world.pg, down, unavailable=UNAVAILABLE)
         assert routed.entity(PRIYA, ENG_READER) == world.pg.entity(PRIYA, ENG_READER) is not None
         assert routed.neighbours(PRIYA, ENG_READER) == world.pg.neighbours(PRIYA, ENG_READER) != []
-    assert routed.counts == {Route.PROJECTION: 0, Route.BEHIND: 0, Route.UNAVAILABLE: 2}
+    assert routed.counts == {Route.PROJECTION: 0, Route.BEHIND: 0, Route.UNAVAILABLE: 2, Route.MERGE_SCOPED: 0}
 
 
 def test_the_routes_taken_are_on_the_metrics(
@@ -248,3 +248,32 @@ def test_the_entity_api_answers_the_same_from_both_readers(
     assert from_pg["outsider"]["resolve"]["Priya Raman"]["candidates"] == []  # type: ignore[index]
     assert from_pg["eng"]["resolve"]["Priya Raman"]["candidates"] != []  # type: ignore[index]
     assert from_pg["eng"]["expansion"][PRIYA] != from_pg["admin"]["expansion"][PRIYA]  # type: ignore[index]
+
+
+def test_a_merge_the_caller_may_not_be_shown_is_answered_by_postgres(
+    world: PostgresOnly, neo: Neo4jKnowledgeGraph, handler: KnowledgeProjectionHandler, routed: RoutedGraphReader
+) -> None:
+    """The projection joins a cluster whole; PostgreSQL shows a merge resting on restricted evidence only to
+    readers of it (er_canonical.requires). A caller lacking them must never be answered by the projection."""
+    build_world(world)
+    service = ResolutionService(store=world.pg, resolver=Resolver())
+    GraphAdmin(world.pg, world.documents, service).merge([PRIYA, ROUTING], canonical_id=PRIYA, reason="probe")
+    with world.pg.pool as conn:  # as if only the HR document's evidence supported the merge
+        conn.execute("UPDATE er_canonical SET requires = %s WHERE entity_id = %s", ([HR.acl_class_id], ROUTING))
+    project_all(handler)
+    assert routed.lag() == 0
+    # The projection alone shows the engineer the joined cluster; PostgreSQL keeps the two apart for them.
+    joined, apart = neo.entity(ROUTING, ENG_READER), world.pg.entity(ROUTING, ENG_READER)
+    assert joined is not None and apart is not None and joined.entity.entity_id != apart.entity.entity_id == ROUTING
+    assert world.pg.merges_shown_whole(ENG_READER) is False
+    before = routed.counts
+    assert routed.entity(ROUTING, ENG_READER) == apart
+    assert routed.neighbours(PRIYA, ENG_READER) == world.pg.neighbours(PRIYA, ENG_READER)
+    after = routed.counts
+    assert after[Route.MERGE_SCOPED] == before[Route.MERGE_SCOPED] + 2
+    assert after[Route.PROJECTION] == before[Route.PROJECTION]
+    # Positive controls: the HR reader and the admin may see the merge whole, and the projection answers them.
+    for allowed in (HR_READER + ENG_READER, ADMIN):
+        assert world.pg.merges_shown_whole(allowed) is True
+        assert routed.entity(ROUTING, allowed) == world.pg.entity(ROUTING, allowed) is not None
+    assert routed.counts[Route.PROJECTION] == after[Route.PROJECTION] + 2

@@ -30,6 +30,7 @@ ALL = [
     "0014_chunk_embedding_keys",
     "0015_eval_runs",
     "0017_graph_version",
+    "0018_scoped_merges_index",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

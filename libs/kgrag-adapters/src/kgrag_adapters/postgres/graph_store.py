@@ -833,6 +833,18 @@ class PostgresGraphStore(PostgresExtractionStore):
         with self._lease:
             return current_graph_version(self._conn)
 
+    def merges_shown_whole(self, acl_class_ids: Sequence[str] | None) -> bool:
+        """Whether every merge's requirement (er_canonical.requires, 0011) is within these classes (None: an
+        admin, shown everything): only then may a projection that joins clusters whole answer this caller."""
+        if acl_class_ids is None:
+            return True
+        with self._lease:
+            row = self._conn.execute(
+                "SELECT NOT EXISTS (SELECT 1 FROM er_canonical WHERE requires <> '{}' AND NOT requires <@ %s::text[])",
+                (list(acl_class_ids),),
+            ).fetchone()
+        return bool(row and row[0])
+
     # --- helpers (the caller holds the lock) -----------------------------------------------------------------
 
     def _opened_pair(self, pair: Sequence[bytes] | None) -> str:

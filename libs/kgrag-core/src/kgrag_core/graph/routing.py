@@ -6,7 +6,12 @@ deletion or an ACL change not yet projected, so a projection that is behind by e
 not answer, is not read, and the read goes to PostgreSQL instead. Every read reports where it went and
 why (`on_read`), so a fallback is counted, never silent.
 
-The check costs two small reads per call (the sequence's value, one node by key); it is made per call, not
+The projection joins each merge cluster whole (its edges hang on canonical nodes), while PostgreSQL shows
+a merge that rests on restricted evidence only to readers of that evidence (er_canonical.requires,
+docs/security.md section 1). So a caller for whom such a merge exists is answered by PostgreSQL too
+(`MERGE_SCOPED`): the projection answers only those to whom every cluster is shown whole.
+
+The check costs three small reads per call (the sequence's value, one node by key); it is made per call, not
 cached, because a cached "caught up" would serve the projection after a deletion committed.
 """
 
@@ -31,6 +36,10 @@ class VersionedGraph(GraphReader, Protocol):
 
     def graph_version(self) -> int: ...
 
+    def merges_shown_whole(self, acl_class_ids: Sequence[str] | None) -> bool:
+        """Whether a caller reading these classes (None: every class) is shown every merge whole."""
+        ...
+
 
 @runtime_checkable
 class ProjectedGraph(GraphReader, Protocol):
@@ -43,6 +52,7 @@ class Route(StrEnum):
     PROJECTION = "projection"  # caught up: the projection answered
     BEHIND = "behind"  # the watermark is below the current version, or absent: PostgreSQL answered
     UNAVAILABLE = "unavailable"  # the projection raised: PostgreSQL answered
+    MERGE_SCOPED = "merge_scoped"  # a merge this caller may not be shown exists: PostgreSQL answered
 
 
 @dataclass
@@ -71,16 +81,19 @@ class RoutedGraphReader:
         mark = self.projection.watermark()
         return None if mark is None else max(0, self.primary.graph_version() - mark)
 
-    def _read(self, read: Callable[[GraphReader], _T]) -> _T:
+    def _read(self, read: Callable[[GraphReader], _T], acl_class_ids: Sequence[str] | None) -> _T:
         try:
             # The version is read AFTER the watermark: a change committed in between makes it larger, never
             # smaller, so a race between the two reads can only send a read to PostgreSQL.
             mark = self.projection.watermark()
-            if mark is not None and mark >= self.primary.graph_version():
+            if mark is None or mark < self.primary.graph_version():
+                route = Route.BEHIND
+            elif not self.primary.merges_shown_whole(acl_class_ids):
+                route = Route.MERGE_SCOPED
+            else:
                 answer = read(self.projection)
                 self._report(Route.PROJECTION)
                 return answer
-            route = Route.BEHIND
         except self.unavailable:
             route = Route.UNAVAILABLE
         self._report(route)
@@ -97,13 +110,13 @@ class RoutedGraphReader:
     def entities_named(
         self, names: Sequence[str], acl_class_ids: Sequence[str] | None
     ) -> dict[str, list[EntitySummary]]:
-        return self._read(lambda g: g.entities_named(names, acl_class_ids))
+        return self._read(lambda g: g.entities_named(names, acl_class_ids), acl_class_ids)
 
     def entity(self, entity_id: str, acl_class_ids: Sequence[str] | None) -> EntitySummary | None:
-        return self._read(lambda g: g.entity(entity_id, acl_class_ids))
+        return self._read(lambda g: g.entity(entity_id, acl_class_ids), acl_class_ids)
 
     def hubs_among(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> set[str]:
-        return self._read(lambda g: g.hubs_among(entity_ids, acl_class_ids))
+        return self._read(lambda g: g.hubs_among(entity_ids, acl_class_ids), acl_class_ids)
 
     def neighbours(
         self,
@@ -113,7 +126,9 @@ class RoutedGraphReader:
         relations: Sequence[str] | None = None,
         limit: int = 50,
     ) -> list[Edge]:
-        return self._read(lambda g: g.neighbours(entity_id, acl_class_ids, relations=relations, limit=limit))
+        return self._read(
+            lambda g: g.neighbours(entity_id, acl_class_ids, relations=relations, limit=limit), acl_class_ids
+        )
 
     def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
-        return self._read(lambda g: g.claims_of(entity_ids, acl_class_ids))
+        return self._read(lambda g: g.claims_of(entity_ids, acl_class_ids), acl_class_ids)
