@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kgrag_core.graph.model import EntityProfile, MergeRecord, PairDecision
+from kgrag_core.graph.model import DocumentProfile, EntityProfile, MergeRecord, PairDecision
 from kgrag_core.resolution.features import mean_direction
 from kgrag_core.resolution.resolver import Overrides, ResolutionPlan, Resolver
 from kgrag_core.resolution.service import CONTEXT_CHUNKS, ResolutionService
@@ -43,6 +43,12 @@ class Store:
 
     def label_hubs(self, min_degree: int) -> int:
         return 0
+
+    def document_profiles(self, entity_ids: Sequence[str]) -> list[DocumentProfile]:
+        return []  # every profile is named in one document: no namesakes to split
+
+    def kept_apart(self) -> list[tuple[str, str]]:
+        return []
 
 
 @dataclass
