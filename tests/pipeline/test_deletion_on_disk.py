@@ -45,7 +45,7 @@ def files_holding(root: Path, needle: bytes) -> list[Path]:
         if path.is_file() and not path.is_symlink():
             try:
                 data = path.read_bytes()
-            except OSError:  # a socket or a file removed while scanning
+            except FileNotFoundError:  # removed while scanning; any other read error fails the scan
                 continue
             if needle in data:
                 found.append(path)

@@ -134,6 +134,8 @@ class EnvelopeCipher:
                 stored.wrapped, kek_id=stored.kek_id, context=key_context(stored.doc_id, stored.key_id)
             )
         except KeyError:
+            # The ring no longer holds the KEK this key was wrapped under (retired after a rotation): the
+            # copy is unreadable by design, like a shredded key, and the caller gets "cannot open".
             return None
         return AESGCM(data_key)
 
