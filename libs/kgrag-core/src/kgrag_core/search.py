@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kgrag_core.chunking.locators import Locator
+
 
 @dataclass(frozen=True, slots=True)
 class RouteHit:
@@ -51,9 +53,12 @@ class SearchHit:
     score: float
     ranks: dict[str, int] = field(default_factory=dict)
     doc_time: datetime | None = None
+    # The page(s), or speaker and time, where the chunk starts (paged and timed formats only).
+    locator: Locator | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        located = self.locator.as_dict() if self.locator is not None else {}
+        return located | {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "title": self.title,

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation
+from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, cite
 from kgrag_core.answering.sentences import split_sentences
 from kgrag_core.search import SearchHit
 from kgrag_core.text_terms import content_terms
@@ -81,9 +81,7 @@ def extractive_answer(question: str, hits: Sequence[SearchHit], settings: Extrac
     sentences: list[AnswerSentence] = []
     for s in chosen:
         hit = evidence[s.hit_index]
-        citation = Citation(
-            len(citations) + 1, hit.chunk_id, hit.doc_id, hit.title, hit.uri, s.start_byte, s.end_byte, s.text
-        )
+        citation = cite(len(citations) + 1, hit, s.start_byte, s.end_byte, s.text)
         citations.append(citation)
         sentences.append(AnswerSentence(s.text, (citation.id,)))
     # The label describes what is quoted, not only the evidence around it: a sentence that shares one word

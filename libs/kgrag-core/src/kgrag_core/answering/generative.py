@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kgrag_core.answering.extractive import NO_ANSWER
-from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, RemovedSentence
+from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, RemovedSentence, cite
 from kgrag_core.answering.quotes import normalise_for_quote, quote_in_text
 from kgrag_core.errors import ErrorCode
 from kgrag_core.ports import ChatMessage, ChatModel
@@ -122,9 +122,7 @@ def _verify_sentence(item: object, evidence: Sequence[SearchHit], citations: lis
         if not quote_in_text(quote, hit.text):
             return None
         start, end = _locate(quote, hit)
-        citation = Citation(
-            len(citations) + 1, hit.chunk_id, hit.doc_id, hit.title, hit.uri, start, end, normalise_for_quote(quote)
-        )
+        citation = cite(len(citations) + 1, hit, start, end, normalise_for_quote(quote))
         citations.append(citation)
         ids.append(citation.id)
     return AnswerSentence(item["text"].strip(), tuple(ids))

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kgrag_core.chunking.locators import quote_locator
+from kgrag_core.search import SearchHit
+
 
 class AnswerMode(StrEnum):
     EXTRACTIVE = "extractive"
@@ -23,9 +26,14 @@ class Citation:
     start_byte: int
     end_byte: int
     quote: str
+    # Where the quote stands in a paged or timed source (None for other formats).
+    page: int | None = None
+    speaker: str | None = None
+    time: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        located = {k: v for k, v in (("page", self.page), ("speaker", self.speaker), ("time", self.time)) if v}
+        return located | {
             "id": self.id,
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
@@ -34,6 +42,25 @@ class Citation:
             "span": [self.start_byte, self.end_byte],
             "quote": self.quote,
         }
+
+
+def cite(citation_id: int, hit: SearchHit, start_byte: int, end_byte: int, quote: str) -> Citation:
+    """A citation of `hit`'s document span [start_byte, end_byte), with the page or speaker and time of
+    the quote when the source has them."""
+    place = quote_locator(hit.locator, hit.text, start_byte - hit.start_byte)
+    return Citation(
+        citation_id,
+        hit.chunk_id,
+        hit.doc_id,
+        hit.title,
+        hit.uri,
+        start_byte,
+        end_byte,
+        quote,
+        page=place.page if place else None,
+        speaker=place.speaker if place else None,
+        time=place.time if place else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from kgrag_core.acl import AclClass
 from kgrag_core.chunking import chunk_document, estimate_tokens
+from kgrag_core.chunking.locators import annotate_spans
 from kgrag_core.documents import Chunk, DocumentStatus, SourceDocument, StoredDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ids import chunk_id_for, content_hash
@@ -377,6 +378,7 @@ def chunks_of_document(
     spans = chunk_document(
         text, title=doc.title, max_tokens=max_tokens, overlap_tokens=overlap_tokens, count_tokens=count_tokens
     )
+    spans = annotate_spans(doc.media_type, text, spans)  # page / speaker and time where the format has them
     for span in spans:
         piece = doc.body[span.start_byte : span.end_byte].decode("utf-8")
         piece_hash = content_hash(piece.encode("utf-8"))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.chunking.locators import chunk_locator
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.limits import CANDIDATES_PER_ROUTE, QUERY_CHARS, TOP_K
 from kgrag_core.ports import AclStore, DocumentStore, Embedder, KeywordIndex, VectorIndex
@@ -108,6 +109,7 @@ class HybridSearcher:
                     text=chunk.text,
                     score=0.0,
                     doc_time=chunk.doc_time,
+                    locator=chunk_locator(doc.media_type, chunk.breadcrumb, chunk.text),
                 )
                 out.append((candidate, hit))
                 if len(out) == k:
