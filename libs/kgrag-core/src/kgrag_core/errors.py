@@ -46,6 +46,9 @@ class ErrorCode(StrEnum):
     TRACE_NOT_FOUND = "TRACE_NOT_FOUND"
     INVALID_FEEDBACK = "INVALID_FEEDBACK"
     FEEDBACK_NOT_FOUND = "FEEDBACK_NOT_FOUND"
+    # Connectors of binary and structured formats (issue 14).
+    MALFORMED_FILE = "MALFORMED_FILE"  # a PDF, Word, HTML, transcript, ticket or chat export that cannot be read
+    NO_TEXT_LAYER = "NO_TEXT_LAYER"  # a PDF with no text to extract (a scan): OCR it first
 
 
 class KgragError(Exception):

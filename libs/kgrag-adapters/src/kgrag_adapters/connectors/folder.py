@@ -1,4 +1,5 @@
-"""Folder connector: Markdown, plain-text and e-mail files, and CSV record exports, under a root directory.
+"""Folder connector: Markdown, plain-text, e-mail, PDF, Word and HTML files, and CSV record exports, under a root
+directory (docs/connectors.md lists every format).
 
 Files come in sorted relative-path order; hidden files and directories (a name starting with `.`) are
 skipped, and so are ACL sidecars (`NAME.acl.yaml`): who may read each file comes from `acl_files`.
@@ -16,8 +17,11 @@ from typing import Protocol
 from kgrag_adapters.connectors._common import failure, failure_from
 from kgrag_adapters.connectors.acl_files import AclFiles, is_sidecar, with_file_acl
 from kgrag_adapters.connectors.csv_records import iter_csv
+from kgrag_adapters.connectors.docx_file import load_docx
 from kgrag_adapters.connectors.email_file import load_email
+from kgrag_adapters.connectors.html_file import load_html
 from kgrag_adapters.connectors.markdown_file import load_markdown
+from kgrag_adapters.connectors.pdf_file import load_pdf
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
@@ -45,6 +49,10 @@ LOADERS: dict[str, Loader] = {
     ".markdown": load_markdown,
     ".txt": _load_text,
     ".eml": load_email,
+    ".pdf": load_pdf,
+    ".docx": load_docx,
+    ".html": load_html,
+    ".htm": load_html,
 }
 # Suffixes whose files hold many documents each.
 MULTI_LOADERS = {".csv": iter_csv}
