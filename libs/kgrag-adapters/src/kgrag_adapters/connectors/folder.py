@@ -22,6 +22,7 @@ from kgrag_adapters.connectors.email_file import load_email
 from kgrag_adapters.connectors.html_file import load_html
 from kgrag_adapters.connectors.markdown_file import load_markdown
 from kgrag_adapters.connectors.pdf_file import load_pdf
+from kgrag_adapters.connectors.transcript_file import PLAIN_SUFFIX, load_plain_transcript, load_srt, load_vtt
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
@@ -53,7 +54,11 @@ LOADERS: dict[str, Loader] = {
     ".docx": load_docx,
     ".html": load_html,
     ".htm": load_html,
+    ".vtt": load_vtt,
+    ".srt": load_srt,
 }
+# Whole name endings that beat the last suffix (`standup.transcript.txt` is a transcript, not plain text).
+NAME_LOADERS: dict[str, Loader] = {PLAIN_SUFFIX: load_plain_transcript}
 # Suffixes whose files hold many documents each.
 MULTI_LOADERS = {".csv": iter_csv}
 
@@ -91,14 +96,20 @@ def load_path(path: Path, *, doc_id: str, source: str, acl_files: AclFiles) -> I
         yield with_file_acl(item, found)
 
 
+def loader_for(path: Path) -> Loader | None:
+    name = path.name.lower()
+    by_name = next((loader for ending, loader in NAME_LOADERS.items() if name.endswith(ending)), None)
+    return by_name or LOADERS.get(path.suffix.lower())
+
+
 def load_file(path: Path, *, doc_id: str, source: str, default_acl: AclClass = PUBLIC_ACL) -> ConnectorItem:
     """One file as a document (or a failure). `doc_id` is the default ID (front matter may override);
     `default_acl` the ACL unless the file names its own (Markdown front matter)."""
     path = path.absolute()
     uri = path.as_uri()
-    loader = LOADERS.get(path.suffix.lower())
+    loader = loader_for(path)
     if loader is None:
-        supported = ", ".join(sorted(LOADERS))
+        supported = ", ".join(sorted([*LOADERS, *NAME_LOADERS]))
         return failure(
             uri,
             doc_id,
