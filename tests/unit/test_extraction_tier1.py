@@ -276,4 +276,5 @@ def test_bundled_records_map_cleanly(rules: MappingRules, ontology: Ontology) ->
             assert ontology.allows_triple(relation.subject_type, relation.relation, relation.object_type)
         for claim in claims:
             assert ontology.allows_attribute(claim.entity_type, claim.attribute)
-    assert types == set(rules.rules)
+    # Ticket records come from ticket exports, not this file (tests/unit/test_ticket_connectors.py maps them).
+    assert types == set(rules.rules) - {"ticket"}
