@@ -13,7 +13,7 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "samples"
 _FIXED = datetime(2026, 2, 20, 9, 30, tzinfo=UTC)
 
 RETURNS_PAGES: list[list[tuple[str, str]]] = [

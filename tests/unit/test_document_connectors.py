@@ -19,9 +19,9 @@ from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode
 
 FORMATS = Path(__file__).resolve().parents[2] / "corpora" / "formats"
-PDF = FORMATS / "handbook" / "returns-policy.pdf"
-DOCX = FORMATS / "handbook" / "warehouse-safety.docx"
-HTML = FORMATS / "web" / "carrier-portal.html"
+PDF = FORMATS / "samples" / "handbook" / "returns-policy.pdf"
+DOCX = FORMATS / "samples" / "handbook" / "warehouse-safety.docx"
+HTML = FORMATS / "samples" / "web" / "carrier-portal.html"
 
 
 def _samples() -> ModuleType:

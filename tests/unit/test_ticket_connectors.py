@@ -18,7 +18,7 @@ from kgrag_core.extraction.records_text import RECORD_MEDIA_TYPE
 from kgrag_core.extraction.tier1 import load_mapping_rules, map_record
 
 ROOT = Path(__file__).resolve().parents[2]
-TICKETS = ROOT / "corpora" / "formats" / "tickets"
+TICKETS = ROOT / "corpora" / "formats" / "samples" / "tickets"
 
 
 def _docs(path: Path) -> dict[str, SourceDocument]:

@@ -13,7 +13,7 @@ from kgrag_core.connectors import ConnectorFailure
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode
 
-MEETINGS = Path(__file__).resolve().parents[2] / "corpora" / "formats" / "meetings"
+MEETINGS = Path(__file__).resolve().parents[2] / "corpora" / "formats" / "samples" / "meetings"
 
 
 def _documents() -> dict[str, SourceDocument]:

@@ -22,6 +22,7 @@ from kgrag_adapters.connectors.email_file import load_email
 from kgrag_adapters.connectors.html_file import load_html
 from kgrag_adapters.connectors.markdown_file import load_markdown
 from kgrag_adapters.connectors.pdf_file import load_pdf
+from kgrag_adapters.connectors.slack_export import is_slack_export, iter_slack_export
 from kgrag_adapters.connectors.tickets import iter_tickets
 from kgrag_adapters.connectors.transcript_file import PLAIN_SUFFIX, load_plain_transcript, load_srt, load_vtt
 from kgrag_core.acl import PUBLIC_ACL, AclClass
@@ -71,7 +72,12 @@ def iter_folder(root: Path, *, source: str = "folder") -> Iterator[ConnectorItem
         return
     unreadable: list[OSError] = []
     files: list[tuple[str, Path]] = []
+    exports: list[tuple[str, Path]] = []  # Slack export folders: read as a whole, not file by file
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable.append):
+        if is_slack_export(Path(dirpath)):
+            exports.append((Path(dirpath).relative_to(root).as_posix().removeprefix("."), Path(dirpath)))
+            dirnames[:] = []
+            continue
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         for name in filenames:
             if not name.startswith(".") and not is_sidecar(name):
@@ -83,6 +89,8 @@ def iter_folder(root: Path, *, source: str = "folder") -> Iterator[ConnectorItem
     acl_files = AclFiles(root)
     for relative, path in sorted(files):
         yield from load_path(path, doc_id=relative, source=source, acl_files=acl_files)
+    for relative, path in sorted(exports):
+        yield from iter_slack_export(path, prefix=relative)
 
 
 def load_path(path: Path, *, doc_id: str, source: str, acl_files: AclFiles) -> Iterator[ConnectorItem]:
