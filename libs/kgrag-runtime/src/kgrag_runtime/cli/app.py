@@ -42,7 +42,7 @@ app = typer.Typer(
 
 @app.command()
 def ingest(
-    path: Annotated[Path, typer.Argument(help="A folder (Markdown, text, .eml) or a .jsonl file.")],
+    path: Annotated[Path, typer.Argument(help="A folder (Markdown, text, .eml, PDF, Word, HTML, …) or a .jsonl file.")],
     data_dir: DataDir = None,
     as_json: JsonOut = False,
 ) -> None:

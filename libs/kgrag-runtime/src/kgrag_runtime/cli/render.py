@@ -135,7 +135,12 @@ def answer(console: Console, result: Mapping[str, Any]) -> None:
     console.print(f"[bold]A:[/] {escape(str(result['answer']))}")
     for c in result["citations"]:
         start, end = c["span"]
-        console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end})")
+        # Where the format has them: the page, or who said it and when.
+        place = " ".join(str(c[k]) for k in ("time", "speaker") if c.get(k)) or (
+            f"p. {c['page']}" if c.get("page") else ""
+        )
+        at = f", {escape(place)}" if place else ""
+        console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end}{at})")
     console.print(f"[dim]{escape(str(result['notice']))} Confidence: {result['confidence']}.[/]\n")
 
 
