@@ -38,6 +38,7 @@ PAGES = (
     "docs/configuration.md",
     "docs/http-api.md",
     "docs/extraction.md",
+    "docs/connectors.md",
     "docs/architecture.md",
     "docs/security.md",
     "docs/qdrant.md",
