@@ -13,7 +13,7 @@ from kgrag_adapters.connectors.docx_file import load_docx
 from kgrag_adapters.connectors.html_file import load_html
 from kgrag_adapters.connectors.pdf_file import load_pdf
 from kgrag_core.chunking import chunk_document
-from kgrag_core.chunking.locators import PDF_MEDIA_TYPE, annotate_spans, chunk_locator
+from kgrag_core.chunking.locators import PDF_MEDIA_TYPE, Locator, annotate_spans, chunk_locator
 from kgrag_core.connectors import ConnectorFailure, ConnectorItem
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode
@@ -72,6 +72,32 @@ def test_scanned_and_broken_pdfs_get_stable_codes() -> None:
     for broken in (data[: len(data) // 2], b"%PDF-1.7\nnot really", b""):
         item = load_pdf(broken, doc_id="b.pdf", source="f", uri="u", stem="b")
         assert isinstance(item, ConnectorFailure) and item.code is ErrorCode.MALFORMED_FILE, item
+
+
+def test_a_pdf_with_an_empty_page_is_kept_with_a_warning_and_an_encrypted_one_is_refused() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 5, "Only the first page has text.")
+    pdf.add_page()  # blank: no text layer on page 2
+    pdf.add_page()
+    pdf.multi_cell(0, 5, "And the third.")
+    doc = _doc(load_pdf(bytes(pdf.output()), doc_id="gap.pdf", source="f", uri="u", stem="gap"))
+    assert doc.warnings == ("gap.pdf: page 2 has no text layer.",) and doc.metadata["pages"] == "3"
+    body = doc.body.decode("utf-8")
+    spans = annotate_spans(doc.media_type, body, chunk_document(body, title=doc.title, max_tokens=5, overlap_tokens=0))
+    third = next(s for s in spans if b"third" in doc.body[s.start_byte : s.end_byte])
+    assert chunk_locator(doc.media_type, third.breadcrumb, "And the third.") == Locator(page=3, page_end=3)
+
+    locked = FPDF()
+    locked.add_page()
+    locked.set_font("Helvetica", size=11)
+    locked.multi_cell(0, 5, "Secret.")
+    locked.set_encryption(owner_password="owner", user_password="user")
+    item = load_pdf(bytes(locked.output()), doc_id="locked.pdf", source="f", uri="u", stem="locked")
+    assert isinstance(item, ConnectorFailure) and item.code is ErrorCode.SOURCE_UNREADABLE, item
 
 
 def test_docx_headings_lists_tables_and_properties() -> None:

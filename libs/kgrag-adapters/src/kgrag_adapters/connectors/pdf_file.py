@@ -42,11 +42,13 @@ def load_pdf(
         with pdfplumber.open(io.BytesIO(data)) as pdf:
             info = dict(pdf.metadata or {})
             pages = [_page_items(page) for page in pdf.pages]
-    except (PDFPasswordIncorrect, PDFEncryptionError) as err:
-        return failure(uri, doc_id, ErrorCode.SOURCE_UNREADABLE, f"{doc_id} is encrypted: {err or 'no password'}.")
-    except _PARSE_ERRORS as err:
-        cause = err.__cause__ if isinstance(err, PdfminerException) and err.__cause__ else err
-        return failure(uri, doc_id, ErrorCode.MALFORMED_FILE, f"{doc_id} is not a readable PDF: {cause or type(cause)}")
+    except (*_PARSE_ERRORS, PDFPasswordIncorrect, PDFEncryptionError) as err:
+        # pdfplumber wraps pdfminer's own error as its first argument.
+        cause = err.args[0] if isinstance(err, PdfminerException) and err.args else err
+        if isinstance(cause, PDFPasswordIncorrect | PDFEncryptionError):
+            return failure(uri, doc_id, ErrorCode.SOURCE_UNREADABLE, f"{doc_id} is encrypted; decrypt it first.")
+        why = str(cause) or type(cause).__name__
+        return failure(uri, doc_id, ErrorCode.MALFORMED_FILE, f"{doc_id} is not a readable PDF: {why}")
     if not any(pages):
         return failure(
             uri,

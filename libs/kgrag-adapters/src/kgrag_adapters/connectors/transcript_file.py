@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import webvtt
 from webvtt.errors import MalformedFileError
@@ -114,7 +113,9 @@ def _document(
     name = stem.removesuffix(".transcript")
     stem_match = _STEM_DATE.match(name)
     try:
-        meeting = _meeting_date(notes.get("date") or (stem_match.group(1) if stem_match else None))
+        meeting = parse_timestamp(
+            notes.get("date") or (stem_match.group(1) if stem_match else None), field="meeting date"
+        )
     except KgragError as err:
         return failure(uri, doc_id, err.code, f"{doc_id}: {err.message}")
     base = stem_match.group(2) if stem_match else name
@@ -137,13 +138,6 @@ def _document(
         media_type=TRANSCRIPT_MEDIA_TYPE,
         metadata=metadata,
     )
-
-
-def _meeting_date(value: str | None) -> datetime | None:
-    found = parse_timestamp(value, field="meeting date")
-    if found is None:
-        return None
-    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
 
 
 def _hms(value: str) -> str:
