@@ -15,6 +15,7 @@ from tests.pipeline.cli_runner import cli_env, json_cli
 SAMPLES = Path(__file__).resolve().parents[2] / "corpora" / "formats" / "samples"
 
 ADMIN = Caller(admin=True)
+ENGINEER = Caller(user="sam.ortiz", groups=("engineering",))
 
 pytestmark = pytest.mark.pipeline
 
@@ -41,3 +42,13 @@ def test_formats_ingest_with_page_and_speaker_citations(settings: KgragSettings,
         assert lease and (lease[0]["speaker"], lease[0]["time"]) == ("Priya Raman", "16:20")  # positive control
         outsider = kg.search("Gdansk site lease renewal", Caller(user="bob.okafor"), graph=False).hits
         assert all(not h.doc_id.startswith("slack/leadership/") for h in outsider)
+
+        # Tier 1 mapped the Jira ticket: the ticket by its strong id, its status, reporter and system.
+        graph = kg.require_graph()
+        [ticket] = graph.resolve("OPS-17", ENGINEER, entity_type="Ticket")["candidates"]
+        shown = graph.entity(ticket["entity_id"], ENGINEER)
+        edges = {(r["subject"]["name"], r["relation"], r["object"]["name"]) for r in shown["relations"]}
+        assert {("Maria Santos", "REPORTED", "OPS-17"), ("OPS-17", "ABOUT", "Warehouse Management System")} <= edges
+        assert ("status", "in progress") in {(a["attribute"], a["value"]) for a in shown["attributes"]}
+        # The tickets folder is readable by engineering and operations only.
+        assert graph.resolve("OPS-17", Caller(user="sam.ortiz"), entity_type="Ticket")["candidates"] == []
