@@ -126,6 +126,10 @@ def test_html_main_content_without_boilerplate_and_canonical_uri() -> None:
     assert "| Saturday | 08:00–14:00 | On-call dispatcher |" in body
     for boilerplate in ("Search the intranet", "People", "Privacy", "Related", "analytics", "font-family"):
         assert boilerplate not in body
+    article = b"<body><header>Site menu</header><article><header><h1>Own title</h1></header><p>Text.</p>"
+    article += b"<footer>By Ana</footer></article><footer>Copyright</footer></body>"
+    own = _doc(load_html(article, doc_id="a.html", source="f", uri="u", stem="a")).body.decode("utf-8")
+    assert own == "# Own title\n\nText.\n\nBy Ana\n"  # the article's header and footer stay, the page's go
     bad_date = b'<meta property="article:modified_time" content="last week"><p>x</p>'
     item = load_html(bad_date, doc_id="p.html", source="f", uri="u", stem="p")
     assert isinstance(item, ConnectorFailure) and item.code is ErrorCode.MALFORMED_EVENT

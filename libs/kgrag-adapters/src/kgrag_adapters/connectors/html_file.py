@@ -1,11 +1,12 @@
 """HTML pages (selectolax): the main content without the page's boilerplate, rendered as Markdown.
 
-Boilerplate is what every page of a site repeats: navigation, header, footer, sidebars, forms, scripts
-(by element and ARIA role). The content root is `<main>`, else `<article>`, else `<body>`. Headings, lists,
-tables, code and quotes keep their structure; links stay as `[text](href)`. The canonical URL
-(`<link rel="canonical">`) is the document's uri, else the file's; the title is `og:title`, `<title>` or
-the first `<h1>`; the date is `article:modified_time` (else `article:published_time`, `<meta name="date">`,
-the first `<time datetime>`).
+Boilerplate is what every page of a site repeats: navigation, the page's header and footer (an
+article's own stay), sidebars, forms, scripts (by element and ARIA role). The content root is
+`<main>`, else `<article>`, else `<body>`. Headings, lists, tables, code and quotes keep their
+structure; links stay as `[text](href)`. The canonical URL (`<link rel="canonical">`) is the
+document's uri, else the file's; the title is `og:title`, `<title>` or the first `<h1>`; the date is
+`article:modified_time` (else `article:published_time`, `<meta name="date">`, the first
+`<time datetime>`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,29 @@ from kgrag_core.validation import parse_timestamp
 
 MEDIA_TYPE = "text/html"
 _BOILERPLATE = (
-    "script, style, noscript, template, nav, header, footer, aside, form, iframe, svg, button, "
+    "script, style, noscript, template, nav, aside, form, iframe, svg, button, "
     "[role=navigation], [role=banner], [role=contentinfo], [role=complementary], [aria-hidden=true], [hidden]"
 )
+# A page's header and footer are boilerplate; an article's own (its title, its byline) are content.
+_PAGE_PARTS = "header, footer"
+_CONTENT = frozenset({"article", "main"})
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _CONTAINERS = frozenset(
-    {"div", "section", "article", "main", "body", "figure", "figcaption", "details", "summary", "dl", "center"}
+    {
+        "div",
+        "section",
+        "article",
+        "main",
+        "body",
+        "header",
+        "footer",
+        "figure",
+        "figcaption",
+        "details",
+        "summary",
+        "dl",
+        "center",
+    }
 )
 
 
@@ -54,6 +72,9 @@ def load_html(
         return failure(uri, doc_id, err.code, f"{doc_id}: {err.message}")
     for node in tree.css(_BOILERPLATE):
         node.decompose()
+    for node in tree.css(_PAGE_PARTS):
+        if not _inside_content(node):
+            node.decompose()
     root = tree.css_first("main") or tree.css_first("article") or tree.body
     blocks = _blocks(root) if root is not None else []
     body = "\n\n".join(block for block in blocks if block.strip())
@@ -185,6 +206,15 @@ def _attr(node: LexborNode | None, name: str) -> str:
     if node is None:
         return ""
     return _clean(node.attributes.get(name) or "")
+
+
+def _inside_content(node: LexborNode) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.tag in _CONTENT:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _node_text(node: LexborNode | None) -> str:

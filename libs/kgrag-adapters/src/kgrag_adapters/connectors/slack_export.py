@@ -89,7 +89,10 @@ def _day_document(
         if text:
             profile = message.get("user_profile")
             fallback = str(profile.get("real_name") or "") if isinstance(profile, dict) else ""
-            author = names.get(str(message.get("user")), fallback) or str(message.get("user") or "unknown")
+            # Bots and integrations post with a `username` and no user ID.
+            author = names.get(str(message.get("user")), fallback) or str(
+                message.get("username") or message.get("user") or "unknown"
+            )
             messages.append((sent, author, text))
     if not messages:
         raise KgragError(ErrorCode.EMPTY_DOCUMENT, f"{path.name} in #{channel} has no messages with text.")
