@@ -19,7 +19,7 @@ from docx.opc.exceptions import PackageNotFoundError
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from kgrag_adapters.connectors._common import failure
+from kgrag_adapters.connectors._common import failure, markdown_table
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
@@ -80,14 +80,7 @@ def _render(item: Any) -> str:
 
 
 def _table(table: Table) -> str:
-    rows = [[" ".join(cell.text.split()).replace("|", "\\|") for cell in row.cells] for row in table.rows]
-    rows = [row for row in rows if any(row)]
-    if not rows:
-        return ""
-    width = max(len(row) for row in rows)
-    rows = [row + [""] * (width - len(row)) for row in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
+    return markdown_table([[cell.text for cell in row.cells] for row in table.rows])
 
 
 def _join_lists(blocks: list[str]) -> list[str]:

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from kgrag_adapters.connectors._common import failure
+from kgrag_adapters.connectors._common import failure, markdown_table
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
@@ -183,14 +183,7 @@ def _list(node: LexborNode, *, ordered: bool, depth: int) -> str:
 
 
 def _table(node: LexborNode) -> str:
-    rows = [[_clean(_inline(cell)).replace("|", "\\|") for cell in row.css("th, td")] for row in node.css("tr")]
-    rows = [row for row in rows if any(row)]
-    if not rows:
-        return ""
-    width = max(len(row) for row in rows)
-    rows = [row + [""] * (width - len(row)) for row in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
+    return markdown_table([[_inline(cell) for cell in row.css("th, td")] for row in node.css("tr")])
 
 
 def _date(tree: LexborHTMLParser, name: str) -> datetime | None:

@@ -23,7 +23,7 @@ from pdfminer.pdfparser import PDFSyntaxError
 from pdfminer.psparser import PSException
 from pdfplumber.utils.exceptions import PdfminerException
 
-from kgrag_adapters.connectors._common import failure
+from kgrag_adapters.connectors._common import failure, markdown_table
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.chunking.locators import PAGE_BREAK, PDF_MEDIA_TYPE
 from kgrag_core.connectors import ConnectorItem
@@ -106,9 +106,8 @@ def _page_items(page: Any) -> list[_Item]:
         joined = gap is not None and gap < 0.6 * size
         placed.append((float(line["top"]), ("line", size, (" " if joined else "") + text)))
     for table in tables:
-        rows = [[" ".join(str(cell or "").split()) for cell in row] for row in table.extract()]
-        if rows and any(any(row) for row in rows):
-            placed.append((float(table.bbox[1]), ("table", 0.0, _markdown_table(rows))))
+        if rendered := markdown_table([[str(cell or "") for cell in row] for row in table.extract()]):
+            placed.append((float(table.bbox[1]), ("table", 0.0, rendered)))
     placed.sort(key=lambda entry: entry[0])
     return [item for _, item in placed]
 
@@ -135,14 +134,6 @@ def _render_page(items: list[_Item], levels: dict[float, int]) -> str:
         else:
             blocks.append(text.strip())
     return "\n\n".join(blocks)
-
-
-def _markdown_table(rows: list[list[str]]) -> str:
-    width = max(len(row) for row in rows)
-    padded = [[cell.replace("|", "\\|") for cell in row] + [""] * (width - len(row)) for row in rows]
-    lines = ["| " + " | ".join(padded[0]) + " |", "|" + " --- |" * width]
-    lines += ["| " + " | ".join(row) + " |" for row in padded[1:]]
-    return "\n".join(lines)
 
 
 def _first_heading(pages: list[str]) -> str:
