@@ -25,7 +25,7 @@ def test_formats_ingest_with_page_and_speaker_citations(settings: KgragSettings,
     kgrag = json_cli(cli_env(KGRAG_DATA_DIR=str(settings.data_dir), KGRAG_PG_DSN=pg_dsn))
     ingested = kgrag("ingest", str(SAMPLES))
     rejected = [o for o in ingested["outcomes"] if o["status"] == "REJECTED"]
-    assert rejected == [] and ingested["counts"]["INDEXED"] == 13, ingested["counts"]
+    assert rejected == [] and ingested["counts"]["INDEXED"] == 14, ingested["counts"]
 
     with open_kg() as kg:
         answer = kg.ask("Within how many hours must damaged goods be reported?", ADMIN)

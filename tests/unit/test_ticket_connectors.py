@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from kgrag_adapters.connectors import iter_folder
-from kgrag_adapters.connectors.tickets import iter_tickets
+from kgrag_adapters.connectors.tickets import iter_csv_export, iter_tickets
 from kgrag_core.connectors import ConnectorFailure
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode
@@ -81,3 +81,23 @@ def test_bad_tickets_fail_alone_and_other_json_is_not_taken_for_tickets(tmp_path
         ("mixed.json#3", ErrorCode.MALFORMED_EVENT),  # the same ticket twice
         ("other.json", ErrorCode.UNSUPPORTED_FILE_TYPE),
     ]
+
+
+def test_jira_csv_export_reads_repeated_columns_and_jira_dates(tmp_path: Path) -> None:
+    [doc] = list(iter_csv_export(TICKETS / "jira-export.csv"))
+    assert isinstance(doc, SourceDocument), doc
+    body = doc.body.decode("utf-8")
+    assert doc.doc_id == "ticket-jira-OPS-21" and doc.modified_at == datetime(2026, 3, 4, 15, 10, tzinfo=UTC)
+    assert "\nlabels: leeds; forklift\n" in body and "\nsystem: Warehouse Management System; Fleet\n" in body
+    assert body.index("comment: [2026-03-03T08:45:00+00:00 Bob Okafor] Liftec") < body.index("Hose replaced")
+    # Any other CSV file is still records; a row with a date Jira never writes fails alone.
+    (tmp_path / "sites.csv").write_text("code,name\nLDS,Leeds\n", encoding="utf-8")
+    header = (TICKETS / "jira-export.csv").read_text("utf-8").splitlines()[0]
+    (tmp_path / "jira.csv").write_text(
+        header + "\nBroken,OPS-1,1,Task,Open,Low,,,someday,,,,,,,,,\nFine,OPS-2,2,Task,Open,Low,,,,,,,,,,,,\n",
+        encoding="utf-8",
+    )
+    items = list(iter_folder(tmp_path))
+    assert {i.doc_id for i in items if isinstance(i, SourceDocument)} == {"record-sites-LDS", "ticket-jira-OPS-2"}
+    [bad] = [i for i in items if isinstance(i, ConnectorFailure)]
+    assert bad.code is ErrorCode.MALFORMED_EVENT and bad.uri.endswith("jira.csv#L2") and "Created" in bad.message

@@ -16,14 +16,13 @@ from typing import Protocol
 
 from kgrag_adapters.connectors._common import failure, failure_from
 from kgrag_adapters.connectors.acl_files import AclFiles, is_sidecar, with_file_acl
-from kgrag_adapters.connectors.csv_records import iter_csv
 from kgrag_adapters.connectors.docx_file import load_docx
 from kgrag_adapters.connectors.email_file import load_email
 from kgrag_adapters.connectors.html_file import load_html
 from kgrag_adapters.connectors.markdown_file import load_markdown
 from kgrag_adapters.connectors.pdf_file import load_pdf
 from kgrag_adapters.connectors.slack_export import is_slack_export, iter_slack_export
-from kgrag_adapters.connectors.tickets import iter_tickets
+from kgrag_adapters.connectors.tickets import iter_csv_export, iter_tickets
 from kgrag_adapters.connectors.transcript_file import PLAIN_SUFFIX, load_plain_transcript, load_srt, load_vtt
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
@@ -62,7 +61,7 @@ LOADERS: dict[str, Loader] = {
 # Whole name endings that beat the last suffix (`standup.transcript.txt` is a transcript, not plain text).
 NAME_LOADERS: dict[str, Loader] = {PLAIN_SUFFIX: load_plain_transcript}
 # Suffixes whose files hold many documents each.
-MULTI_LOADERS = {".csv": iter_csv, ".json": iter_tickets}
+MULTI_LOADERS = {".csv": iter_csv_export, ".json": iter_tickets}
 
 
 def iter_folder(root: Path, *, source: str = "folder") -> Iterator[ConnectorItem]:

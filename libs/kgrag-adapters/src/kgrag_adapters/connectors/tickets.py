@@ -4,7 +4,9 @@
   comments,createdAt,updatedAt,closedAt,url` writes them (the REST API's `user`/`assignee`/`created_at`/
   `html_url` spellings are read too).
 - Jira: a JSON object `{"issues": [...]}` as the search API returns it (`key`, `fields.summary`,
-  `fields.status.name`, `fields.assignee`, `fields.reporter`, `fields.components`, `fields.comment.comments`).
+  `fields.status.name`, `fields.assignee`, `fields.reporter`, `fields.components`, `fields.comment.comments`),
+  or Jira's CSV export (a `.csv` whose header names `Issue key` and `Summary`; any other CSV file is
+  records, as before).
 
 A ticket is stored as a structured record (`records_text`): the ticket's fields first, then its
 description and each comment in order, one line each (`comment: [TIME AUTHOR] text`). Tier 1 maps the
@@ -17,12 +19,16 @@ MALFORMED_JSON.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kgrag_adapters.connectors._common import failure, failure_from
+from kgrag_adapters.connectors.csv_records import iter_csv
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
@@ -243,3 +249,109 @@ def _str(value: object) -> str:
     if value is None or isinstance(value, bool | dict | list):
         return ""
     return " ".join(str(value).split())
+
+
+# --- Jira CSV export ---------------------------------------------------------------------------------
+# Jira's CSV export repeats a column once per value (Comment, Component/s, Labels); dates are written in
+# the instance's format, by default `16/Mar/26 10:02 AM`; a comment cell is `DATE;AUTHOR;BODY`.
+_JIRA_CSV_KEYS = frozenset({"issue key", "summary"})
+_JIRA_DATES = ("%d/%b/%y %I:%M %p", "%d/%b/%Y %I:%M %p", "%d/%b/%y %H:%M", "%Y-%m-%d %H:%M", "%d.%m.%Y %H:%M")
+
+
+def is_jira_csv(header: list[str]) -> bool:
+    return {name.strip().lower() for name in header} >= _JIRA_CSV_KEYS
+
+
+def iter_csv_export(path: Path, *, source: str = "csv", default_acl: AclClass = PUBLIC_ACL) -> Iterator[ConnectorItem]:
+    """A `.csv` file: a Jira export (its header names `Issue key` and `Summary`) as tickets, else records."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        header = []  # the records connector reads the file again and reports what is wrong with it
+    if is_jira_csv(header):
+        yield from _iter_jira_csv(path, source=source, default_acl=default_acl)
+    else:
+        yield from iter_csv(path, source=source, default_acl=default_acl)
+
+
+def _iter_jira_csv(path: Path, *, source: str, default_acl: AclClass) -> Iterator[ConnectorItem]:
+    path = path.absolute()
+    file_uri = path.as_uri()
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        code = ErrorCode.INVALID_UTF8 if isinstance(err, UnicodeDecodeError) else ErrorCode.SOURCE_UNREADABLE
+        yield failure(file_uri, None, code, f"{path.name} cannot be read: {err}")
+        return
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [name.strip().lower() for name in next(reader)]
+    seen: set[str] = set()
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            yield failure(f"{file_uri}#L{reader.line_num}", None, ErrorCode.MALFORMED_EVENT, f"Row unreadable: {err}")
+            continue
+        if not any(cell.strip() for cell in row):
+            continue
+        where = f"{file_uri}#L{reader.line_num}"
+        try:
+            doc = _jira(_jira_issue(header, row), source=source, file_uri=file_uri, acl=default_acl)
+        except KgragError as err:
+            yield failure_from(err, where, None)
+            continue
+        if doc.doc_id in seen:
+            yield failure(where, doc.doc_id, ErrorCode.MALFORMED_EVENT, f"Ticket {doc.doc_id!r} appears twice.")
+            continue
+        seen.add(doc.doc_id)
+        yield doc
+
+
+def _jira_issue(header: list[str], row: list[str]) -> dict[str, object]:
+    """A CSV row in the shape of the JSON export's issue, so both are read by `_jira`."""
+    cells: dict[str, list[str]] = {}
+    for name, cell in zip(header, row, strict=False):
+        if cell.strip():
+            cells.setdefault(name, []).append(cell.strip())
+
+    def one(name: str) -> str:
+        return cells.get(name, [""])[0]
+
+    comments = []
+    for cell in cells.get("comment", []):
+        parts = cell.split(";", 2)
+        when, author, body = parts if len(parts) == 3 else ("", "", cell)
+        comments.append({"author": {"displayName": author}, "body": body, "created": _jira_date(when, "comment")})
+    return {
+        "key": one("issue key"),
+        "fields": {
+            "summary": one("summary"),
+            "description": one("description"),
+            "issuetype": {"name": one("issue type")},
+            "priority": {"name": one("priority")},
+            "status": {"name": one("status")},
+            "reporter": {"displayName": one("reporter")},
+            "assignee": {"displayName": one("assignee")},
+            "components": [{"name": name} for name in cells.get("component/s", [])],
+            "labels": cells.get("labels", []),
+            "created": _jira_date(one("created"), "Created"),
+            "updated": _jira_date(one("updated"), "Updated"),
+            "resolutiondate": _jira_date(one("resolved"), "Resolved"),
+            "comment": {"comments": comments},
+        },
+    }
+
+
+def _jira_date(value: str, field: str) -> str | None:
+    if not value.strip():
+        return None
+    for form in _JIRA_DATES:
+        try:
+            return datetime.strptime(value.strip(), form).replace(tzinfo=UTC).isoformat()
+        except ValueError:
+            continue
+    parsed = parse_timestamp(value, field=field)  # ISO 8601, else MALFORMED_EVENT naming the field
+    return parsed.isoformat() if parsed else None

@@ -31,7 +31,7 @@ FORMATS: dict[str, Callable[[Path], list[Path]]] = {
     "transcript (vtt/srt/txt)": lambda root: sorted(
         [*root.rglob("*.vtt"), *root.rglob("*.srt"), *root.rglob("*.transcript.txt")]
     ),
-    "tickets (json)": lambda root: sorted(root.rglob("tickets/*.json")),
+    "tickets (json, csv)": lambda root: sorted([*root.rglob("tickets/*.json"), *root.rglob("tickets/*.csv")]),
     "slack export": lambda root: [root / "slack"],
 }
 
