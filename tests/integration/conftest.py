@@ -101,11 +101,22 @@ def stores(distributed_settings: KgragSettings, embedder: Embedder) -> Iterator[
 
 
 def _drop_server_side(settings: KgragSettings) -> None:
-    """Leave nothing behind on the shared servers: the test's index and topics."""
+    """Leave nothing behind on the shared servers: the test's index, topics and bucket. SeaweedFS gives every
+    bucket a volume of its own and refuses writes once its volumes run out, so a leaked bucket per test
+    breaks later tests."""
+    import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints and no stubs are locked
     from confluent_kafka.admin import AdminClient
     from opensearchpy import OpenSearch
 
     from kgrag_runtime.kafka.topics import all_topics
+
+    s3 = boto3.session.Session().client("s3", endpoint_url=settings.s3_endpoint, region_name="us-east-1")
+    try:
+        # A test that never wrote an object never created its bucket. Emptied by the caller (delete_prefix).
+        if any(b["Name"] == settings.s3_bucket for b in s3.list_buckets()["Buckets"]):
+            s3.delete_bucket(Bucket=settings.s3_bucket)
+    finally:
+        s3.close()
 
     client = OpenSearch(settings.opensearch_url)
     client.indices.delete(index=settings.opensearch_index, ignore_unavailable=True)
