@@ -37,6 +37,7 @@ PAGES = (
     "docs/evaluation.md",
     "docs/configuration.md",
     "docs/http-api.md",
+    "docs/mcp.md",
     "docs/extraction.md",
     "docs/architecture.md",
     "docs/security.md",
