@@ -36,7 +36,7 @@ EVENTS = [
     DocumentChanged(
         "wiki/hr-bonus",
         "Bonus plan",
-        body="The Quillfeather bonus pool is 4 percent this year.".encode(),
+        body=b"The Quillfeather bonus pool is 4 percent this year.",
         media_type="text/plain",
         acl=Acl(groups=("hr",)),
         cursor="2",
