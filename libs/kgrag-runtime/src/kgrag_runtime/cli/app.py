@@ -25,6 +25,7 @@ from kgrag_runtime.cli.help_text import hide_flag_types
 from kgrag_runtime.cli.mcp import mcp
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
 from kgrag_runtime.cli.traces import curation_app, feedback, trace
+from kgrag_runtime.cli.watch import watch
 
 RECENT_ERRORS = 20  # how many of the newest ingest errors `kgrag status` lists
 DELETE_HINT = "List documents with `kgrag documents`."
@@ -347,6 +348,7 @@ app.command()(claims)
 app.command()(trace)
 app.command()(feedback)
 app.command()(mcp)
+app.command()(watch)
 app.add_typer(curation_app, name="curation")
 
 
