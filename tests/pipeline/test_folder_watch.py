@@ -4,6 +4,11 @@ changes nothing; a restart re-sends nothing unchanged and deletes what vanished 
 
 from __future__ import annotations
 
+import json
+import queue
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +22,7 @@ from kgrag_core.acl import Caller
 from kgrag_core.documents import DocumentStatus
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.watcher import FolderWatcher, Reconciled
+from tests.pipeline.cli_runner import cli_env
 
 pytestmark = pytest.mark.pipeline
 HR, ENGINEER = Caller(groups=("hr",)), Caller(groups=("engineering",))
@@ -126,3 +132,30 @@ def test_a_restarted_watcher_resends_nothing_unchanged_and_deletes_what_vanished
     }  # fmt: skip
     assert again.reconcile(["later.txt", "later.txt"]).unchanged_files == 1
     assert len(kg.searcher.documents.deletion_records("bonus.md")) == 1
+
+
+def test_kgrag_watch_reports_progress_and_stops_cleanly_on_sigterm(tmp_path: Path, pg_dsn: str) -> None:
+    root = tmp_path / "watched"
+    root.mkdir()
+    (root / "first.md").write_text("# First\n\nThe Marlin gateway restarts on Sundays.\n", encoding="utf-8")
+    env = cli_env(KGRAG_DATA_DIR=str(tmp_path / "index"), KGRAG_PG_DSN=pg_dsn)
+    command = [sys.executable, "-m", "kgrag_runtime.cli", "watch", str(root), "--json", "--debounce-ms", "100"]
+    log = tmp_path / "watch.stderr"
+    with (
+        log.open("w") as err,
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=err, text=True) as proc,
+    ):
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True)
+        reader.start()
+        try:
+            started = json.loads(lines.get(timeout=180))
+            assert (started["full"], started["counts"]) == (True, {"INDEXED": 1})
+            (root / "second.txt").write_text("The Heron backlog is triaged on Mondays.\n", encoding="utf-8")
+            followed = json.loads(lines.get(timeout=60))
+            assert (followed["full"], followed["counts"], followed["deleted"]) == (False, {"INDEXED": 1}, [])
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(60)
+            reader.join(10)  # at the exited process's EOF, before the pipe is closed under it
+    assert rc == 0, log.read_text(encoding="utf-8")[-2000:]

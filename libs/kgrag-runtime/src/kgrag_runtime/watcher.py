@@ -146,17 +146,23 @@ class FolderWatcher:
         on_batch: Callable[[Reconciled], None] | None = None,
         ready: threading.Event | None = None,
     ) -> None:
-        """Reconcile the whole folder, then follow its file events until `stop` is set."""
+        """Reconcile the whole folder, then follow its file events until `stop` is set. The notifier is
+        running before the first reconcile starts, so a file written meanwhile is not missed (at worst it
+        is reconciled twice, to no effect)."""
         from watchfiles import watch
 
-        report = self.reconcile()
-        if on_batch is not None:
-            on_batch(report)
-        if ready is not None:
-            ready.set()
-        for changes in watch(self.root, debounce=debounce_ms, stop_event=stop, rust_timeout=500):
-            paths = {Path(p) for _, p in changes}
-            report = self.reconcile(self._affected(paths))
+        reconciled = False
+        for changes in watch(self.root, debounce=debounce_ms, stop_event=stop, rust_timeout=200, yield_on_timeout=True):
+            if not reconciled:  # the first yield: the notifier watches now
+                reconciled = True
+                report = self.reconcile()
+                if on_batch is not None:
+                    on_batch(report)
+                if ready is not None:
+                    ready.set()
+            if not changes:
+                continue
+            report = self.reconcile(self._affected({Path(p) for _, p in changes}))
             if on_batch is not None and (report.counts or report.deleted or report.failures):
                 on_batch(report)
 
