@@ -26,7 +26,6 @@ def mcp(token: TokenOption = None, data_dir: DataDir = None) -> None:
     the token's user and groups, verified with KGRAG_AUTH_SECRET like the HTTP API; a bad token exits with 2."""
     try:
         from kgrag_query_api.auth import AuthSettings, TokenVerifier
-        from kgrag_query_api.mcp_server import build_mcp_server, stdio_principal
     except ImportError as err:
         raise KgragError(
             ErrorCode.CONFIGURATION_INVALID,
@@ -44,7 +43,10 @@ def mcp(token: TokenOption = None, data_dir: DataDir = None) -> None:
     if not token:
         raise KgragError(ErrorCode.UNAUTHENTICATED, "A bearer token is required.", hint="Set $KGRAG_MCP_TOKEN.")
     verifier, _ = TokenVerifier.from_settings(auth)
-    principal_of = stdio_principal(verifier, token)  # UNAUTHENTICATED before any store is opened
+    verifier.verify(f"Bearer {token}")  # UNAUTHENTICATED at once, before the server is even imported
+    from kgrag_query_api.mcp_server import build_mcp_server, stdio_principal
+
+    principal_of = stdio_principal(verifier, token)
     # Quiet mode: stdout carries the protocol, so nothing but the server may write there.
     state = CliState.from_options(data_dir, True)
     with open_app(state) as kg:
