@@ -52,7 +52,7 @@ RECORDS = [
     {"id": "record-person-public", "title": "Person", "source": "records",
      "record": {"type": "person", "fields": {"name": "J. Blake", "email": EMAIL, "role": "Planner"}}},
     {"id": "record-team-secret", "title": "Team (HR)", "source": "records", "acl": {"groups": ["hr"]},
-     "record": {"type": "team", "fields": {"name": SECRET_TEAM, "lead": SECRET_NAME}}},
+     "record": {"type": "team", "fields": {"name": SECRET_TEAM, "lead": SECRET_NAME, "headcount": "14"}}},
 ]  # fmt: skip
 TOOLS = {"search", "ask", "get_entity", "neighbors", "resolve_entity", "claims", "global_themes"}
 
@@ -137,6 +137,8 @@ def test_mcp_over_streamable_http_answers_as_the_tokens_principal(
                 assert entity["name"] == SECRET_TEAM
                 edges = result(await reader.call_tool("neighbors", {"entity_id": team["entity_id"]}))
                 assert SECRET_NAME in json.dumps(edges)
+                facts = result(await reader.call_tool("claims", {"entity": SECRET_TEAM}))
+                assert [(c["attribute"], c["value"]) for c in facts["claims"]] == [("headcount", "14")]
                 assert seen["ask"]["citations"], seen["ask"]  # the full answer contract, cited
                 assert {"answer", "confidence", "citations", "trace_id"} <= set(seen["ask"])
             async with http_client(base, OUTSIDER) as outsider:
@@ -150,6 +152,7 @@ def test_mcp_over_streamable_http_answers_as_the_tokens_principal(
                 assert error_code(missing) == "ENTITY_NOT_FOUND"
                 themes = result(await outsider.call_tool("global_themes", {"question": "Overall themes of teams?"}))
                 assert SECRET_TEAM not in json.dumps(themes) and SECRET_NAME not in json.dumps(themes)
+                assert result(await outsider.call_tool("claims", {"entity": SECRET_TEAM}))["claims"] == []
                 public = result(await outsider.call_tool("resolve_entity", {"name": "J. Blake"}))
                 assert SECRET_NAME not in json.dumps(public) and public["candidates"]
             async with http_client(base, INGEST_ONLY) as ingest:
