@@ -32,6 +32,7 @@ from kgrag_core.watching import FileState, WatchState, fingerprint, unclaimed
 from kgrag_runtime.app import KgragApp
 
 DEFAULT_DEBOUNCE_MS = 500
+INGEST_BATCH_DOCUMENTS = 64  # documents per ingest call on a full reconcile; state is saved after each
 
 
 @dataclass(slots=True)
@@ -86,8 +87,14 @@ class FolderWatcher:
             gone = [rel for rel in paths if rel not in found and rel in self._files]
             report = Reconciled(full=False)
         released: list[str] = []
+        pending: list[tuple[str, list[ConnectorItem]]] = []
         for rel, items in sorted(found.items()):
-            released += self._deliver(rel, items, report)
+            if self._needs_delivery(rel, items, report):
+                pending.append((rel, items))
+            if sum(len(i) for _, i in pending) >= INGEST_BATCH_DOCUMENTS:
+                released += self._deliver(pending, report)
+                pending = []
+        released += self._deliver(pending, report)
         for rel in gone:
             released += self._files.pop(rel).doc_ids
         # Deleted only once no file claims them: a file moved with its front-matter id keeps its document.
@@ -101,29 +108,37 @@ class FolderWatcher:
             self.state.remove(self.key, rel)
         return report
 
-    def _deliver(self, rel: str, items: list[ConnectorItem], report: Reconciled) -> list[str]:
-        """Ingest one file's documents unless they fingerprint as last delivered; the ids it gave up."""
-        docs = [i for i in items if isinstance(i, SourceDocument)]
+    def _needs_delivery(self, rel: str, items: list[ConnectorItem], report: Reconciled) -> bool:
+        """Whether a file's documents differ from what was last delivered (its failures are reported)."""
         for item in items:
             if isinstance(item, ConnectorFailure):
                 report.failures.append({"doc_id": item.doc_id, "code": item.code.value, "message": item.message})
         previous = self._files.get(rel)
-        digest = fingerprint(items)
-        if previous is not None and previous.fingerprint == digest:
+        if previous is not None and previous.fingerprint == fingerprint(items):
             report.unchanged_files += 1
+            return False
+        # Unreadable or malformed: its documents (if any) stay until it is fixed or gone; no state, so the
+        # file is tried again on the next event or start.
+        return any(isinstance(i, SourceDocument) for i in items)
+
+    def _deliver(self, files: list[tuple[str, list[ConnectorItem]]], report: Reconciled) -> list[str]:
+        """Ingest these files' documents in one call (embedded in batches, as `kgrag ingest` does), then
+        record each file's state; the document ids the files gave up."""
+        if not files:
             return []
-        if not docs:
-            # Unreadable or malformed: its documents (if any) stay until it is fixed or gone; no state, so
-            # the file is tried again on the next event or start.
-            return []
-        report.add(self.kg.ingest(docs))
-        # A failed row keeps the document it gave before (bad input loses nothing else).
-        kept = {i.doc_id for i in items if isinstance(i, ConnectorFailure) and i.doc_id is not None}
-        before = set(previous.doc_ids) if previous is not None else set()
-        now = FileState(rel, tuple(sorted({d.doc_id for d in docs} | (kept & before))), digest)
-        self._files[rel] = now
-        self.state.save(self.key, now)
-        return sorted(before - set(now.doc_ids))
+        report.add(self.kg.ingest([i for _, items in files for i in items if isinstance(i, SourceDocument)]))
+        released: list[str] = []
+        for rel, items in files:
+            previous = self._files.get(rel)
+            # A failed row keeps the document it gave before (bad input loses nothing else).
+            kept = {i.doc_id for i in items if isinstance(i, ConnectorFailure) and i.doc_id is not None}
+            before = set(previous.doc_ids) if previous is not None else set()
+            given = {i.doc_id for i in items if isinstance(i, SourceDocument)}
+            now = FileState(rel, tuple(sorted(given | (kept & before))), fingerprint(items))
+            self._files[rel] = now
+            self.state.save(self.key, now)
+            released += sorted(before - set(now.doc_ids))
+        return released
 
     def _scan(self) -> dict[str, list[ConnectorItem]]:
         found: dict[str, list[ConnectorItem]] = {}
