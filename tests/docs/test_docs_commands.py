@@ -37,6 +37,8 @@ PAGES = (
     "docs/evaluation.md",
     "docs/configuration.md",
     "docs/http-api.md",
+    "docs/mcp.md",
+    "docs/connector-sdk.md",
     "docs/extraction.md",
     "docs/connectors.md",
     "docs/architecture.md",

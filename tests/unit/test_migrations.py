@@ -31,6 +31,7 @@ ALL = [
     "0015_eval_runs",
     "0017_graph_version",
     "0018_scoped_merges_index",
+    "0026_watch_state",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +66,7 @@ TABLES = {
     "eval_runs",
     "er_split_log",
     "er_senses",
+    "watch_files",
 }
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import AuthSettings, TokenVerifier
+from kgrag_query_api.mcp_server import mount_mcp
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 
@@ -49,8 +50,10 @@ def serve_embedded(settings: KgragSettings, *, host: str, port: int) -> None:
     console = Console(stderr=True)
     verifier = verifier_for(console)
     with stop_cleanly_on_signals(), open_embedded(settings) as kg:
-        console.print(f"OpenAPI docs: http://{host}:{port}/docs")
-        uvicorn.run(create_app(kg, verifier, threads=settings.http_threads), host=host, port=port, log_level="info")
+        console.print(f"OpenAPI docs: http://{host}:{port}/docs; MCP (streamable HTTP): http://{host}:{port}/mcp")
+        api = create_app(kg, verifier, threads=settings.http_threads)
+        mount_mcp(api, kg, verifier)
+        uvicorn.run(api, host=host, port=port, log_level="info")
 
 
 def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
@@ -59,4 +62,6 @@ def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
     console = Console(stderr=True)
     verifier = verifier_for(console)
     with stop_cleanly_on_signals(), open_query_app(settings) as kg:
-        uvicorn.run(create_app(kg, verifier, threads=settings.http_threads), host=host, port=port, log_level="info")
+        api = create_app(kg, verifier, threads=settings.http_threads)
+        mount_mcp(api, kg, verifier)
+        uvicorn.run(api, host=host, port=port, log_level="info")

@@ -22,8 +22,10 @@ from kgrag_runtime.cli.entities import entities_app
 from kgrag_runtime.cli.eval_runs import eval_runs_app
 from kgrag_runtime.cli.extraction import claims, extract_app, ontology_app
 from kgrag_runtime.cli.help_text import hide_flag_types
+from kgrag_runtime.cli.mcp import mcp
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
 from kgrag_runtime.cli.traces import curation_app, feedback, trace
+from kgrag_runtime.cli.watch import watch
 
 RECENT_ERRORS = 20  # how many of the newest ingest errors `kgrag status` lists
 DELETE_HINT = "List documents with `kgrag documents`."
@@ -345,6 +347,8 @@ app.add_typer(eval_runs_app, name="eval-runs")
 app.command()(claims)
 app.command()(trace)
 app.command()(feedback)
+app.command()(mcp)
+app.command()(watch)
 app.add_typer(curation_app, name="curation")
 
 
