@@ -13,8 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
-from kgrag_core.answering.extractive import extractive_answer
-from kgrag_core.answering.generative import generative_answer
 from kgrag_core.answering.model import RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.connectors import ConnectorItem
@@ -30,6 +28,7 @@ from kgrag_core.shredding import ContentCipher
 from kgrag_core.tracing.build import answer_part, cached_answer_body, search_body
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring, stage
+from kgrag_runtime.answer_flow import answer_verified
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 from kgrag_runtime.quality_metrics import QualityMetrics, graph_fallback_reason
 
@@ -197,10 +196,7 @@ class KgragApp:
         response = self._search(question, caller, top_k=n, mode=SearchMode.HYBRID, graph=use_graph)
         answering = time.perf_counter()
         with stage("answer"):
-            if self.llm is not None:
-                answer = generative_answer(question, response.hits, self.llm)
-            else:
-                answer = extractive_answer(question, response.hits)
+            answer = answer_verified(question, response, self.llm)
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
