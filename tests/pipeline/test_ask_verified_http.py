@@ -119,6 +119,8 @@ def test_verification_fallback_and_streaming_over_http(kg: KgragApp) -> None:
             ask = {"question": OWNER_QUESTION, "options": {"stream": True}}
             last = events_of(client.post("/v1/ask", json=ask, headers=READER).text)[-1]
             assert last[0] == "done" and last[1]["fallback"] == {"reason": reason} and last[1]["mode"] == "extractive"
+        # Two asks and one stream fell back for this reason.
+        assert kg.quality.registry.get_sample_value("kgrag_answer_llm_fallbacks_total", {"reason": reason}) == 3.0
 
 
 def test_a_client_that_goes_away_stops_the_model(kg: KgragApp) -> None:

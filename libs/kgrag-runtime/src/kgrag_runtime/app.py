@@ -208,7 +208,9 @@ class KgragApp:
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
-        self.quality.record_answer(answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences)
+        self.quality.record_answer(
+            answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences, fallback=answer.fallback
+        )
         out = answer.as_dict()
         if isinstance(response, GraphSearchResponse):
             out["route"] = response.route.as_dict()

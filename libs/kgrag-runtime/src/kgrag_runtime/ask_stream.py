@@ -60,7 +60,9 @@ def ask_events(
     done = time.perf_counter()
     kg.quality.record_stage("answer", done - answering)
     kg.quality.record_stage("ask", done - started)
-    kg.quality.record_answer(answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences)
+    kg.quality.record_answer(
+        answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences, fallback=answer.fallback
+    )
     out = answer.as_dict()
     if isinstance(response, GraphSearchResponse):
         out["route"] = response.route.as_dict()

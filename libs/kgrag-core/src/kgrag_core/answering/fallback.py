@@ -22,6 +22,7 @@ LLM_UNAVAILABLE = "llm_unavailable"
 LLM_RATE_LIMITED = "llm_rate_limited"
 LLM_REFUSED = "llm_refused"
 LLM_INVALID_REPLY = "llm_invalid_reply"
+FALLBACK_REASONS = (LLM_TIMEOUT, LLM_UNAVAILABLE, LLM_RATE_LIMITED, LLM_REFUSED, LLM_INVALID_REPLY)
 
 
 def fallback_reason(err: BaseException) -> str | None:
