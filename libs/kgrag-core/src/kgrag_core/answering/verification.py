@@ -68,6 +68,7 @@ _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})(?:-(\d{2}))?\b")
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\s+(\d{{4}})\b", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _MONTH_YEAR = re.compile(rf"\b({_MONTH})\s+(\d{{4}})\b", re.IGNORECASE)
+_YEAR = re.compile(r"\d{4}")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate([*_UNITS.split(" "), "seventeen", "eighteen", "nineteen", "twenty"])}
@@ -159,8 +160,11 @@ def check_sentence(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) 
     """None when `quotes` (and `facts`) support `text`, else the first reason they do not."""
     if not quotes and not facts:
         return NO_CITATION
-    support = normalise_for_quote(" ".join([*quotes, *facts]))
     sentence = normalise_for_quote(text)
+    quoted = [normalise_for_quote(q) for q in [*quotes, *facts]]
+    if sentence.rstrip(".!?;: ") in {q.rstrip(".!?;: ") for q in quoted}:
+        return None  # the sentence is one of its quotes, as an extractive answer's are
+    support = " ".join(quoted)
     reason = _dates_supported(sentence, support)
     if reason is not None:
         return reason
@@ -169,10 +173,12 @@ def check_sentence(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) 
         return UNSUPPORTED_NUMBER
     if any(not _has_word(support, name) for name in _names(stripped)):
         return UNSUPPORTED_ENTITY
-    quoted = [normalise_for_quote(q) for q in [*quotes, *facts]]
-    if _polarity_differs(sentence, quoted):
+    if not _has_cue(sentence) and not any(_has_cue(q) for q in quoted):
+        return None  # no negation, plan or hedge on either side: polarity and modality agree
+    s, readings = _read(sentence), [_read(q) for q in quoted]
+    if _polarity_differs(s, readings):
         return POLARITY_MISMATCH
-    if _plan_as_fact(sentence, quoted):
+    if _plan_as_fact(s, readings):
         return PLAN_AS_FACT
     return None
 
@@ -255,6 +261,8 @@ def _no_answer_notice() -> str:
 def _dates(text: str) -> set[str]:
     """Dates as ISO prefixes: YYYY-MM-DD for a day, YYYY-MM for a month."""
     out: set[str] = set()
+    if not _YEAR.search(text):
+        return out  # every date form has a year: skip the month patterns
     for m in _ISO_DATE.finditer(text):
         out.add(f"{m.group(1)}-{m.group(2)}" + (f"-{m.group(3)}" if m.group(3) else ""))
     for m in _DAY_MONTH_YEAR.finditer(text):
@@ -271,6 +279,8 @@ def _month(name: str) -> int:
 
 
 def _strip_dates(text: str) -> str:
+    if not _YEAR.search(text):
+        return text
     for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _MONTH_YEAR, _ISO_DATE):
         text = pattern.sub(" ", text)
     return text
@@ -306,7 +316,9 @@ def _names(text: str) -> list[str]:
     """Capitalised words (and words with inner capitals or digits): the sentence's named entities."""
     out: list[str] = []
     for index, match in enumerate(_WORD.finditer(text)):
-        word = re.sub(r"['’]s$", "", match.group(0))
+        word = match.group(0)
+        if word.endswith(("'s", "’s")):
+            word = word[:-2]
         if not word or not (word[0].isupper() or any(ch.isupper() for ch in word[1:])):
             continue
         if word.isdigit() or word.lower() in _MONTHS:
@@ -375,9 +387,11 @@ def _meets(term: str, terms: Iterable[str]) -> bool:
     return any(term == t or (min(len(term), len(t)) >= 3 and (term.startswith(t) or t.startswith(term))) for t in terms)
 
 
-def _polarity_differs(sentence: str, quotes: Sequence[str]) -> bool:
-    s = _read(sentence)
-    readings = [_read(q) for q in quotes]
+def _has_cue(text: str) -> bool:
+    return any(t in _NEGATIONS or t.endswith("n't") or t in _MODALITY for t in _tokens(text))
+
+
+def _polarity_differs(s: _Reading, readings: Sequence[_Reading]) -> bool:
     q_negated = {t for r in readings for t in r.negated}
     q_asserted = {t for r in readings for t in r.asserted | r.planned}
     # The sentence denies what its quotes assert...
@@ -389,11 +403,9 @@ def _polarity_differs(sentence: str, quotes: Sequence[str]) -> bool:
     )
 
 
-def _plan_as_fact(sentence: str, quotes: Sequence[str]) -> bool:
-    s = _read(sentence)
+def _plan_as_fact(s: _Reading, readings: Sequence[_Reading]) -> bool:
     if s.hedged:
         return False
-    readings = [_read(q) for q in quotes]
     q_planned = {t for r in readings for t in r.planned}
     q_asserted = {t for r in readings for t in r.asserted}
     return any(_meets(t, s.asserted) and not _meets(t, q_asserted) for t in q_planned)
