@@ -26,6 +26,7 @@ from tests.pipeline.test_http_api import VERIFIER, bearer
 pytestmark = pytest.mark.pipeline
 
 READER = bearer("sam", ["engineering"], ["search", "ask"])
+OUTSIDER = bearer("olga", [], ["search", "ask"])
 QUESTION = "Who is the on-call owner of Atlas and how many routes does it plan per night?"
 OWNER_QUESTION = "Who is the on-call owner of Atlas?"
 OWNER = "The on-call owner of Atlas is Priya Raman since March 2024."
@@ -60,6 +61,13 @@ def citing(sentences: Sequence[tuple[str, str]]) -> ScriptedChatModel:
 
 def events_of(text: str) -> list[tuple[str, dict[str, object]]]:
     return [(m.group(1), json.loads(m.group(2))) for m in EVENT.finditer(text)]
+
+
+def source_docs(stream: str) -> set[str]:
+    name, data = events_of(stream)[1]
+    sources = data["sources"]
+    assert name == "citations" and isinstance(sources, list)
+    return {str(s["doc_id"]) for s in sources}
 
 
 def test_verification_fallback_and_streaming_over_http(kg: KgragApp) -> None:
@@ -100,6 +108,12 @@ def test_verification_fallback_and_streaming_over_http(kg: KgragApp) -> None:
         assert done["streamed"] is True and done["removed"] == answer["removed"] and done["trace_id"]
         sources = events[1][1]["sources"]
         assert isinstance(sources, list) and {s["doc_id"] for s in sources} >= {"atlas"}
+
+        # A stream shows only what its caller may read: Harbor is engineering's (positive control: sam sees it).
+        harbor = {"question": "Why was Harbor down in May 2024?", "options": {"stream": True}}
+        member = client.post("/v1/ask", json=harbor, headers=READER).text
+        outsider = client.post("/v1/ask", json=harbor, headers=OUTSIDER).text
+        assert "harbor" in source_docs(member) and "harbor" not in source_docs(outsider)
 
     # A model that times out, is rate limited or does not answer: the extractive answer, flagged, a 200.
     for failure, reason in (
