@@ -63,7 +63,7 @@ def test_a_streamed_answer_on_the_distributed_runtime(
         assert events[2][1]["text"] == "The yard gate code rotates every Monday at six."
         assert "opens the yard gate" not in streamed.text
         done = events[-1][1]
-        assert done["removed"] == {"count": 1, "reasons": {"polarity_mismatch": 1}} and done["trace_id"]
+        assert done["removed"] == {"count": 1, "reasons": {"polarity_mismatch": 1}} and done["streamed"] is True
 
     down = dataclasses.replace(kg, llm=ScriptedChatModel([llm_timeout()]))
     with TestClient(create_app(down, VERIFIER)) as client:
