@@ -51,6 +51,7 @@ bench: install  ## Benchmarks (tables with same-run baselines) into bench-result
 	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results
 	$(RUN) python -m kgrag_runtime.benchmarks.ingest --docs 2000 --out bench-results/ingest
 	$(RUN) python -m kgrag_runtime.benchmarks.load --out bench-results/load
+	$(RUN) python -m kgrag_runtime.benchmarks.answers --chunks 10000 --queries 30 --out bench-results/answers
 	$(RUN) kgrag ingest corpora/northwind/documents.jsonl --data-dir .kgrag-bench-cli
 	$(RUN) python -m kgrag_runtime.benchmarks.cli_startup --data-dir .kgrag-bench-cli --out bench-results/cli
 	$(RUN) python -m kgrag_runtime.benchmarks.connectors --runs 20 --out bench-results/connectors

@@ -127,7 +127,10 @@ def test_llm_answer_with_an_invented_quote_is_refused(open_kg) -> None:  # type:
         garbled = kg.ask("Who runs Atlas?", Caller())
     assert refused["mode"] == "refused" and refused["error_code"] == "INSUFFICIENT_EVIDENCE"
     assert refused["citations"] == []
-    assert garbled["mode"] == "refused"
+    assert refused["removed"] == {"count": 1, "reasons": {"quote_not_found": 1}}
+    # A reply that is no answer at all gives way to the extractive answer, flagged (not a refusal, not a 5xx).
+    assert garbled["mode"] == "extractive" and garbled["answered"] is True
+    assert garbled["fallback"] == {"reason": "llm_invalid_reply"}
 
 
 def test_acl_change_moves_every_projection_and_fails_closed(kg: KgragApp) -> None:

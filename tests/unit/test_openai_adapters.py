@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,8 +11,9 @@ import pytest
 
 from kgrag_adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
 from kgrag_adapters.llm.openai_chat import OpenAICompatibleChat
+from kgrag_core.answering.fallback import fallback_reason
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.ports import ChatMessage, ChatModel, Embedder
+from kgrag_core.ports import ChatMessage, ChatModel, Embedder, StreamingChatModel
 from kgrag_testing.scripted_llm import mock_openai_transport
 
 BASE = "http://llm.test/v1/"
@@ -245,3 +247,58 @@ def test_chat_refusal_without_content_is_an_error() -> None:
     with pytest.raises(KgragError) as info:
         chat.complete([ChatMessage("user", "hello")])
     assert info.value.code is ErrorCode.LLM_UNAVAILABLE
+
+
+# --- chat streaming --------------------------------------------------------------------------------
+
+
+def _sse(*pieces: str) -> bytes:
+    lines = [f'data: {{"choices": [{{"index": 0, "delta": {{"content": {json.dumps(p)}}}}}]}}\n\n' for p in pieces]
+    return (
+        'data: {"choices": [{"index": 0, "delta": {"role": "assistant"}}]}\n\n' + "".join(lines) + "data: [DONE]\n\n"
+    ).encode()
+
+
+def test_chat_stream_yields_the_pieces_as_sent_and_asks_for_a_stream() -> None:
+    bodies: list[Any] = []
+
+    def handler(request: httpx.Request, body: Any) -> httpx.Response:
+        bodies.append(body)
+        return httpx.Response(
+            200, content=_sse('{"sent', 'ences": ', "[]}"), headers={"content-type": "text/event-stream"}
+        )
+
+    chat = OpenAICompatibleChat(BASE, "m", None, transport=mock_openai_transport(handler))
+    assert isinstance(chat, StreamingChatModel)
+    pieces = list(chat.stream([ChatMessage("user", "hi")], json_schema={"type": "object"}))
+    assert pieces == ['{"sent', 'ences": ', "[]}"]
+    assert bodies[0]["stream"] is True and bodies[0]["response_format"]["json_schema"]["schema"] == {"type": "object"}
+
+
+@pytest.mark.parametrize(
+    ("response", "code"),
+    [
+        (httpx.Response(503, text="overloaded"), ErrorCode.LLM_UNAVAILABLE),
+        (httpx.Response(429, headers={"retry-after": "3"}), ErrorCode.LLM_RATE_LIMITED),
+        (
+            httpx.Response(200, content=b'data: {"choices": [{"delta": {"refusal": "no"}}]}\n\n'),
+            ErrorCode.LLM_UNAVAILABLE,
+        ),
+        (httpx.Response(200, content=b"data: {not json\n\n"), ErrorCode.LLM_UNAVAILABLE),
+    ],
+)
+def test_chat_stream_failures_have_the_model_codes(response: httpx.Response, code: ErrorCode) -> None:
+    chat = OpenAICompatibleChat(BASE, "m", None, transport=mock_openai_transport(lambda _r, _b: response))
+    with pytest.raises(KgragError) as info:
+        list(chat.stream([ChatMessage("user", "hi")]))
+    assert info.value.code is code
+
+
+def test_chat_stream_timeout_reads_as_a_timeout() -> None:
+    def handler(request: httpx.Request, body: Any) -> httpx.Response:
+        raise httpx.ReadTimeout("read timed out", request=request)
+
+    chat = OpenAICompatibleChat(BASE, "m", None, transport=mock_openai_transport(handler))
+    with pytest.raises(KgragError) as info:
+        list(chat.stream([ChatMessage("user", "hi")]))
+    assert info.value.code is ErrorCode.LLM_UNAVAILABLE and fallback_reason(info.value) == "llm_timeout"

@@ -6,7 +6,7 @@ Adapters live in `kgrag_adapters`; every adapter of a port passes the port's con
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -242,6 +242,17 @@ class ChatModel(Protocol):
     def model_id(self) -> str: ...
 
     def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None) -> str: ...
+
+
+@runtime_checkable
+class StreamingChatModel(ChatModel, Protocol):
+    """A chat model that can also hand its reply over piece by piece, as the endpoint produces it.
+
+    Closing the returned iterator stops the generation (the adapter closes its connection)."""
+
+    def stream(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
+    ) -> Iterator[str]: ...
 
 
 # --- bus -----------------------------------------------------------------------------------------------

@@ -8,13 +8,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
-from kgrag_core.answering.extractive import extractive_answer
-from kgrag_core.answering.generative import generative_answer
 from kgrag_core.answering.model import RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.connectors import ConnectorItem
@@ -30,6 +28,8 @@ from kgrag_core.shredding import ContentCipher
 from kgrag_core.tracing.build import answer_part, cached_answer_body, search_body
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring, stage
+from kgrag_runtime.answer_flow import answer_verified
+from kgrag_runtime.ask_stream import AskEvent, ask_events
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 from kgrag_runtime.quality_metrics import QualityMetrics, graph_fallback_reason
 
@@ -183,6 +183,13 @@ class KgragApp:
         body["answer"] = answer_part(out, cached=cached, removed=removed)
         return {**out, "trace_id": self.traces.record(TraceKind.ASK, caller, body)}
 
+    def ask_stream(
+        self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
+    ) -> Iterator[AskEvent]:
+        """`ask` as events: the route and citable sources, each verified sentence as it is ready, then
+        conflicts, graph evidence, confidence and the whole body with its trace id (kgrag_runtime.ask_stream)."""
+        return ask_events(self, question, caller, evidence_chunks=evidence_chunks, graph=graph)
+
     def _ask(
         self, question: str, caller: Caller, evidence_chunks: int | None, graph: bool | None
     ) -> tuple[dict[str, object], SearchResponse | GraphSearchResponse | None, tuple[RemovedSentence, ...]]:
@@ -197,20 +204,20 @@ class KgragApp:
         response = self._search(question, caller, top_k=n, mode=SearchMode.HYBRID, graph=use_graph)
         answering = time.perf_counter()
         with stage("answer"):
-            if self.llm is not None:
-                answer = generative_answer(question, response.hits, self.llm)
-            else:
-                answer = extractive_answer(question, response.hits)
+            answer = answer_verified(question, response, self.llm)
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
-        self.quality.record_answer(answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences)
+        self.quality.record_answer(
+            answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences, fallback=answer.fallback
+        )
         out = answer.as_dict()
         if isinstance(response, GraphSearchResponse):
             out["route"] = response.route.as_dict()
             out["graph_lines"] = [line.text for line in response.graph_lines]
             out["graph_degraded"] = response.degraded
-        if self.answer_cache_ttl_s > 0:
+        # A fallback answer is not cached: once the model is back, the next ask should get its answer.
+        if self.answer_cache_ttl_s > 0 and answer.fallback is None:
             plain = json.dumps(out).encode("utf-8")
             payload = (
                 plain

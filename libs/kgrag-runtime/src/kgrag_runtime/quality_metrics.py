@@ -22,10 +22,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kgrag_core.answering.fallback import FALLBACK_REASONS
+
 log = logging.getLogger(__name__)
 
 # Where a search went: the router's question kind when the graph layer is on, else the plain mode.
 GRAPH_FALLBACK_REASONS = ("lookup", "nothing_readable", "no_entity_linked", "timeout", "error")
+LLM_FALLBACK_REASONS = (*FALLBACK_REASONS, "other")  # kgrag_core.answering.fallback
 # What a caller may report about an answer (the feedback endpoint validates against this set).
 FEEDBACK_ISSUES = ("wrong", "incomplete", "outdated", "not_cited", "forbidden_content", "other")
 _ISSUE_LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -82,7 +85,15 @@ class QualityMetrics:
             "kgrag_answer_abstentions", "Answers withheld: abstained (no evidence) or refused.", ["mode"], registry=r
         )
         self.removed_sentences = Counter(
-            "kgrag_answer_sentences_removed", "Sentences of a model's reply withheld as unsupported.", registry=r
+            "kgrag_answer_sentences_removed",
+            "Sentences removed from an answer as unsupported by their quotes.",
+            registry=r,
+        )
+        self.llm_fallbacks = Counter(
+            "kgrag_answer_llm_fallbacks",
+            "LLM answers replaced by the extractive one, by reason.",
+            ["reason"],
+            registry=r,
         )
         self.feedback = Counter("kgrag_feedback", "Answer feedback received, by issue.", ["issue"], registry=r)
         self.stage_seconds = Histogram(
@@ -98,6 +109,8 @@ class QualityMetrics:
             self.stage_seconds.labels(stage)
         for mode in ("abstained", "refused"):
             self.abstentions.labels(mode)
+        for reason in LLM_FALLBACK_REASONS:
+            self.llm_fallbacks.labels(reason)
         r.register(_BacklogCollector(self))
 
     # --- what the app reports --------------------------------------------------------------------------
@@ -109,8 +122,12 @@ class QualityMetrics:
         if degraded:
             self.graph_degraded.inc()
 
-    def record_answer(self, mode: str, confidence: str, *, removed_sentences: int = 0) -> None:
+    def record_answer(
+        self, mode: str, confidence: str, *, removed_sentences: int = 0, fallback: str | None = None
+    ) -> None:
         self.answers.labels(mode, confidence).inc()
+        if fallback is not None:
+            self.llm_fallbacks.labels(fallback if fallback in LLM_FALLBACK_REASONS else "other").inc()
         if mode in ("abstained", "refused"):
             self.abstentions.labels(mode).inc()
         if removed_sentences:

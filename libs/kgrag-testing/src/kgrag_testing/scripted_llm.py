@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,16 @@ from kgrag_core.ports import ChatMessage
 if TYPE_CHECKING:
     import httpx
 
-Reply = str | BaseException
+
+@dataclass(frozen=True, slots=True)
+class StreamCut:
+    """A scripted reply that streams `text` and then fails with `error` (a connection lost mid-answer)."""
+
+    text: str
+    error: BaseException
+
+
+Reply = str | BaseException | StreamCut
 Responder = Callable[[Sequence[ChatMessage]], str]
 
 
@@ -46,8 +56,23 @@ class ScriptedChatModel:
     recorded in `calls`, including ones whose scripted reply is an exception.
     """
 
-    def __init__(self, script: Sequence[Reply] | Responder, *, model_id: str = "scripted-fake") -> None:
+    def __init__(
+        self,
+        script: Sequence[Reply] | Responder,
+        *,
+        model_id: str = "scripted-fake",
+        token_latency_s: float = 0.0,
+        token_chars: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._model_id = model_id
+        # `stream` hands the reply over `token_chars` characters at a time, waiting `token_latency_s` before
+        # each piece, like a model generating tokens.
+        self.token_latency_s = token_latency_s
+        self._token_chars = token_chars
+        self._sleep = sleep
+        self.streamed_tokens = 0  # pieces `stream` has handed over, over all calls
+        self.streams_closed = 0  # streams stopped by their consumer before the reply was complete
         self._responder: Responder | None = None
         self._replies: deque[Reply] = deque()
         if callable(script):
@@ -66,6 +91,35 @@ class ScriptedChatModel:
         return len(self._replies)
 
     def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None) -> str:
+        reply = self._next(messages, json_schema)
+        if isinstance(reply, StreamCut):
+            raise reply.error
+        return reply
+
+    def stream(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
+    ) -> Iterator[str]:
+        """The next reply in pieces (a StreamCut's text, then its error); one call like `complete`."""
+        reply = self._next(messages, json_schema)
+        return self._pieces(reply.text if isinstance(reply, StreamCut) else reply, reply)
+
+    def _pieces(self, text: str, reply: str | StreamCut) -> Iterator[str]:
+        size = max(1, self._token_chars)
+        done = False
+        try:
+            for start in range(0, len(text), size):
+                if self.token_latency_s > 0:
+                    self._sleep(self.token_latency_s)
+                self.streamed_tokens += 1
+                yield text[start : start + size]
+            done = True
+        finally:
+            if not done:
+                self.streams_closed += 1
+        if isinstance(reply, StreamCut):
+            raise reply.error
+
+    def _next(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, object] | None) -> str | StreamCut:
         self.calls.append(ScriptedCall(tuple(messages), json_schema))
         if self._responder is not None:
             return self._responder(messages)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -40,6 +40,7 @@ from kgrag_query_api.schemas import (
     IngestDocumentRequest,
     SearchRequest,
 )
+from kgrag_query_api.sse import sse_response
 from kgrag_query_api.trace_routes import trace_router
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.graph_reads import GraphReadsCollector
@@ -49,6 +50,13 @@ from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
 T = TypeVar("T")
 DEFAULT_THREADS = 40  # anyio's own default
 ReadyCheck = Callable[[], dict[str, Any]]
+# /v1/ask answers JSON, or with options.stream server-sent events (docs/http-api.md, "Streaming answers").
+STREAMED: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The answer (JSON), or with `options.stream` a stream of server-sent events.",
+        "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {}},
+    }
+}
 
 _STATUS = {
     ErrorCode.UNAUTHENTICATED: 401,
@@ -116,11 +124,16 @@ def create_app(
             lambda: kg.search(body.query, who.caller, top_k=body.top_k, mode=body.mode, graph=body.graph)
         ).as_dict()
 
-    @router.post("/ask")
-    def ask(body: AskRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
-        """An answer whose every sentence cites exact source spans, or an honest abstention."""
+    @router.post("/ask", response_model=None, responses=STREAMED)
+    def ask(body: AskRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any] | StreamingResponse:
+        """An answer whose every sentence cites exact source spans, or an honest abstention; with
+        `options.stream`, server-sent events, each verified sentence as soon as it is ready."""
         if "ask" not in who.scopes:
             who.require("search")
+        if body.options.stream:
+            return sse_response(
+                kg.ask_stream(body.question, who.caller, evidence_chunks=body.evidence_chunks, graph=body.graph)
+            )
         return run(lambda: kg.ask(body.question, who.caller, evidence_chunks=body.evidence_chunks, graph=body.graph))
 
     api.include_router(router)

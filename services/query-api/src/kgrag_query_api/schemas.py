@@ -100,12 +100,19 @@ class SearchRequest(_Strict):
     )
 
 
+class AskOptions(_Strict):
+    stream: bool = Field(
+        False, strict=True, description="Answer as server-sent events, each verified sentence as it is ready."
+    )
+
+
 class AskRequest(_Strict):
     question: str = _query_text(QUERY_CHARS.maximum)
     evidence_chunks: Count = Field(EVIDENCE_CHUNKS.default, ge=1, le=EVIDENCE_CHUNKS.maximum)
     graph: bool | None = Field(
         None, strict=True, description="Route the question and add graph evidence (default: server setting)."
     )
+    options: AskOptions = Field(default_factory=AskOptions)
 
 
 class _IngestFields(_Strict):

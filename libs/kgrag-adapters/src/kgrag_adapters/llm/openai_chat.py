@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -68,16 +69,7 @@ class OpenAICompatibleChat(Closeable):
         self._client.close()
 
     def complete(self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None) -> str:
-        payload: dict[str, Any] = {
-            "model": self._model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "temperature": 0,
-        }
-        if json_schema is not None:
-            payload["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "answer", "schema": dict(json_schema), "strict": True},
-            }
+        payload = self._payload(messages, json_schema)
         self._last_usage = None
         response = self._post(payload)
         try:
@@ -98,7 +90,70 @@ class OpenAICompatibleChat(Closeable):
         self._last_usage = _usage(body)
         return content
 
+    def stream(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, object] | None = None
+    ) -> Iterator[str]:
+        """The reply's text as the endpoint streams it (`stream: true`, server-sent `data:` chunks).
+
+        No retries: a streamed answer is interactive and its caller falls back to the extractive answer.
+        Closing the iterator closes the connection, which stops the generation."""
+        return self._stream({**self._payload(messages, json_schema), "stream": True})
+
     # --- internals -----------------------------------------------------------------------------
+
+    def _payload(self, messages: Sequence[ChatMessage], json_schema: Mapping[str, object] | None) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": 0,
+        }
+        if json_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": dict(json_schema), "strict": True},
+            }
+        return payload
+
+    def _stream(self, payload: dict[str, Any]) -> Iterator[str]:
+        self._last_usage = None
+        try:
+            with self._client.stream("POST", self._url, json=payload) as response:
+                if response.status_code == 429:
+                    raise RateLimitedError(
+                        f"chat endpoint returned HTTP 429 (model {self._model}, {self._url})",
+                        retry_after_s=retry_after_seconds(response),
+                    )
+                if not response.is_success:
+                    response.read()
+                    raise self._fail(
+                        f"chat endpoint returned HTTP {response.status_code}: {response.text[:300]}", _HINT_DOWN
+                    )
+                for line in response.iter_lines():
+                    piece = self._stream_piece(line)
+                    if piece is None:
+                        return
+                    if piece:
+                        yield piece
+        except httpx.TransportError as exc:
+            raise self._fail(f"chat stream failed: {exc!r}", _HINT_DOWN) from exc
+
+    def _stream_piece(self, line: str) -> str | None:
+        """The text of one `data:` line ("" for none), or None at `[DONE]`."""
+        if not line.startswith("data:"):
+            return ""
+        data = line[len("data:") :].strip()
+        if data == "[DONE]":
+            return None
+        try:
+            delta = json.loads(data)["choices"][0].get("delta") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise self._fail(
+                f"malformed chat stream chunk: {data[:300]}", "the endpoint does not stream like OpenAI"
+            ) from exc
+        if delta.get("refusal"):
+            raise self._fail(f"the model refused (refusal: {delta['refusal']!r})", "check the prompt and the model")
+        content = delta.get("content")
+        return content if isinstance(content, str) else ""
 
     def _fail(self, message: str, hint: str) -> KgragError:
         return KgragError(ErrorCode.LLM_UNAVAILABLE, f"{message} (model {self._model}, {self._url})", hint=hint)

@@ -1,8 +1,10 @@
-"""LLM answers bound to evidence: every sentence carries an exact quote that must be in its chunk.
+"""LLM answers bound to evidence: every sentence carries exact quotes that must be in their chunks and
+must support it.
 
 The model sees only the evidence set (already ACL-checked). Its reply is parsed against a JSON schema;
-any sentence without a verifiable quote causes a refusal with INSUFFICIENT_EVIDENCE rather than an
-answer that might be partly invented.
+a sentence whose quote is not in its source, or whose quotes do not support it (a changed number, a
+flipped negation, a plan stated as done, a swapped name: `verification.check_sentence`), is removed and
+counted; when nothing is left the answer is refused with INSUFFICIENT_EVIDENCE.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ from dataclasses import replace
 from kgrag_core.answering.extractive import NO_ANSWER
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, RemovedSentence, cite
 from kgrag_core.answering.quotes import normalise_for_quote, quote_in_text
+from kgrag_core.answering.verification import (
+    NO_CITATION,
+    SupportingFact,
+    check_sentence,
+    facts_for,
+    removed_sentence,
+)
 from kgrag_core.errors import ErrorCode
 from kgrag_core.ports import ChatMessage, ChatModel
 from kgrag_core.search import SearchHit
@@ -64,68 +73,120 @@ def build_messages(question: str, hits: Sequence[SearchHit]) -> list[ChatMessage
     return [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", user)]
 
 
-def generative_answer(question: str, hits: Sequence[SearchHit], model: ChatModel) -> Answer:
-    evidence = list(hits)
-    evidence_ids = tuple(h.chunk_id for h in evidence)
-    if not evidence:
-        return _no_answer(question, evidence_ids)
-    raw = model.complete(build_messages(question, evidence), json_schema=ANSWER_SCHEMA)
-    try:
-        reply = json.loads(raw)
-    except json.JSONDecodeError:
-        return _refuse(question, evidence_ids, "The model's reply was not valid JSON.")
-    if not isinstance(reply, dict) or not isinstance(reply.get("sentences"), list):
-        return _refuse(question, evidence_ids, "The model's reply did not match the answer schema.")
-    if reply.get("insufficient_evidence") is True or not reply["sentences"]:
-        return _no_answer(question, evidence_ids)
+class UnusableReply(Exception):
+    """The model replied with something that is not an answer (not JSON, not the schema, a refusal)."""
 
+
+def generative_answer(
+    question: str, hits: Sequence[SearchHit], model: ChatModel, *, facts: Sequence[SupportingFact] = ()
+) -> Answer:
+    """The model's answer with its unsupported sentences removed; a reply that is no answer is refused."""
+    try:
+        return llm_answer(question, hits, model, facts=facts)
+    except UnusableReply as err:
+        return _refuse(question, tuple(h.chunk_id for h in hits), str(err))
+
+
+def llm_answer(
+    question: str, hits: Sequence[SearchHit], model: ChatModel, *, facts: Sequence[SupportingFact] = ()
+) -> Answer:
+    """Like `generative_answer`, but an unusable reply raises `UnusableReply` and a model error its
+    KgragError, so a caller can fall back to another answerer."""
+    evidence = list(hits)
+    if not evidence:
+        return _no_answer(question, ())
+    raw = model.complete(build_messages(question, evidence), json_schema=ANSWER_SCHEMA)
+    items = parse_reply(raw)
     citations: list[Citation] = []
     sentences: list[AnswerSentence] = []
-    for item in reply["sentences"]:
-        parsed = _verify_sentence(item, evidence, citations)
-        if parsed is None:
-            refused = _refuse(
-                question,
-                evidence_ids,
-                "A sentence of the model's answer had no quote that could be found in its source, "
-                "so the answer was withheld.",
-                removed=(_removed(item),),
-            )
-            # The whole reply is withheld: every one of its sentences was removed from what the caller reads.
-            return replace(refused, removed_sentences=len(reply["sentences"]))
-        sentences.append(parsed)
+    removed: list[RemovedSentence] = []
+    for item in items:
+        outcome = verify_item(item, evidence, len(citations), facts)
+        if isinstance(outcome, RemovedSentence):
+            removed.append(outcome)
+        else:
+            sentences.append(outcome[0])
+            citations.extend(outcome[1])
+    return assemble(question, evidence, model.model_id, sentences, citations, removed)
+
+
+def parse_reply(raw: str) -> list[object]:
+    """The reply's sentence items ([] when the model says the evidence is insufficient)."""
+    try:
+        reply = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UnusableReply("The model's reply was not valid JSON.") from exc
+    if not isinstance(reply, dict) or not isinstance(reply.get("sentences"), list):
+        raise UnusableReply("The model's reply did not match the answer schema.")
+    if reply.get("insufficient_evidence") is True:
+        return []
+    return list(reply["sentences"])
+
+
+def assemble(
+    question: str,
+    evidence: Sequence[SearchHit],
+    model_id: str,
+    sentences: Sequence[AnswerSentence],
+    citations: Sequence[Citation],
+    removed: Sequence[RemovedSentence],
+) -> Answer:
+    """The answer from the sentences that passed verification; a refusal when the model said something but
+    none of it passed, an abstention when it said nothing."""
+    evidence_ids = tuple(h.chunk_id for h in evidence)
+    if not sentences:
+        if not removed:
+            return _no_answer(question, evidence_ids)
+        refused = _refuse(
+            question,
+            evidence_ids,
+            "No sentence of the model's answer was supported by the quotes it cited, so the answer was withheld.",
+            removed=tuple(removed),
+        )
+        return replace(refused, removed_sentences=len(removed))
     return Answer(
         question=question,
         mode=AnswerMode.LLM,
         sentences=tuple(sentences),
         citations=tuple(citations),
-        notice=f"Answered by {model.model_id} from the cited sources; every quote was checked.",
-        confidence="HIGH" if len(citations) >= len(sentences) else "MEDIUM",
+        notice=f"Answered by {model_id} from the cited sources; every sentence was checked against its quotes"
+        + (f" and {len(removed)} unsupported one(s) removed." if removed else "."),
+        confidence="HIGH" if not removed and len(citations) >= len(sentences) else "MEDIUM",
         evidence_chunk_ids=evidence_ids,
+        removed=tuple(removed),
+        removed_sentences=len(removed),
     )
 
 
-def _verify_sentence(item: object, evidence: Sequence[SearchHit], citations: list[Citation]) -> AnswerSentence | None:
+def verify_item(
+    item: object, evidence: Sequence[SearchHit], cited_so_far: int, facts: Sequence[SupportingFact] = ()
+) -> tuple[AnswerSentence, list[Citation]] | RemovedSentence:
+    """One reply item: its sentence and new citations (numbered after `cited_so_far`), or why it was removed.
+
+    Its quotes must be in their sources, and they (with the graph facts resting on the cited chunks) must
+    support the sentence (`verification.check_sentence`)."""
     if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-        return None
+        return _removed(item, "malformed_sentence")
     refs = item.get("evidence")
     if not isinstance(refs, list) or not refs:
-        return None
-    ids: list[int] = []
+        return _removed(item, NO_CITATION)
+    citations: list[Citation] = []
     for ref in refs:
         if not isinstance(ref, dict):
-            return None
+            return _removed(item, "malformed_sentence")
         source, quote = ref.get("source"), ref.get("quote")
         if not isinstance(source, int) or not isinstance(quote, str) or not 1 <= source <= len(evidence):
-            return None
+            return _removed(item, "unknown_source")
         hit = evidence[source - 1]
         if not quote_in_text(quote, hit.text):
-            return None
+            return _removed(item, "quote_not_found")
         start, end = _locate(quote, hit)
-        citation = cite(len(citations) + 1, hit, start, end, normalise_for_quote(quote))
-        citations.append(citation)
-        ids.append(citation.id)
-    return AnswerSentence(item["text"].strip(), tuple(ids))
+        citations.append(cite(cited_so_far + len(citations) + 1, hit, start, end, normalise_for_quote(quote)))
+    text = item["text"].strip()
+    reason = check_sentence(text, [c.quote for c in citations], facts_for(facts, citations))
+    if reason is not None:
+        return _removed(item, reason)
+    return AnswerSentence(text, tuple(c.id for c in citations)), citations
 
 
 def _locate(quote: str, hit: SearchHit) -> tuple[int, int]:
@@ -143,10 +204,11 @@ def _no_answer(question: str, evidence_ids: tuple[str, ...]) -> Answer:
     )
 
 
-def _removed(item: object) -> RemovedSentence:
+def _removed(item: object, reason: str) -> RemovedSentence:
     text = item.get("text") if isinstance(item, dict) else None
-    digest = hashlib.sha256(str(text if isinstance(text, str) else item).encode("utf-8")).hexdigest()
-    return RemovedSentence(digest, "quote_not_found")
+    if isinstance(text, str):
+        return removed_sentence(text.strip(), reason)
+    return RemovedSentence(hashlib.sha256(str(item).encode("utf-8")).hexdigest(), reason)
 
 
 def _refuse(

@@ -94,6 +94,8 @@ class Answer:
     # Sentences of a model's reply withheld because no quote of theirs was found in its source (a metric:
     # kgrag_answer_sentences_removed_total); not part of the response body.
     removed_sentences: int = 0
+    # Why the model's answer was replaced by the extractive one (llm_timeout, llm_unavailable, ...), or None.
+    fallback: str | None = None
 
     @property
     def answered(self) -> bool:
@@ -118,4 +120,13 @@ class Answer:
             "sentences": [{"text": s.text, "citations": list(s.citation_ids)} for s in self.sentences],
             "citations": [c.as_dict() for c in self.citations],
             "evidence_chunk_ids": list(self.evidence_chunk_ids),
+            "removed": self.removal_summary(),
+            "fallback": None if self.fallback is None else {"reason": self.fallback},
         }
+
+    def removal_summary(self) -> dict[str, object]:
+        """How many sentences verification removed, per reason (their text stays out of the response)."""
+        reasons: dict[str, int] = {}
+        for r in self.removed:
+            reasons[r.reason] = reasons.get(r.reason, 0) + 1
+        return {"count": self.removed_sentences, "reasons": dict(sorted(reasons.items()))}

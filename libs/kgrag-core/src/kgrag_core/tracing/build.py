@@ -209,4 +209,5 @@ def answer_part(
         ],
         "sentences": len(sentences) if isinstance(sentences, list) else 0,
         "removed_sentences": None if removed is None else [r.as_dict() for r in removed],
+        "fallback": answer.get("fallback"),  # {reason} when the LLM's answer gave way to the extractive one
     }

@@ -108,9 +108,20 @@ def ask(
     principal: Principal = None,
     group: Groups = None,
     admin: Admin = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream", help="Print each verified sentence as soon as it is ready (with --json: one event a line)."
+        ),
+    ] = False,
 ) -> None:
     """Answer a question from your documents; every sentence cites the exact source span."""
     state = CliState.from_options(data_dir, as_json)
+    if stream:
+        with open_app(state, reads_only=True) as kg:
+            for event in kg.ask_stream(question, caller_from(principal, group, admin), graph=graph):
+                render.answer_event(state.out, event, as_json=state.as_json)
+        return
     with open_app(state, reads_only=True) as kg:
         answer = kg.ask(question, caller_from(principal, group, admin), graph=graph)
     if state.as_json:

@@ -141,7 +141,35 @@ def answer(console: Console, result: Mapping[str, Any]) -> None:
         )
         at = f", {escape(place)}" if place else ""
         console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end}{at})")
+    _fallback(console, result.get("fallback"))
     console.print(f"[dim]{escape(str(result['notice']))} Confidence: {result['confidence']}.[/]\n")
+
+
+def answer_event(console: Console, event: tuple[str, Mapping[str, Any]], *, as_json: bool) -> None:
+    """One event of a streamed answer: a JSON line, or for a reader the question's sentences as they come
+    and, at the end, the citations, notice and confidence."""
+    name, data = event
+    if as_json:
+        print(json.dumps({"event": name, "data": data}, ensure_ascii=False, default=str), flush=True)
+        return
+    if name == "sentence":
+        markers = "".join(f" [{c['id']}]" for c in data["citations"])
+        console.print(f"  {escape(str(data['text']))}{markers}")
+    elif name == "done":
+        console.print(f"[bold]Q:[/] {escape(str(data['question']))}")
+        if not data["answered"]:
+            console.print(f"[bold]A:[/] {escape(str(data['notice']))}")
+        for c in data["citations"]:
+            start, end = c["span"]
+            console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end})")
+        _fallback(console, data.get("fallback"))
+        console.print(f"[dim]{escape(str(data['notice']))} Confidence: {data['confidence']}.[/]\n")
+
+
+def _fallback(console: Console, fallback: Any) -> None:
+    if isinstance(fallback, Mapping):
+        reason = escape(str(fallback.get("reason")))
+        console.print(f"[yellow]The language model's answer could not be used ({reason}): extractive answer.[/]")
 
 
 def status(console: Console, info: Mapping[str, Any]) -> None:
