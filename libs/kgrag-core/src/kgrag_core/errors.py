@@ -46,6 +46,7 @@ class ErrorCode(StrEnum):
     TRACE_NOT_FOUND = "TRACE_NOT_FOUND"
     INVALID_FEEDBACK = "INVALID_FEEDBACK"
     FEEDBACK_NOT_FOUND = "FEEDBACK_NOT_FOUND"
+    INVALID_FILTER = "INVALID_FILTER"  # an inverted date range, an unknown source (POST /v1/ask, /v1/search)
 
 
 class KgragError(Exception):

@@ -35,6 +35,7 @@ class KeywordDoc:
     breadcrumb: str
     text: str
     source: str
+    doc_time: datetime | None = None  # the document's date, filtered on by `SearchFilters`
 
 
 @dataclass(frozen=True, slots=True)
