@@ -52,6 +52,7 @@ class SearchHit:
     score: float
     ranks: dict[str, int] = field(default_factory=dict)
     doc_time: datetime | None = None
+    version: int | None = None  # the document version the chunk was read from (citations carry it)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -66,6 +67,7 @@ class SearchHit:
             "score": round(self.score, 6),
             "ranks": dict(sorted(self.ranks.items())),
             "doc_time": self.doc_time.isoformat() if self.doc_time else None,
+            "version": self.version,
         }
 
 

@@ -124,7 +124,15 @@ class EdgeVectorIndex(Closeable):
         if not acl_class_ids:
             return []
         shard = self._live()
-        conditions = [qe.FieldCondition(key="acl_class_id", match=qe.MatchAny(any=sorted(set(acl_class_ids))))]
+        conditions: list[
+            qe.FieldCondition
+            | qe.IsEmptyCondition
+            | qe.IsNullCondition
+            | qe.HasIdCondition
+            | qe.HasVectorCondition
+            | qe.NestedCondition
+            | qe.Filter
+        ] = [qe.FieldCondition(key="acl_class_id", match=qe.MatchAny(any=sorted(set(acl_class_ids))))]
         if filters is not None and filters.sources:
             conditions.append(qe.FieldCondition(key="source", match=qe.MatchAny(any=list(filters.sources))))
         bounds = payload_time_bounds(filters)
