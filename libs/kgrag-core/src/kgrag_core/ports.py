@@ -36,6 +36,11 @@ class DocumentStore(Protocol):
 
     def list_documents(self, *, include_deleted: bool = False) -> list[StoredDocument]: ...
 
+    def known_sources(self, sources: Sequence[str], acl_class_ids: Sequence[str]) -> set[str]:
+        """Which of `sources` name at least one active document of these ACL classes: a filter naming any
+        other source is refused (a source the caller cannot read is as unknown as one that does not exist)."""
+        ...
+
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         """Chunks of an active document, ordered by seq."""
         ...

@@ -78,12 +78,17 @@ class SearchResponse:
     mode: str
     limits: dict[str, object] = field(default_factory=dict)
     trace_id: str | None = None  # set by the application when it records the search (GET /v1/traces/{id})
+    # Linked entities (entity_id, name, type, score), only when asked for (include_entities)
+    entities: tuple[dict[str, object], ...] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "query": self.query,
             "mode": self.mode,
             "hits": [h.as_dict() for h in self.hits],
             "limits": self.limits,
             "trace_id": self.trace_id,
         }
+        if self.entities is not None:
+            out["entities"] = list(self.entities)
+        return out

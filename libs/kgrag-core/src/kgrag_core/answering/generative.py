@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import date
 
 from kgrag_core.answering.extractive import NO_ANSWER
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, RemovedSentence
@@ -64,7 +65,13 @@ def build_messages(question: str, hits: Sequence[SearchHit]) -> list[ChatMessage
     return [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", user)]
 
 
-def generative_answer(question: str, hits: Sequence[SearchHit], model: ChatModel) -> Answer:
+def generative_answer(
+    question: str,
+    hits: Sequence[SearchHit],
+    model: ChatModel,
+    *,
+    as_of: date | None = None,  # filters.as_of: the day the answer is about (the fact-aware answerer reads it)
+) -> Answer:
     evidence = list(hits)
     evidence_ids = tuple(h.chunk_id for h in evidence)
     if not evidence:

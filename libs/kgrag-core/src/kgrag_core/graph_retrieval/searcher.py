@@ -126,6 +126,7 @@ class GraphSearchResponse:
     degraded_reason: str | None = None
     trace_id: str | None = None  # set by the application when it records the search
     paths: tuple[GraphPath, ...] = ()  # only when asked for (include_paths): the walk's readable chains
+    entities: tuple[dict[str, object], ...] | None = None  # as SearchResponse.entities
 
     def as_dict(self) -> dict[str, object]:
         traversal = None
@@ -136,7 +137,7 @@ class GraphSearchResponse:
                 "max_depth": max((s.depth for s in self.traversal.steps), default=0),
                 "truncated": list(self.traversal.truncated),
             }
-        return {
+        out: dict[str, object] = {
             "query": self.query,
             "mode": self.mode,
             "hits": [h.as_dict() for h in self.hits],
@@ -156,6 +157,11 @@ class GraphSearchResponse:
             "degraded_reason": self.degraded_reason,
             "trace_id": self.trace_id,
         }
+        if self.entities is not None:
+            out["entities"] = list(self.entities)
+        if self.paths:
+            out["graph_evidence"] = [p.as_dict() for p in self.paths]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,11 +200,15 @@ class GraphAssistedSearcher:
         kind: QuestionKind | None = None,
         max_hops: int | None = None,
         include_paths: bool = False,
+        graph_required: bool = False,
     ) -> GraphSearchResponse:
         """`filters` run inside every route, the graph's included (only admitted evidence counts); `kind`
-        overrides the router (a requested mode); `max_hops` caps the expansion depth; `include_paths` adds
-        the walk's readable chains (`paths`)."""
+        overrides the router (a requested mode); `graph_required` reads a routed lookup as a question about
+        the entities it names (GRAPH_ASSISTED); `max_hops` caps the expansion depth; `include_paths` adds the
+        walk's readable chains (`paths`)."""
         chosen = route(query) if kind is None else forced_route(kind)
+        if graph_required and chosen.kind is QuestionKind.LOOKUP:
+            chosen = Route(QuestionKind.ENTITY, chosen.confidence, (*chosen.signals, "mode:graph_assisted"))
         k = TOP_K.resolve(top_k)
         if chosen.kind is QuestionKind.LOOKUP:
             plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
