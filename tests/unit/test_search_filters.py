@@ -148,3 +148,11 @@ def test_graph_paths_show_only_readable_hops_with_a_positive_control() -> None:
         assert "Oliver Grant" not in body["path"] and "Site Ops" not in body["path"]  # type: ignore[operator]
         assert "c_leads" not in body["supporting_chunks"]  # type: ignore[operator]
     assert searcher.search(MULTI_HOP, READER, top_k=10).paths == ()  # only when asked for
+
+
+def test_the_ends_of_the_calendar_do_not_overflow() -> None:
+    widest = SearchFilters.build(date_from=date.min, date_to=date.max, as_of=date.max)
+    assert widest.time_bounds() == (datetime(1, 1, 1, tzinfo=UTC), None)
+    assert widest.admits("any", datetime(2024, 1, 1, tzinfo=UTC)) and not widest.admits("any", None)
+    assert SearchFilters.build(date_to=date.max).time_bounds() == (None, None)
+    assert SearchFilters.build(date_to=date.max).admits("any", None)

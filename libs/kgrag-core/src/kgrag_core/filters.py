@@ -70,14 +70,17 @@ class SearchFilters:
 
     @property
     def has_dates(self) -> bool:
-        return self.date_from is not None or self.date_to is not None or self.as_of is not None
+        """Whether a date bound applies (then an undated document is excluded); `date.max` alone bounds
+        nothing."""
+        return self.date_from is not None or any(d is not None and d < date.max for d in (self.date_to, self.as_of))
 
     def time_bounds(self) -> tuple[datetime | None, datetime | None]:
         """[lower, upper) in UTC for the document date: lower inclusive, upper exclusive (the day after the
         last admitted day), each None when unbounded."""
         lower = _midnight(self.date_from) if self.date_from is not None else None
         last = [d for d in (self.date_to, self.as_of) if d is not None]
-        upper = _midnight(min(last) + timedelta(days=1)) if last else None
+        # The last day of the calendar has no day after it: nothing is later, so that side is unbounded.
+        upper = _midnight(min(last) + timedelta(days=1)) if last and min(last) < date.max else None
         return lower, upper
 
     def admits(self, source: str, doc_time: datetime | None) -> bool:

@@ -156,14 +156,27 @@ class KgragApp:
         graph: bool | None = None,
         filters: SearchFilters | None = None,
         include_entities: bool = False,
+        max_hops: int | None = None,
+        include_graph_paths: bool = False,
     ) -> SearchResponse | GraphSearchResponse:
         """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
         and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer.
         `filters` (sources, document date, as_of) run inside every route; `include_entities` lists the
-        entities the query links to. The response carries the id of its trace (`trace_id`)."""
+        entities the query links to; `max_hops` and `include_graph_paths` as for `ask` (graph layer only).
+        The response carries the id of its trace (`trace_id`)."""
+        hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
         check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
         with measuring() as timings:
-            response = self._search(query, caller, top_k=top_k, mode=mode, graph=graph, filters=filters)
+            response = self._search(
+                query,
+                caller,
+                top_k=top_k,
+                mode=mode,
+                graph=graph,
+                filters=filters,
+                max_hops=hops,
+                include_paths=include_graph_paths,
+            )
             if include_entities:
                 entities = linked_entities(query, caller, self.graph_searcher, self.searcher.acls)
                 response = replace(response, entities=tuple(entities))

@@ -35,10 +35,12 @@ from kgrag_query_api.patterns import DOC_ID, MAX_DOC_ID, DocIdPath, check
 from kgrag_query_api.responses import AUTHENTICATED, errors
 from kgrag_query_api.schemas import (
     AclChangeRequest,
+    AskOptions,
     AskRequest,
     BytesDocumentRequest,
     IngestDocumentRequest,
     SearchRequest,
+    core_filters,
 )
 from kgrag_query_api.trace_routes import trace_router
 from kgrag_runtime.app import KgragApp
@@ -84,6 +86,7 @@ _STATUS = {
     ErrorCode.TRACE_NOT_FOUND: 404,
     ErrorCode.FEEDBACK_NOT_FOUND: 404,
     ErrorCode.INVALID_FEEDBACK: 422,
+    ErrorCode.INVALID_FILTER: 422,
 }
 
 
@@ -112,8 +115,17 @@ def create_app(
     def search(body: SearchRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """Hybrid search over the chunks the caller may read."""
         who.require("search")
+        filters = core_filters(body.filters)
         return run(
-            lambda: kg.search(body.query, who.caller, top_k=body.top_k, mode=body.mode, graph=body.graph)
+            lambda: kg.search(
+                body.query,
+                who.caller,
+                top_k=body.top_k,
+                mode=body.mode,
+                graph=body.graph,
+                filters=filters,
+                include_entities=body.include_entities,
+            )
         ).as_dict()
 
     @router.post("/ask")
@@ -121,7 +133,19 @@ def create_app(
         """An answer whose every sentence cites exact source spans, or an honest abstention."""
         if "ask" not in who.scopes:
             who.require("search")
-        return run(lambda: kg.ask(body.question, who.caller, evidence_chunks=body.evidence_chunks, graph=body.graph))
+        filters, options = core_filters(body.filters), body.options or AskOptions()
+        return run(
+            lambda: kg.ask(
+                body.question,
+                who.caller,
+                evidence_chunks=body.evidence_chunks,
+                graph=body.graph,
+                mode=body.mode,
+                filters=filters,
+                max_hops=options.max_hops,
+                include_graph_paths=options.include_graph_paths,
+            )
+        )
 
     api.include_router(router)
     api.include_router(ingest_router(kg.ingestion, verifier, run))
