@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -15,60 +14,17 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
-from kgrag_core.acl import acl_from_source
-from kgrag_core.documents import SourceDocument
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
+from tests.pipeline.dated_corpus import CAPACITY, CORPUS
 
 pytestmark = pytest.mark.pipeline
 
 VERIFIER = TokenVerifier(key="contract-key-" + "x" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
 READER = {"Authorization": f"Bearer {VERIFIER.issue('sam', groups=['engineering'], scopes=['search', 'ask'])}"}
 HR = {"Authorization": f"Bearer {VERIFIER.issue('ann', groups=['hr'], scopes=['search', 'ask'])}"}
-CAPACITY = "How many routes per night does the Atlas planner compute?"
-
-
-def _doc(doc_id: str, source: str, day: datetime, text: str, acl: object = None) -> SourceDocument:
-    return SourceDocument(
-        doc_id=doc_id,
-        source=source,
-        uri=f"test://{doc_id}",
-        title=doc_id,
-        body=text.encode("utf-8"),
-        acl=acl_from_source(acl),
-        modified_at=day,
-    )
-
-
-CORPUS = [
-    _doc(
-        "wiki-atlas-2023",
-        "wiki",
-        datetime(2023, 3, 1, tzinfo=UTC),
-        "# Atlas planner\n\nThe Atlas planner computes 8,000 routes per night on two worker nodes.\n",
-    ),
-    _doc(
-        "ticket-atlas-2024",
-        "tickets",
-        datetime(2024, 6, 1, tzinfo=UTC),
-        "# Atlas capacity upgrade\n\nSince the upgrade the Atlas planner computes 12,000 routes per night.\n",
-    ),
-    _doc(
-        "wiki-harbor",
-        "wiki",
-        datetime(2024, 2, 1, tzinfo=UTC),
-        "# Harbor\n\nHarbor is the warehouse system in Rotterdam; it plans no routes.\n",
-    ),
-    _doc(
-        "hr-bands",
-        "hr",
-        datetime(2024, 1, 1, tzinfo=UTC),
-        "# Bands\n\nThe senior engineer band tops out at 142,000 euros.\n",
-        acl={"groups": ["hr"]},
-    ),
-]
 
 
 @pytest.fixture(scope="module")
