@@ -57,6 +57,12 @@ def test_ingest_a_folder_then_search_ask_delete(kgrag, tmp_path: Path) -> None: 
     assert answer["answered"] is True
     assert answer["citations"][0]["doc_id"] == "ops/dock.eml"
 
+    # Filters run inside the search: the e-mail is dated 4 June 2024, the other notes carry no date.
+    assert kgrag("search", "hydraulic ramp dock repaired", "--as-of", "2024-06-03")["hits"] == []
+    dated = kgrag("search", "hydraulic ramp dock repaired", "--from", "2024-06-01", "--to", "2024-06-30")
+    assert [h["doc_id"] for h in dated["hits"]] == ["ops/dock.eml"]
+    assert dated["limits"]["route_counts"] == {"bm25": 1, "dense": 1}
+
     assert kgrag("delete", "ops/dock.eml")["status"] == "DELETED"
     assert all(h["doc_id"] != "ops/dock.eml" for h in kgrag("search", "hydraulic ramp dock")["hits"])
     status = kgrag("status")
@@ -85,6 +91,10 @@ def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag, tmp_path: Path) ->
     assert "`kgrag documents`" in missing["error"]["hint"]
     too_many = kgrag("search", "x", "--top-k", "1000", expect=2)
     assert too_many["error"]["code"] == "LIMIT_EXCEEDED"
+    inverted = kgrag("ask", "x", "--from", "2024-12-31", "--to", "2024-01-01", expect=2)
+    assert inverted["error"]["code"] == "INVALID_FILTER"
+    unknown = kgrag("search", "x", "--source", "confluence", expect=2)
+    assert unknown["error"]["code"] == "INVALID_FILTER"
 
 
 def test_status_doc_shows_one_documents_outcomes(kgrag, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

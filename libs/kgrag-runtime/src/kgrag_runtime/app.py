@@ -338,11 +338,14 @@ class KgragApp:
         return {**out, "cached": False}, response, answer.removed
 
     def _cited_documents(self, response: SearchResponse | GraphSearchResponse) -> set[str]:
-        """Every document the answer was built from: its hits', and those of the chunks its graph lines
-        (entity names, claim values) come from."""
+        """Every document the answer was built from: its hits', and those of the chunks its graph lines and
+        graph paths (entity names, claim values) come from."""
         docs = {h.doc_id for h in response.hits}
         if isinstance(response, GraphSearchResponse):
-            chunk_ids = sorted({c for line in response.graph_lines for c in line.chunk_ids})
+            chunk_ids = sorted(
+                {c for line in response.graph_lines for c in line.chunk_ids}
+                | {c for path in response.paths for hop in path.hops for c in hop.chunk_ids}  # graph_evidence names
+            )
             if chunk_ids:
                 docs |= {c.doc_id for c in self.searcher.documents.get_chunks(chunk_ids).values()}
         return docs
