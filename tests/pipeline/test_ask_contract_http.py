@@ -110,7 +110,7 @@ def test_ask_carries_the_contract_and_filters_key_the_cache(client: TestClient) 
 
     whole = ask(mode="GLOBAL", options={"include_graph_paths": True})
     assert whole["global_fallback"] is True and whole["strategy_used"]["global_fallback"] is True
-    # No graph layer on this server (extraction off): every mode answers from hybrid, with no paths.
+    # Extraction is off here, so the graph is empty: the walk runs and finds no path.
     assert ask(mode="MULTI_HOP", options={"include_graph_paths": True})["graph_evidence"] == []
 
 

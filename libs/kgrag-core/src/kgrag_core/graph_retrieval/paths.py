@@ -2,13 +2,13 @@
 
 Each path runs from a seed (an entity the question or a top passage named) to an entity the walk reached,
 one hop per edge, each hop with its evidence chunk IDs and the edge's confidence. Only hops whose evidence
-the caller can read (rechecked against the authoritative store, as every hit is) are shown: a path stops
-before the first hop it could not read, so a hidden edge never reveals the entity behind it, and a
-hop keeps only the chunk IDs the caller may open.
+the caller can read (rechecked against the authoritative store, as every hit is) are walked: an entity
+reached only over a hidden edge is never shown, and a hop keeps only the chunk IDs the caller may open.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -76,24 +76,38 @@ class GraphPath:
 
 
 def graph_paths(traversal: Traversal, readable: Collection[str], *, limit: int = MAX_PATHS) -> tuple[GraphPath, ...]:
-    """The walk's chains to every entity it reached over readable evidence, best first, at most `limit`."""
-    reached: dict[str, tuple[PathHop, ...]] = {seed.entity_id: () for seed in traversal.seeds}
-    scores: dict[str, float] = {}
-    for step in sorted(traversal.steps, key=lambda s: (s.depth, -s.score, s.edge.relation_id)):
-        ends = (step.edge.subject.entity_id, step.edge.object.entity_id)
-        known = [e for e in ends if e in reached]
-        if len(known) != 1:  # both ends already reached (a cross edge) or neither (an unreadable hop before it)
+    """A chain to every entity the walk reached over readable evidence, best first, at most `limit`.
+
+    Breadth first over the walk's readable edges from each seed in turn (the question's own entities come
+    first): a seed another seed's chain reaches is reached through it, so "Kim Lee MEMBER_OF Falcon <-LEADS-
+    Jordan Blake" is one chain even when all three were named. An entity reached only over evidence the
+    caller cannot read is not reached at all.
+    """
+    adjacent: dict[str, list[TraversalStep]] = {}
+    for step in sorted(traversal.steps, key=lambda s: (-s.score, s.edge.relation_id)):
+        if any(c in readable for c in step.edge.evidence_chunk_ids):
+            adjacent.setdefault(step.edge.subject.entity_id, []).append(step)
+            adjacent.setdefault(step.edge.object.entity_id, []).append(step)
+    reached: dict[str, tuple[PathHop, ...]] = {}
+    paths: list[GraphPath] = []
+    for seed in traversal.seeds:
+        if seed.entity_id in reached:
             continue
-        hop = _readable_hop(step, readable, inverse=known[0] == ends[1])
-        if hop is None:
-            continue
-        start = known[0]
-        far = ends[1] if start == ends[0] else ends[0]
-        reached[far] = (*reached[start], hop)
-        scores[far] = step.score
-    paths = [GraphPath(hops, scores[entity_id]) for entity_id, hops in reached.items() if hops]
-    # The longest chains hold the shorter ones as prefixes; every one is listed so each reached entity has its
-    # own line (the caller sees how it was reached).
+        reached[seed.entity_id] = ()
+        queue = deque([seed.entity_id])
+        while queue:
+            here = queue.popleft()
+            for step in adjacent.get(here, []):
+                inverse = step.edge.object.entity_id == here
+                far = step.edge.subject.entity_id if inverse else step.edge.object.entity_id
+                if far in reached:
+                    continue
+                hop = _readable_hop(step, readable, inverse=inverse)
+                if hop is None:  # unreachable: adjacency holds readable edges only
+                    continue
+                reached[far] = (*reached[here], hop)
+                paths.append(GraphPath(reached[far], step.score))
+                queue.append(far)
     paths.sort(key=lambda p: (-p.score, len(p.hops), [h.end.entity_id for h in p.hops]))
     return tuple(paths[:limit])
 
