@@ -154,8 +154,9 @@ class SearchRequest(_Strict):
 
 
 class AskOptions(_Strict):
-    max_hops: Count | None = Field(
-        None, ge=1, le=MAX_HOPS.maximum, description=f"Graph hops at most (default {MAX_HOPS.default})."
+    # Constraints before the validator, so the schema publishes them inside the union (minimum/maximum).
+    max_hops: Annotated[int, Field(ge=1, le=MAX_HOPS.maximum), BeforeValidator(_a_number)] | None = Field(
+        None, description=f"Graph hops at most (default {MAX_HOPS.default})."
     )
     include_graph_paths: bool = Field(
         False,
