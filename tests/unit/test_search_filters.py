@@ -8,9 +8,12 @@ from datetime import UTC, date, datetime
 import pytest
 
 from kgrag_core.acl import Caller
+from kgrag_core.ask_modes import AskMode, ModePlan, plan_mode
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.records import ClaimStatus
 from kgrag_core.filters import SearchFilters
+from kgrag_core.graph.model import Traversal, TraversalStep
+from kgrag_core.graph_retrieval.paths import graph_paths
 from kgrag_core.graph_retrieval.router import QuestionKind
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher
 from tests.unit.test_graph_retrieval_doubles import (
@@ -156,3 +159,32 @@ def test_the_ends_of_the_calendar_do_not_overflow() -> None:
     assert widest.admits("any", datetime(2024, 1, 1, tzinfo=UTC)) and not widest.admits("any", None)
     assert SearchFilters.build(date_to=date.max).time_bounds() == (None, None)
     assert SearchFilters.build(date_to=date.max).admits("any", None)
+
+
+def test_a_chain_through_several_named_entities_is_one_path() -> None:
+    graph = InMemoryGraph()
+    kim = graph.add_entity("p_kim", "Kim Lee", "Person")
+    falcon = graph.add_entity("t_falcon", "Falcon", "Team")
+    jordan = graph.add_entity("p_jordan", "Jordan Blake", "Person")
+    member = graph.add_edge(kim, "MEMBER_OF", falcon, ["c_member"], confidence=0.8)
+    leads = graph.add_edge(jordan, "LEADS", falcon, ["c_leads"], confidence=0.5)
+    traversal = Traversal(
+        seeds=[kim, falcon, jordan],  # all three named; the LEADS step happens to score higher
+        steps=[TraversalStep(leads, 1, 0.9), TraversalStep(member, 1, 0.4)],
+    )
+    chains = [p.as_dict()["path"] for p in graph_paths(traversal, {"c_member", "c_leads"})]
+    assert ["Kim Lee", "MEMBER_OF", "Falcon", "<-LEADS-", "Jordan Blake"] in chains
+    assert graph_paths(traversal, {"c_member", "c_leads"})[0].confidence == pytest.approx(0.4)
+    # Without the LEADS evidence Jordan Blake is reached by nothing the caller may read.
+    assert [p.as_dict()["path"] for p in graph_paths(traversal, {"c_member"})] == [["Kim Lee", "MEMBER_OF", "Falcon"]]
+
+
+def test_requested_modes_plan_their_strategy() -> None:
+    assert plan_mode(AskMode.AUTO, graph_default=True, graph_available=True) == ModePlan(True, None)
+    assert plan_mode(AskMode.VECTOR, graph_default=True, graph_available=True) == ModePlan(False, None)
+    assert plan_mode(AskMode.MULTI_HOP, graph_default=False, graph_available=True).kind is QuestionKind.MULTI_HOP
+    assert plan_mode(AskMode.GRAPH_ASSISTED, graph_default=False, graph_available=True).lookup_as_entity
+    assert plan_mode(AskMode.GLOBAL, graph_default=True, graph_available=True) == ModePlan(False, None, True)
+    # Without a graph layer every mode is hybrid search, and GLOBAL still says it fell back.
+    assert not plan_mode(AskMode.MULTI_HOP, graph_default=True, graph_available=False).use_graph
+    assert plan_mode(AskMode.GLOBAL, graph_default=True, graph_available=False).global_fallback
