@@ -20,8 +20,8 @@ from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 
 VERIFIER = TokenVerifier(key="paths-key-" + "z" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
-OUTSIDER = {"Authorization": f"Bearer {VERIFIER.issue('sam', groups=['engineering'], scopes=['ask'])}"}
-HR = {"Authorization": f"Bearer {VERIFIER.issue('hana', groups=['hr'], scopes=['ask'])}"}
+OUTSIDER = {"Authorization": f"Bearer {VERIFIER.issue('sam', groups=['engineering'], scopes=['search', 'ask'])}"}
+HR = {"Authorization": f"Bearer {VERIFIER.issue('hana', groups=['hr'], scopes=['search', 'ask'])}"}
 SECRET = "Jordan Blake"
 RECORDS = [
     {"id": "p-kim", "title": "Person", "source": "records",
@@ -69,3 +69,12 @@ def test_graph_paths_show_each_caller_only_the_hops_it_may_read(
         shown = json.dumps(outsider)
         assert SECRET not in shown
         assert not hr_chunks & {c for p in outsider["graph_evidence"] for c in p["supporting_chunks"]}
+
+        # Linked entities on search follow the same rule: a name only restricted evidence holds stays hidden.
+        query = {"query": f"{SECRET} and Kim Lee", "include_entities": True}
+        seen = {who: c.post("/v1/search", json=query, headers=h).json() for who, h in (("hr", HR), ("out", OUTSIDER))}
+        hr_names = {e["name"] for e in seen["hr"]["entities"]}
+        assert {SECRET, "Kim Lee"} <= hr_names  # the positive control
+        assert all(set(e) == {"entity_id", "name", "type", "score"} for e in seen["hr"]["entities"])
+        assert "Kim Lee" in {e["name"] for e in seen["out"]["entities"]}
+        assert SECRET not in json.dumps(seen["out"]["entities"])
