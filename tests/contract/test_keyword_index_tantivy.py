@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tantivy
 
 from kgrag_adapters.tantivy.keyword_index import MAX_QUERY_TERMS, TantivyKeywordIndex
 from kgrag_core.search import KeywordDoc
@@ -115,3 +116,23 @@ def test_a_purge_rewrites_only_the_segments_holding_deletions(tmp_path: Path) ->
         assert index.rewrite_scope() == [] and index.doc_freq("zother0") == 0
     finally:
         index.close()
+
+
+def test_an_index_from_before_the_date_field_is_emptied_and_flagged(tmp_path: Path) -> None:
+    where = tmp_path / "old"
+    where.mkdir()
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
+    old = tantivy.Index(builder.build(), path=str(where), reuse=True)
+    writer = old.writer(heap_size=15_000_000, num_threads=1)
+    writer.add_document(tantivy.Document(chunk_id="c-old"))
+    writer.commit()
+    writer.wait_merging_threads()
+    del old
+    index = TantivyKeywordIndex(where)
+    # The wiring rewrites it from PostgreSQL when flagged (kgrag_runtime.wiring.open_embedded).
+    assert index.needs_reprojection and index.count() == 0
+    index.upsert([_chunk(1, "doc-1", "invoice")])
+    assert index.count() == 1
+    index.close()
+    assert not TantivyKeywordIndex(where).needs_reprojection  # the positive control: today's schema

@@ -85,6 +85,10 @@ def test_errors_are_json_with_a_stable_code_and_exit_2(kgrag, tmp_path: Path) ->
     assert "`kgrag documents`" in missing["error"]["hint"]
     too_many = kgrag("search", "x", "--top-k", "1000", expect=2)
     assert too_many["error"]["code"] == "LIMIT_EXCEEDED"
+    inverted = kgrag("ask", "x", "--from", "2024-12-31", "--to", "2024-01-01", expect=2)
+    assert inverted["error"]["code"] == "INVALID_FILTER"
+    unknown = kgrag("search", "x", "--source", "confluence", expect=2)
+    assert unknown["error"]["code"] == "INVALID_FILTER"
 
 
 def test_status_doc_shows_one_documents_outcomes(kgrag, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from kgrag_core.acl import AclClass, Caller
 from kgrag_core.documents import Chunk, DocumentStatus, StoredDocument
 from kgrag_core.extraction.identity import normalise_name
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
+from kgrag_core.filters import SearchFilters
 from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import RouteHit
@@ -200,21 +201,39 @@ class FakeStore:
     docs: dict[str, StoredDocument] = field(default_factory=dict)
     classes: list[AclClass] = field(default_factory=lambda: [PUBLIC, SECRET])
 
-    def add(self, chunk_id: str, text: str, acl: AclClass = PUBLIC) -> None:
+    def add(
+        self,
+        chunk_id: str,
+        text: str,
+        acl: AclClass = PUBLIC,
+        *,
+        source: str = "test",
+        doc_time: datetime = datetime(2024, 1, 1, tzinfo=UTC),
+    ) -> None:
         doc_id = "doc_" + chunk_id
         self.docs[doc_id] = StoredDocument(
             doc_id,
-            "test",
+            source,
             f"file:///{doc_id}.md",
             chunk_id.upper(),
             1,
             "h",
             acl.acl_class_id,
-            datetime(2024, 1, 1),
+            doc_time,
             DocumentStatus.ACTIVE,
         )
         self.chunks[chunk_id] = Chunk(
-            chunk_id, doc_id, 0, (chunk_id,), 0, len(text.encode()), text, len(text.split()), "h", acl.acl_class_id
+            chunk_id,
+            doc_id,
+            0,
+            (chunk_id,),
+            0,
+            len(text.encode()),
+            text,
+            len(text.split()),
+            "h",
+            acl.acl_class_id,
+            doc_time,
         )
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
@@ -234,9 +253,16 @@ class FakeRoute:
     store: FakeStore
     ranked: list[str] = field(default_factory=list)
 
-    def search(self, _query: object, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
+    def search(
+        self, _query: object, acl_class_ids: Sequence[str], limit: int, *, filters: SearchFilters | None = None
+    ) -> list[RouteHit]:
+        chunks, docs = self.store.chunks, self.store.docs
         readable = [
-            c for c in self.ranked if c in self.store.chunks and self.store.chunks[c].acl_class_id in acl_class_ids
+            c
+            for c in self.ranked
+            if c in chunks
+            and chunks[c].acl_class_id in acl_class_ids
+            and (filters is None or filters.admits(docs[chunks[c].doc_id].source, chunks[c].doc_time))
         ]
         return [RouteHit(c, 1.0 / rank, rank) for rank, c in enumerate(readable[:limit], start=1)]
 

@@ -31,6 +31,7 @@ ALL = [
     "0015_eval_runs",
     "0017_graph_version",
     "0018_scoped_merges_index",
+    "0021_document_sources",
     "0026_watch_state",
 ]
 

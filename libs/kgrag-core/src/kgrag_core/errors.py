@@ -49,6 +49,7 @@ class ErrorCode(StrEnum):
     # Connectors of binary and structured formats (issue 14).
     MALFORMED_FILE = "MALFORMED_FILE"  # a PDF, Word, HTML, transcript, ticket or chat export that cannot be read
     NO_TEXT_LAYER = "NO_TEXT_LAYER"  # a PDF with no text to extract (a scan): OCR it first
+    INVALID_FILTER = "INVALID_FILTER"  # an inverted date range, an unknown source (POST /v1/ask, /v1/search)
 
 
 class KgragError(Exception):

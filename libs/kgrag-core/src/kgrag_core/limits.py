@@ -32,3 +32,5 @@ TOP_K = Bound("top_k", 10, 100)
 CANDIDATES_PER_ROUTE = Bound("candidates_per_route", 50, 500)
 QUERY_CHARS = Bound("query_chars", 1000, 4000)
 EVIDENCE_CHUNKS = Bound("evidence_chunks", 8, 40)
+# Hops a graph walk may take on request (options.max_hops); multi-hop questions default to 3.
+MAX_HOPS = Bound("max_hops", 3, 4)

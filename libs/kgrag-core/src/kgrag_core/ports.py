@@ -15,6 +15,7 @@ from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk, StoredDocument
 from kgrag_core.extraction.model import ChunkExtraction, ExtractionKey, Quarantined
 from kgrag_core.extraction.records import ChunkExtractionState, ClaimRecord, ExtractionRun, MinHashEntry, RerunScope
+from kgrag_core.filters import SearchFilters
 from kgrag_core.ingest import DeletionRecord, IngestOutcome
 from kgrag_core.search import KeywordDoc, RouteHit, VectorPoint
 from kgrag_core.tracing.curation import WeakEdge
@@ -34,6 +35,11 @@ class DocumentStore(Protocol):
         ...
 
     def list_documents(self, *, include_deleted: bool = False) -> list[StoredDocument]: ...
+
+    def known_sources(self, sources: Sequence[str], acl_class_ids: Sequence[str]) -> set[str]:
+        """Which of `sources` name at least one active document of these ACL classes: a filter naming any
+        other source is refused (a source the caller cannot read is as unknown as one that does not exist)."""
+        ...
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         """Chunks of an active document, ordered by seq."""
@@ -123,13 +129,21 @@ class StatsSource(Protocol):
 
 @runtime_checkable
 class VectorIndex(Protocol):
-    """Dense vectors of chunks. `acl_class_ids` filters inside the search, never after it."""
+    """Dense vectors of chunks. `acl_class_ids` and `filters` (source, document date: the points' `source`
+    and `doc_time` payload) filter inside the search, never after it."""
 
     def upsert(self, points: Sequence[VectorPoint]) -> None: ...
 
     def delete(self, chunk_ids: Sequence[str]) -> None: ...
 
-    def search(self, vector: Sequence[float], acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]: ...
+    def search(
+        self,
+        vector: Sequence[float],
+        acl_class_ids: Sequence[str],
+        limit: int,
+        *,
+        filters: SearchFilters | None = None,
+    ) -> list[RouteHit]: ...
 
     def count(self) -> int: ...
 
@@ -138,13 +152,16 @@ class VectorIndex(Protocol):
 
 @runtime_checkable
 class KeywordIndex(Protocol):
-    """BM25 over chunk text, title and breadcrumb. `acl_class_ids` filters inside the search."""
+    """BM25 over chunk text, title and breadcrumb. `acl_class_ids` and `filters` (source, document date)
+    filter inside the search: they restrict the candidates without changing scores."""
 
     def upsert(self, docs: Sequence[KeywordDoc]) -> None: ...
 
     def delete(self, chunk_ids: Sequence[str]) -> None: ...
 
-    def search(self, query: str, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]: ...
+    def search(
+        self, query: str, acl_class_ids: Sequence[str], limit: int, *, filters: SearchFilters | None = None
+    ) -> list[RouteHit]: ...
 
     def count(self) -> int: ...
 

@@ -37,6 +37,7 @@ class KeywordDoc:
     breadcrumb: str
     text: str
     source: str
+    doc_time: datetime | None = None  # the document's date, filtered on by `SearchFilters`
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,7 @@ class SearchHit:
     doc_time: datetime | None = None
     # The page(s), or speaker and time, where the chunk starts (paged and timed formats only).
     locator: Locator | None = None
+    version: int | None = None  # the document version the chunk was read from (citations carry it)
 
     def as_dict(self) -> dict[str, object]:
         located = self.locator.as_dict() if self.locator is not None else {}
@@ -70,6 +72,7 @@ class SearchHit:
             "score": round(self.score, 6),
             "ranks": dict(sorted(self.ranks.items())),
             "doc_time": self.doc_time.isoformat() if self.doc_time else None,
+            "version": self.version,
         }
 
 
@@ -80,12 +83,17 @@ class SearchResponse:
     mode: str
     limits: dict[str, object] = field(default_factory=dict)
     trace_id: str | None = None  # set by the application when it records the search (GET /v1/traces/{id})
+    # Linked entities (entity_id, name, type, score), only when asked for (include_entities)
+    entities: tuple[dict[str, object], ...] | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "query": self.query,
             "mode": self.mode,
             "hits": [h.as_dict() for h in self.hits],
             "limits": self.limits,
             "trace_id": self.trace_id,
         }
+        if self.entities is not None:
+            out["entities"] = list(self.entities)
+        return out

@@ -6,6 +6,8 @@ whichever runtime, answerer or transport produced it.
 
 from __future__ import annotations
 
+from datetime import date
+
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.fallback import answer_or_fallback
 from kgrag_core.answering.model import Answer
@@ -22,14 +24,16 @@ def supporting_facts(response: SearchResponse | GraphSearchResponse) -> tuple[Su
     return tuple(SupportingFact(line.text, line.chunk_ids) for line in response.graph_lines)
 
 
-def answer_verified(question: str, response: SearchResponse | GraphSearchResponse, llm: ChatModel | None) -> Answer:
+def answer_verified(
+    question: str, response: SearchResponse | GraphSearchResponse, llm: ChatModel | None, *, as_of: date | None = None
+) -> Answer:
     """The LLM's answer when there is a model (the extractive one, flagged, when it fails), else the
     extractive one; either way without the sentences their quotes do not support."""
     facts = supporting_facts(response)
     hits = response.hits
 
     def extractive() -> Answer:
-        return extractive_answer(question, hits)
+        return extractive_answer(question, hits, as_of=as_of)
 
     answer = extractive() if llm is None else answer_or_fallback(question, hits, llm, extractive, facts=facts)
     return verify_answer(answer, facts)

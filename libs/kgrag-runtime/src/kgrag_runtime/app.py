@@ -10,17 +10,20 @@ import json
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.model import RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
+from kgrag_core.ask_modes import AskMode, ModePlan, plan_mode
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.filters import SearchFilters
 from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
-from kgrag_core.limits import EVIDENCE_CHUNKS
+from kgrag_core.limits import EVIDENCE_CHUNKS, MAX_HOPS
 from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
@@ -29,9 +32,41 @@ from kgrag_core.tracing.build import answer_part, cached_answer_body, search_bod
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring, stage
 from kgrag_runtime.answer_flow import answer_verified
+from kgrag_runtime.ask_contract import (
+    check_filters,
+    cite_versions,
+    graph_evidence,
+    linked_entities,
+    request_part,
+    strategy_used,
+)
 from kgrag_runtime.ask_stream import AskEvent, ask_events
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 from kgrag_runtime.quality_metrics import QualityMetrics, graph_fallback_reason
+
+
+@dataclass(frozen=True, slots=True)
+class AskRequestOptions:
+    """The ask contract's options beyond the question (POST /v1/ask `mode`, `filters`, `options`)."""
+
+    mode: AskMode = AskMode.AUTO
+    filters: SearchFilters | None = None
+    max_hops: int | None = None
+    include_graph_paths: bool = False
+
+    @property
+    def requested(self) -> bool:
+        return self != AskRequestOptions()
+
+    @property
+    def as_of(self) -> date | None:
+        return self.filters.as_of if self.filters is not None else None
+
+    def key(self) -> str:
+        """Part of the answer-cache key: another mode, filter or option is another answer."""
+        filters = self.filters.key() if self.filters is not None else "-"
+        return f"{self.mode.value}|{filters}|{self.max_hops}|{self.include_graph_paths}"
+
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
     from kgrag_runtime.evaluation.service import EvalService
@@ -124,30 +159,71 @@ class KgragApp:
         top_k: int | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         graph: bool | None = None,
+        filters: SearchFilters | None = None,
+        include_entities: bool = False,
+        max_hops: int | None = None,
+        include_graph_paths: bool = False,
     ) -> SearchResponse | GraphSearchResponse:
         """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
         and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer.
+        `filters` (sources, document date, as_of) run inside every route; `include_entities` lists the
+        entities the query links to; `max_hops` and `include_graph_paths` as for `ask` (graph layer only).
         The response carries the id of its trace (`trace_id`)."""
+        hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
+        check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
         with measuring() as timings:
-            response = self._search(query, caller, top_k=top_k, mode=mode, graph=graph)
+            response = self._search(
+                query,
+                caller,
+                top_k=top_k,
+                mode=mode,
+                graph=graph,
+                filters=filters,
+                max_hops=hops,
+                include_paths=include_graph_paths,
+            )
+            if include_entities:
+                entities = linked_entities(query, caller, self.graph_searcher, self.searcher.acls)
+                response = replace(response, entities=tuple(entities))
         if self.traces is None:
             return response
-        request = {"top_k": top_k, "mode": mode.value, "graph": graph}
+        request: dict[str, object] = {"top_k": top_k, "mode": mode.value, "graph": graph}
+        if filters is not None and not filters.is_empty:
+            request["filters"] = filters.as_dict()
         body = search_body(
             response, caller, request=request, versions=self.traces.versions(), timings_ms=timings.rounded()
         )
         return replace(response, trace_id=self.traces.record(TraceKind.SEARCH, caller, body))
 
     def _search(
-        self, query: str, caller: Caller, *, top_k: int | None, mode: SearchMode, graph: bool | None
+        self,
+        query: str,
+        caller: Caller,
+        *,
+        top_k: int | None,
+        mode: SearchMode,
+        graph: bool | None,
+        filters: SearchFilters | None = None,
+        plan: ModePlan | None = None,
+        max_hops: int | None = None,
+        include_paths: bool = False,
     ) -> SearchResponse | GraphSearchResponse:
         started = time.perf_counter()
         if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
-            found = self.graph_searcher.search(query, caller, top_k=top_k)
+            found = self.graph_searcher.search(
+                query,
+                caller,
+                top_k=top_k,
+                filters=filters,
+                kind=plan.kind if plan else None,
+                max_hops=max_hops,
+                include_paths=include_paths,
+                graph_required=plan.lookup_as_entity if plan else False,
+            )
             self.quality.record_stage("retrieval", time.perf_counter() - started)
             self._record_graph(found)
             return found
-        response = self.searcher.search(query, caller, top_k=top_k, mode=mode)
+        response = self.searcher.search(query, caller, top_k=top_k, mode=mode, filters=filters)
         self.quality.record_stage("retrieval", time.perf_counter() - started)
         self.quality.record_search(mode.value)
         return response
@@ -165,16 +241,32 @@ class KgragApp:
             self.quality.record_stage("graph", graph_ms / 1000)
 
     def ask(
-        self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
+        self,
+        question: str,
+        caller: Caller,
+        *,
+        evidence_chunks: int | None = None,
+        graph: bool | None = None,
+        mode: AskMode = AskMode.AUTO,
+        filters: SearchFilters | None = None,
+        max_hops: int | None = None,
+        include_graph_paths: bool = False,
     ) -> dict[str, object]:
-        """Answer with citations. Cached per caller scope; any index change invalidates the cache. Every ask,
-        cached or not, is traced (`trace_id`)."""
+        """Answer with citations. Cached per caller scope, mode, filters and options; any index change
+        invalidates the cache. Every ask, cached or not, is traced (`trace_id`). `mode` picks the strategy
+        (AUTO: the router and `graph`); `filters` run inside every route; `max_hops` caps the graph walk
+        (MAX_HOPS); `include_graph_paths` adds `graph_evidence`."""
+        hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
+        check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
+        options = AskRequestOptions(mode, filters, hops, include_graph_paths)
         with measuring() as timings:
-            out, response, removed = self._ask(question, caller, evidence_chunks, graph)
+            out, response, removed = self._ask(question, caller, evidence_chunks, graph, options)
         if self.traces is None:
             return {**out, "trace_id": None}
         cached = response is None
-        request = {"evidence_chunks": evidence_chunks, "graph": graph}
+        request: dict[str, object] = {"evidence_chunks": evidence_chunks, "graph": graph}
+        if options.requested:
+            request.update(request_part(mode, filters, hops, include_graph_paths))
         versions, ms = self.traces.versions(), timings.rounded()
         if response is None:
             body = cached_answer_body(question, caller, request=request, versions=versions, timings_ms=ms)
@@ -184,38 +276,53 @@ class KgragApp:
         return {**out, "trace_id": self.traces.record(TraceKind.ASK, caller, body)}
 
     def ask_stream(
-        self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
+        self,
+        question: str,
+        caller: Caller,
+        *,
+        evidence_chunks: int | None = None,
+        graph: bool | None = None,
+        mode: AskMode = AskMode.AUTO,
+        filters: SearchFilters | None = None,
+        max_hops: int | None = None,
+        include_graph_paths: bool = False,
     ) -> Iterator[AskEvent]:
         """`ask` as events: the route and citable sources, each verified sentence as it is ready, then
-        conflicts, graph evidence, confidence and the whole body with its trace id (kgrag_runtime.ask_stream)."""
-        return ask_events(self, question, caller, evidence_chunks=evidence_chunks, graph=graph)
+        conflicts, graph evidence, confidence and the whole body with its trace id (kgrag_runtime.ask_stream).
+        The same contract as `ask`; bad filters are refused before the first event."""
+        hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
+        check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
+        options = AskRequestOptions(mode, filters, hops, include_graph_paths)
+        return ask_events(self, question, caller, options, evidence_chunks=evidence_chunks, graph=graph)
 
     def _ask(
-        self, question: str, caller: Caller, evidence_chunks: int | None, graph: bool | None
+        self,
+        question: str,
+        caller: Caller,
+        evidence_chunks: int | None,
+        graph: bool | None,
+        options: AskRequestOptions | None = None,
     ) -> tuple[dict[str, object], SearchResponse | GraphSearchResponse | None, tuple[RemovedSentence, ...]]:
         """The answer, the search it read (None when it came from the cache) and the sentences it removed."""
+        options = options or AskRequestOptions()
         n = EVIDENCE_CHUNKS.resolve(evidence_chunks)
-        use_graph = self._use_graph(graph) and self.graph_searcher is not None
-        key = self._answer_key(question, caller, n, use_graph)
+        plan = self._plan(graph, options)
+        key = self._answer_key(question, caller, n, plan.use_graph, options.key())
         cached = self._cached_answer(key)
         if cached is not None:
             return {**json.loads(cached), "cached": True}, None, ()
         started = time.perf_counter()
-        response = self._search(question, caller, top_k=n, mode=SearchMode.HYBRID, graph=use_graph)
+        response = self._ask_search(question, caller, n, plan, options)
         answering = time.perf_counter()
         with stage("answer"):
-            answer = answer_verified(question, response, self.llm)
+            answer = answer_verified(question, response, self.llm, as_of=options.as_of)
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
         self.quality.record_answer(
             answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences, fallback=answer.fallback
         )
-        out = answer.as_dict()
-        if isinstance(response, GraphSearchResponse):
-            out["route"] = response.route.as_dict()
-            out["graph_lines"] = [line.text for line in response.graph_lines]
-            out["graph_degraded"] = response.degraded
+        out = self._answer_body(answer.as_dict(), response, options, plan)
         # A fallback answer is not cached: once the model is back, the next ask should get its answer.
         if self.answer_cache_ttl_s > 0 and answer.fallback is None:
             plain = json.dumps(out).encode("utf-8")
@@ -228,12 +335,59 @@ class KgragApp:
                 self.cache.set(key, payload, self.answer_cache_ttl_s)
         return {**out, "cached": False}, response, answer.removed
 
+    def _plan(self, graph: bool | None, options: AskRequestOptions) -> ModePlan:
+        """Which strategy the ask runs: the router and `graph` under AUTO, else what `mode` names."""
+        graph_available = self.graph_searcher is not None
+        if options.mode is AskMode.AUTO:
+            return ModePlan(self._use_graph(graph) and graph_available, None)
+        return plan_mode(options.mode, graph_default=self.graph_by_default, graph_available=graph_available)
+
+    def _ask_search(
+        self, question: str, caller: Caller, n: int, plan: ModePlan, options: AskRequestOptions
+    ) -> SearchResponse | GraphSearchResponse:
+        """The search an ask reads, streamed or not."""
+        return self._search(
+            question,
+            caller,
+            top_k=n,
+            mode=SearchMode.HYBRID,
+            graph=plan.use_graph,
+            filters=options.filters,
+            plan=plan,
+            max_hops=options.max_hops,
+            include_paths=options.include_graph_paths,
+        )
+
+    def _answer_body(
+        self,
+        out: dict[str, object],
+        response: SearchResponse | GraphSearchResponse,
+        options: AskRequestOptions,
+        plan: ModePlan,
+    ) -> dict[str, object]:
+        """An answer's dict with what the ask contract adds: route, strategies, filters, versions, paths."""
+        if isinstance(response, GraphSearchResponse):
+            out["route"] = response.route.as_dict()
+            out["graph_lines"] = [line.text for line in response.graph_lines]
+            out["graph_degraded"] = response.degraded
+        out["strategy_used"] = strategy_used(response, options.mode, plan)
+        out["global_fallback"] = plan.global_fallback
+        out["filters"] = (options.filters or SearchFilters()).as_dict()
+        cite_versions(out, response)
+        out.setdefault("conflicts", [])  # filled by the fact-aware answerer (issue 11, D1)
+        if options.include_graph_paths:
+            out["graph_evidence"] = graph_evidence(response)
+        return out
+
     def _cited_documents(self, response: SearchResponse | GraphSearchResponse) -> set[str]:
-        """Every document the answer was built from: its hits', and those of the chunks its graph lines
-        (entity names, claim values) come from."""
+        """Every document the answer was built from: its hits', and those of the chunks its graph lines and
+        graph paths (entity names, claim values) come from."""
         docs = {h.doc_id for h in response.hits}
         if isinstance(response, GraphSearchResponse):
-            chunk_ids = sorted({c for line in response.graph_lines for c in line.chunk_ids})
+            chunk_ids = sorted(
+                {c for line in response.graph_lines for c in line.chunk_ids}
+                | {c for path in response.paths for hop in path.hops for c in hop.chunk_ids}  # graph_evidence names
+            )
             if chunk_ids:
                 docs |= {c.doc_id for c in self.searcher.documents.get_chunks(chunk_ids).values()}
         return docs
@@ -248,8 +402,9 @@ class KgragApp:
     def _use_graph(self, graph: bool | None) -> bool:
         return self.graph_by_default if graph is None else graph
 
-    def _answer_key(self, question: str, caller: Caller, n: int, graph: bool) -> str:
-        digest = hashlib.sha256(f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}".encode()).hexdigest()
+    def _answer_key(self, question: str, caller: Caller, n: int, graph: bool, options: str = "") -> str:
+        raw = f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}\x1f{options}"
+        digest = hashlib.sha256(raw.encode()).hexdigest()
         return f"ask:{caller.scope_key()}:{self.cache.generation()}:{digest[:32]}"
 
     # --- status --------------------------------------------------------------------------------------

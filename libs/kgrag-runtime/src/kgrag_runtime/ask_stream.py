@@ -21,36 +21,45 @@ from kgrag_core.answering.model import Answer
 from kgrag_core.answering.streaming import StreamedSentence, stream_answer
 from kgrag_core.graph_retrieval.searcher import GraphSearchResponse
 from kgrag_core.limits import EVIDENCE_CHUNKS
-from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import SearchHit, SearchResponse
 from kgrag_core.tracing.build import answer_part, search_body
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring
 from kgrag_runtime.answer_flow import supporting_facts
+from kgrag_runtime.ask_contract import request_part
 
 if TYPE_CHECKING:
-    from kgrag_runtime.app import KgragApp
+    from kgrag_runtime.app import AskRequestOptions, KgragApp
 
 AskEvent = tuple[str, dict[str, object]]
 
 
 def ask_events(
-    kg: KgragApp, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
+    kg: KgragApp,
+    question: str,
+    caller: Caller,
+    options: AskRequestOptions,
+    *,
+    evidence_chunks: int | None = None,
+    graph: bool | None = None,
 ) -> Iterator[AskEvent]:
     n = EVIDENCE_CHUNKS.resolve(evidence_chunks)
     started = time.perf_counter()
+    plan = kg._plan(graph, options)
     # The search runs in one step (no yield inside), so its stage timings stay in one context.
     with measuring() as timings:
         # The same search the non-streaming ask runs.
-        response = kg._search(question, caller, top_k=n, mode=SearchMode.HYBRID, graph=graph)
+        response = kg._ask_search(question, caller, n, plan, options)
     yield "route", _route(response, kg)
     yield "citations", {"sources": [_source(i, h) for i, h in enumerate(response.hits, start=1)]}
     facts = supporting_facts(response)
     answering = time.perf_counter()
     answer: Answer | None = None
-    for event in stream_answer(
-        question, response.hits, kg.llm, lambda: extractive_answer(question, response.hits), facts=facts
-    ):
+
+    def extractive() -> Answer:
+        return extractive_answer(question, response.hits, as_of=options.as_of)
+
+    for event in stream_answer(question, response.hits, kg.llm, extractive, facts=facts):
         if isinstance(event, StreamedSentence):
             yield "sentence", event.as_dict()
         else:
@@ -63,15 +72,13 @@ def ask_events(
     kg.quality.record_answer(
         answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences, fallback=answer.fallback
     )
-    out = answer.as_dict()
-    if isinstance(response, GraphSearchResponse):
-        out["route"] = response.route.as_dict()
-        out["graph_lines"] = [line.text for line in response.graph_lines]
-        out["graph_degraded"] = response.degraded
+    out = kg._answer_body(answer.as_dict(), response, options, plan)
     yield "conflicts", {"conflicts": out.get("conflicts", [])}
     yield "graph_evidence", {"graph_evidence": out.get("graph_evidence", [])}
     yield "confidence", {"confidence": out["confidence"]}
     request: dict[str, object] = {"evidence_chunks": evidence_chunks, "graph": graph, "stream": True}
+    if options.requested:
+        request.update(request_part(options.mode, options.filters, options.max_hops, options.include_graph_paths))
     timings.add("answer", done - answering)
     trace_id = _trace(kg, caller, response, out, answer, request, timings.rounded())
     yield "done", {**out, "cached": False, "streamed": True, "trace_id": trace_id}

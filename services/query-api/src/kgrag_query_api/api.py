@@ -35,10 +35,12 @@ from kgrag_query_api.patterns import DOC_ID, MAX_DOC_ID, DocIdPath, check
 from kgrag_query_api.responses import AUTHENTICATED, errors
 from kgrag_query_api.schemas import (
     AclChangeRequest,
+    AskOptions,
     AskRequest,
     BytesDocumentRequest,
     IngestDocumentRequest,
     SearchRequest,
+    core_filters,
 )
 from kgrag_query_api.sse import sse_response
 from kgrag_query_api.trace_routes import trace_router
@@ -92,6 +94,7 @@ _STATUS = {
     ErrorCode.TRACE_NOT_FOUND: 404,
     ErrorCode.FEEDBACK_NOT_FOUND: 404,
     ErrorCode.INVALID_FEEDBACK: 422,
+    ErrorCode.INVALID_FILTER: 422,
 }
 
 
@@ -120,8 +123,17 @@ def create_app(
     def search(body: SearchRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """Hybrid search over the chunks the caller may read."""
         who.require("search")
+        filters = core_filters(body.filters)
         return run(
-            lambda: kg.search(body.query, who.caller, top_k=body.top_k, mode=body.mode, graph=body.graph)
+            lambda: kg.search(
+                body.query,
+                who.caller,
+                top_k=body.top_k,
+                mode=body.mode,
+                graph=body.graph,
+                filters=filters,
+                include_entities=body.include_entities,
+            )
         ).as_dict()
 
     @router.post("/ask", response_model=None, responses=STREAMED)
@@ -130,11 +142,18 @@ def create_app(
         `options.stream`, server-sent events, each verified sentence as soon as it is ready."""
         if "ask" not in who.scopes:
             who.require("search")
-        if body.options.stream:
-            return sse_response(
-                kg.ask_stream(body.question, who.caller, evidence_chunks=body.evidence_chunks, graph=body.graph)
-            )
-        return run(lambda: kg.ask(body.question, who.caller, evidence_chunks=body.evidence_chunks, graph=body.graph))
+        filters, options = core_filters(body.filters), body.options or AskOptions()
+        contract: dict[str, Any] = {
+            "evidence_chunks": body.evidence_chunks,
+            "graph": body.graph,
+            "mode": body.mode,
+            "filters": filters,
+            "max_hops": options.max_hops,
+            "include_graph_paths": options.include_graph_paths,
+        }
+        if options.stream:
+            return sse_response(run(lambda: kg.ask_stream(body.question, who.caller, **contract)))
+        return run(lambda: kg.ask(body.question, who.caller, **contract))
 
     api.include_router(router)
     api.include_router(ingest_router(kg.ingestion, verifier, run))

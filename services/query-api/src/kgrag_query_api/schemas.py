@@ -8,13 +8,15 @@ schema-valid request is never refused for its shape and a schema-invalid one alw
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from kgrag_core.ask_modes import AskMode
 from kgrag_core.errors import ErrorCode
-from kgrag_core.limits import EVIDENCE_CHUNKS, QUERY_CHARS, TOP_K
+from kgrag_core.filters import MAX_SOURCES, SearchFilters
+from kgrag_core.limits import EVIDENCE_CHUNKS, MAX_HOPS, QUERY_CHARS, TOP_K
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.tracing.model import (
     MAX_COMMENT_CHARS,
@@ -91,6 +93,53 @@ def _query_text(max_chars: int) -> Any:
     return Field(json_schema_extra={"pattern": TEXT, "minLength": 1, "maxLength": max_chars})
 
 
+def _a_day_string(value: object) -> object:
+    # The schema says a date string: a number (which pydantic would read as a Unix time) is refused.
+    if value is not None and not isinstance(value, str):
+        raise ValueError("a date must be an ISO 8601 date string (YYYY-MM-DD)")
+    return value
+
+
+Day = Annotated[date, BeforeValidator(_a_day_string)]
+
+
+class TimeRange(_Strict):
+    """The document date's range; both days are included. from after to is refused (INVALID_FILTER)."""
+
+    model_config = ConfigDict(**_STRICT, populate_by_name=False)
+
+    date_from: Day | None = Field(None, alias="from", description="On or after this day (YYYY-MM-DD).")
+    date_to: Day | None = Field(None, alias="to", description="On or before this day (YYYY-MM-DD).")
+
+
+class Filters(_Strict):
+    """Run inside candidate generation in every route (never after it), and part of the answer-cache key."""
+
+    sources: list[Annotated[str, Field(min_length=1, max_length=128, pattern=SOURCE)]] = Field(
+        default_factory=list,
+        max_length=MAX_SOURCES,
+        description="Only documents from these sources; a source with no document you can read is refused "
+        "(422 INVALID_FILTER).",
+    )
+    time_range: TimeRange | None = None
+    as_of: Day | None = Field(
+        None,
+        description="What the documents said, and what was true, at the end of this day: later documents are "
+        "excluded and claims are read as they stood then.",
+    )
+
+    def to_core(self) -> SearchFilters:
+        """The core's checked filter (INVALID_FILTER for an inverted range)."""
+        span = self.time_range or TimeRange()
+        return SearchFilters.build(
+            sources=self.sources, date_from=span.date_from, date_to=span.date_to, as_of=self.as_of
+        )
+
+
+def core_filters(filters: Filters | None) -> SearchFilters | None:
+    return filters.to_core() if filters is not None else None
+
+
 class SearchRequest(_Strict):
     query: str = _query_text(QUERY_CHARS.maximum)
     top_k: Count = Field(TOP_K.default, ge=1, le=TOP_K.maximum)
@@ -98,9 +147,22 @@ class SearchRequest(_Strict):
     graph: bool | None = Field(
         None, strict=True, description="Route the question and add graph evidence (default: server setting)."
     )
+    filters: Filters | None = None
+    include_entities: bool = Field(
+        False, strict=True, description="List the entities the query links to (entity_id, name, type, score)."
+    )
 
 
 class AskOptions(_Strict):
+    # Constraints before the validator, so the schema publishes them inside the union (minimum/maximum).
+    max_hops: Annotated[int, Field(ge=1, le=MAX_HOPS.maximum), BeforeValidator(_a_number)] | None = Field(
+        None, description=f"Graph hops at most (default {MAX_HOPS.default})."
+    )
+    include_graph_paths: bool = Field(
+        False,
+        strict=True,
+        description="Add graph_evidence: entity-relation-entity chains, each hop with its chunks and confidence.",
+    )
     stream: bool = Field(
         False, strict=True, description="Answer as server-sent events, each verified sentence as it is ready."
     )
@@ -112,7 +174,13 @@ class AskRequest(_Strict):
     graph: bool | None = Field(
         None, strict=True, description="Route the question and add graph evidence (default: server setting)."
     )
-    options: AskOptions = Field(default_factory=AskOptions)
+    mode: AskMode = Field(
+        AskMode.AUTO,
+        description="AUTO (the router), VECTOR (hybrid search only), GRAPH_ASSISTED, MULTI_HOP, or GLOBAL "
+        "(hybrid with global_fallback: true until community summaries exist).",
+    )
+    filters: Filters | None = None
+    options: AskOptions | None = None
 
 
 class _IngestFields(_Strict):

@@ -61,6 +61,7 @@ from kgrag_adapters.tantivy.keyword_index import (
     check_limit,
 )
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.filters import SearchFilters
 from kgrag_core.search import KeywordDoc, RouteHit
 
 __all__ = [
@@ -269,7 +270,9 @@ class OpenSearchKeywordIndex(Closeable):
         stats = self._live().indices.stats(index=self._index, metric="docs")
         return int(stats["_all"]["primaries"]["docs"]["deleted"])
 
-    def search(self, query: str, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
+    def search(
+        self, query: str, acl_class_ids: Sequence[str], limit: int, *, filters: SearchFilters | None = None
+    ) -> list[RouteHit]:
         check_limit(limit)
         _reject_bare_string(acl_class_ids, "acl_class_ids")
         if not acl_class_ids:
@@ -294,8 +297,8 @@ class OpenSearchKeywordIndex(Closeable):
                             }
                         }
                     ],
-                    # A filter clause: restricts the candidates before scoring and top-k, adds no score.
-                    "filter": [{"terms": {"acl_class_id": allowed}}],
+                    # Filter clauses: restrict the candidates before scoring and top-k, add no score.
+                    "filter": [{"terms": {"acl_class_id": allowed}}, *_filter_clauses(filters)],
                 }
             },
             "sort": [{"_score": {"order": "desc"}}, {"chunk_id": {"order": "asc"}}],
@@ -440,7 +443,7 @@ def _check_mapping(client: OpenSearch, index: str, template: Mapping[str, Any]) 
 
 
 def _source(doc: KeywordDoc) -> dict[str, str]:
-    return {
+    source = {
         "chunk_id": doc.chunk_id,
         "doc_id": doc.doc_id,
         "acl_class_id": doc.acl_class_id,
@@ -449,6 +452,28 @@ def _source(doc: KeywordDoc) -> dict[str, str]:
         "breadcrumb": doc.breadcrumb,
         "text": doc.text,
     }
+    if doc.doc_time is not None:
+        source["doc_time"] = doc.doc_time.isoformat()
+    return source
+
+
+def _filter_clauses(filters: SearchFilters | None) -> list[dict[str, Any]]:
+    """SearchFilters as filter clauses: sources a `terms`, the document date a `range` (a chunk without a
+    `doc_time` matches no range)."""
+    if filters is None:
+        return []
+    clauses: list[dict[str, Any]] = []
+    if filters.sources:
+        clauses.append({"terms": {"source": list(filters.sources)}})
+    if filters.has_dates:
+        lower, upper = filters.time_bounds()
+        bounds: dict[str, str] = {}
+        if lower is not None:
+            bounds["gte"] = lower.isoformat()
+        if upper is not None:
+            bounds["lt"] = upper.isoformat()
+        clauses.append({"range": {"doc_time": bounds}})
+    return clauses
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:

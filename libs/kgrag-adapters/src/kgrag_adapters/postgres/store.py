@@ -194,6 +194,18 @@ class PostgresStore(Closeable):
             ).fetchall()
         return [self._document(r) for r in rows]
 
+    def known_sources(self, sources: Sequence[str], acl_class_ids: Sequence[str]) -> set[str]:
+        """Which of `sources` name at least one active document of these ACL classes (the caller's)."""
+        if not sources or not acl_class_ids:
+            return set()
+        with self._lease:
+            rows = self._conn.execute(
+                "SELECT s FROM unnest(%s::text[]) AS s WHERE EXISTS (SELECT 1 FROM documents d"
+                " WHERE d.source = s AND d.status = 'ACTIVE' AND d.acl_class_id = ANY(%s))",
+                (list(sources), list(acl_class_ids)),
+            ).fetchall()
+        return {r[0] for r in rows}
+
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         with self._lease:
             rows = self._conn.execute(

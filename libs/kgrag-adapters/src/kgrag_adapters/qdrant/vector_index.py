@@ -34,8 +34,10 @@ from kgrag_adapters.qdrant_edge.vector_index import (
     MAX_LIMIT,
     _payload,  # the edge adapter's payload, so both engines store identical points
     check_limit,
+    payload_time_bounds,
     point_id_for,
 )
+from kgrag_core.filters import SearchFilters
 from kgrag_core.retrieval.ties import top_k_breaking_ties_by_id
 from kgrag_core.search import RouteHit, VectorPoint
 
@@ -164,16 +166,30 @@ class QdrantVectorIndex(Closeable):
                 wait=True,
             )
 
-    def search(self, vector: Sequence[float], acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
+    def search(
+        self,
+        vector: Sequence[float],
+        acl_class_ids: Sequence[str],
+        limit: int,
+        *,
+        filters: SearchFilters | None = None,
+    ) -> list[RouteHit]:
         check_limit(limit)
         query_vector = self._checked_vector(vector)
         _reject_bare_string(acl_class_ids, "acl_class_ids")
         if not acl_class_ids:
             return []
         client = self._live()
-        acl_filter = models.Filter(
-            must=[models.FieldCondition(key="acl_class_id", match=models.MatchAny(any=sorted(set(acl_class_ids))))]
-        )
+        conditions: list[models.Condition] = [
+            models.FieldCondition(key="acl_class_id", match=models.MatchAny(any=sorted(set(acl_class_ids))))
+        ]
+        if filters is not None and filters.sources:
+            conditions.append(models.FieldCondition(key="source", match=models.MatchAny(any=list(filters.sources))))
+        bounds = payload_time_bounds(filters)
+        if bounds is not None:
+            # The collection indexes doc_time as a datetime payload (schemas/qdrant/chunks.json).
+            conditions.append(models.FieldCondition(key="doc_time", range=models.DatetimeRange(**bounds)))
+        acl_filter = models.Filter(must=conditions)
 
         def fetch(size: int) -> list[tuple[str, float]]:
             found = client.query_points(

@@ -19,6 +19,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from kgrag_adapters.lifecycle import Closeable
+from kgrag_core.filters import SearchFilters
 from kgrag_core.retrieval.ties import top_k_breaking_ties_by_id
 from kgrag_core.search import RouteHit, VectorPoint
 
@@ -29,7 +30,8 @@ _WRITE_BATCH = 256
 _SCROLL_PAGE = 512
 # Point IDs on disk are derived from this namespace: changing it orphans every existing point.
 _POINT_NAMESPACE = uuid.UUID("bc3c92c1-6b58-5074-a3d6-6ab9ce4a06ad")
-_INDEXED_FIELDS = ("acl_class_id", "doc_id")
+_INDEXED_FIELDS = ("acl_class_id", "doc_id", "source")
+_DATETIME_FIELDS = ("doc_time",)  # the document date, filtered on by SearchFilters
 
 
 def point_id_for(chunk_id: str) -> str:
@@ -55,6 +57,8 @@ class EdgeVectorIndex(Closeable):
             # Idempotent, and repairs shards written before an index existed.
             for field in _INDEXED_FIELDS:
                 shard.update(qe.UpdateOperation.create_field_index(field, qe.KeywordIndexParams()))
+            for field in _DATETIME_FIELDS:
+                shard.update(qe.UpdateOperation.create_field_index(field, qe.DatetimeIndexParams()))
         except BaseException:
             shard.close()  # otherwise the directory lock lingers until garbage collection
             raise
@@ -106,16 +110,35 @@ class EdgeVectorIndex(Closeable):
         shard.flush()
         return True, "optimizer (vacuum) run"
 
-    def search(self, vector: Sequence[float], acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
+    def search(
+        self,
+        vector: Sequence[float],
+        acl_class_ids: Sequence[str],
+        limit: int,
+        *,
+        filters: SearchFilters | None = None,
+    ) -> list[RouteHit]:
         check_limit(limit)
         query_vector = self._checked_vector(vector)
         _reject_bare_string(acl_class_ids, "acl_class_ids")
         if not acl_class_ids:
             return []
         shard = self._live()
-        acl_filter = qe.Filter(
-            must=[qe.FieldCondition(key="acl_class_id", match=qe.MatchAny(any=sorted(set(acl_class_ids))))]
-        )
+        conditions: list[
+            qe.FieldCondition
+            | qe.IsEmptyCondition
+            | qe.IsNullCondition
+            | qe.HasIdCondition
+            | qe.HasVectorCondition
+            | qe.NestedCondition
+            | qe.Filter
+        ] = [qe.FieldCondition(key="acl_class_id", match=qe.MatchAny(any=sorted(set(acl_class_ids))))]
+        if filters is not None and filters.sources:
+            conditions.append(qe.FieldCondition(key="source", match=qe.MatchAny(any=list(filters.sources))))
+        bounds = payload_time_bounds(filters)
+        if bounds is not None:
+            conditions.append(qe.FieldCondition(key="doc_time", range=qe.RangeDateTime(**bounds)))
+        acl_filter = qe.Filter(must=conditions)
 
         def fetch(size: int) -> list[tuple[str, float]]:
             found = shard.query(
@@ -180,6 +203,20 @@ class EdgeVectorIndex(Closeable):
         if not any(values):
             raise ValueError("vector is all zeros")
         return values
+
+
+def payload_time_bounds(filters: SearchFilters | None) -> dict[str, str] | None:
+    """The filters' document-date range as RFC 3339 bounds of a datetime payload range (`gte`, `lt`), or
+    None when the filters bound no date. A point without `doc_time` never matches a range."""
+    if filters is None or not filters.has_dates:
+        return None
+    lower, upper = filters.time_bounds()
+    bounds: dict[str, str] = {}
+    if lower is not None:
+        bounds["gte"] = lower.isoformat()
+    if upper is not None:
+        bounds["lt"] = upper.isoformat()
+    return bounds
 
 
 def check_limit(limit: int) -> None:

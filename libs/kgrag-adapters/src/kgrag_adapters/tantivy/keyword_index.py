@@ -19,6 +19,7 @@ from pathlib import Path
 import tantivy
 
 from kgrag_adapters.lifecycle import Closeable
+from kgrag_core.filters import SearchFilters
 from kgrag_core.retrieval.ties import top_k_breaking_ties_by_id
 from kgrag_core.search import KeywordDoc, RouteHit
 
@@ -32,6 +33,7 @@ _WRITER_THREADS = 1
 
 _RAW_FIELDS = ("chunk_id", "doc_id", "acl_class_id", "source")
 _TEXT_TOKENIZER = "en_stem"
+_DATE_FIELD = "doc_time"
 # Field -> boost. A term in a title says more about the chunk than the same term in its body.
 _SEARCH_FIELDS = {"text": 1.0, "title": 2.0, "breadcrumb": 1.5}
 
@@ -44,7 +46,18 @@ def _build_schema() -> tantivy.Schema:
     for name in _SEARCH_FIELDS:
         # The text lives in the document store; the index only needs to find and score it.
         builder.add_text_field(name, stored=False, tokenizer_name=_TEXT_TOKENIZER)
+    # The document date, for SearchFilters' range (a fast field: the range runs on its column).
+    builder.add_date_field(_DATE_FIELD, indexed=True, fast=True)
     return builder.build()
+
+
+def _lacks_date_field(path: Path) -> bool:
+    """Whether `path` holds an index written before the document date was indexed (no `doc_time` field)."""
+    meta = path / "meta.json"
+    if not meta.is_file():
+        return False
+    fields = {f.get("name") for f in json.loads(meta.read_text(encoding="utf-8")).get("schema", [])}
+    return _DATE_FIELD not in fields
 
 
 def _build_query_analyzer() -> tantivy.TextAnalyzer:
@@ -66,6 +79,13 @@ class TantivyKeywordIndex(Closeable):
         self._path.mkdir(parents=True, exist_ok=True)
         self._schema = _build_schema()
         self._analyzer = _build_query_analyzer()
+        # An index from before the date field cannot be reopened with today's schema. It is a projection:
+        # it is emptied here and `needs_reprojection` tells the wiring to rewrite it from PostgreSQL.
+        self.needs_reprojection = _lacks_date_field(self._path)
+        if self.needs_reprojection:
+            for entry in self._path.iterdir():
+                if entry.is_file():
+                    entry.unlink()
         # reuse=True opens an existing index and raises if its schema differs from ours.
         self._index: tantivy.Index | None = tantivy.Index(self._schema, path=str(self._path), reuse=True)
         # tantivy allows one IndexWriter per directory (a second one fails with LockBusy); searchers are
@@ -87,17 +107,18 @@ class TantivyKeywordIndex(Closeable):
                 # A delete applies only to documents added before it, so this replaces any older copy,
                 # including one added earlier in this same batch.
                 writer.delete_documents_by_term("chunk_id", doc.chunk_id)
-                writer.add_document(
-                    tantivy.Document(
-                        chunk_id=doc.chunk_id,
-                        doc_id=doc.doc_id,
-                        acl_class_id=doc.acl_class_id,
-                        source=doc.source,
-                        title=doc.title,
-                        breadcrumb=doc.breadcrumb,
-                        text=doc.text,
-                    )
-                )
+                fields: dict[str, object] = {
+                    "chunk_id": doc.chunk_id,
+                    "doc_id": doc.doc_id,
+                    "acl_class_id": doc.acl_class_id,
+                    "source": doc.source,
+                    "title": doc.title,
+                    "breadcrumb": doc.breadcrumb,
+                    "text": doc.text,
+                }
+                if doc.doc_time is not None:
+                    fields[_DATE_FIELD] = doc.doc_time
+                writer.add_document(tantivy.Document(**fields))
 
         self._write(apply)
 
@@ -113,7 +134,9 @@ class TantivyKeywordIndex(Closeable):
 
         self._write(apply)
 
-    def search(self, query: str, acl_class_ids: Sequence[str], limit: int) -> list[RouteHit]:
+    def search(
+        self, query: str, acl_class_ids: Sequence[str], limit: int, *, filters: SearchFilters | None = None
+    ) -> list[RouteHit]:
         check_limit(limit)
         _reject_bare_string(acl_class_ids, "acl_class_ids")
         if not acl_class_ids:
@@ -133,7 +156,12 @@ class TantivyKeywordIndex(Closeable):
         allowed = tantivy.Query.const_score_query(
             tantivy.Query.term_set_query(self._schema, "acl_class_id", sorted(set(acl_class_ids))), 0.0
         )
-        full = tantivy.Query.boolean_query([(tantivy.Occur.Must, matches), (tantivy.Occur.Must, allowed)])
+        clauses = [(tantivy.Occur.Must, matches), (tantivy.Occur.Must, allowed)]
+        # Source and date restrict the candidates like the ACL clause: required, constant score 0.
+        clauses += [
+            (tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)) for q in self._filter_queries(filters)
+        ]
+        full = tantivy.Query.boolean_query(clauses)
         searcher = index.searcher()
 
         def fetch(size: int) -> list[tuple[str, float]]:
@@ -144,6 +172,28 @@ class TantivyKeywordIndex(Closeable):
 
     def count(self) -> int:
         return self._live().searcher().num_docs
+
+    def _filter_queries(self, filters: SearchFilters | None) -> list[tantivy.Query]:
+        if filters is None:
+            return []
+        out: list[tantivy.Query] = []
+        if filters.sources:
+            out.append(tantivy.Query.term_set_query(self._schema, "source", list(filters.sources)))
+        if filters.has_dates:
+            lower, upper = filters.time_bounds()
+            # An unbounded side must be passed as inclusive; a chunk without a date matches no range.
+            out.append(
+                tantivy.Query.range_query(
+                    self._schema,
+                    _DATE_FIELD,
+                    tantivy.FieldType.Date,
+                    lower,
+                    upper,
+                    include_lower=True,
+                    include_upper=upper is None,
+                )
+            )
+        return out
 
     def ids_for_doc(self, doc_id: str) -> list[str]:
         searcher = self._live().searcher()

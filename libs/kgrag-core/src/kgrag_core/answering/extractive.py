@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, cite
 from kgrag_core.answering.sentences import split_sentences
@@ -38,7 +39,13 @@ class _Scored:
     end_byte: int
 
 
-def extractive_answer(question: str, hits: Sequence[SearchHit], settings: ExtractiveSettings | None = None) -> Answer:
+def extractive_answer(
+    question: str,
+    hits: Sequence[SearchHit],
+    settings: ExtractiveSettings | None = None,
+    *,
+    as_of: date | None = None,  # filters.as_of: the day the answer is about (the fact-aware answerer reads it)
+) -> Answer:
     cfg = settings or ExtractiveSettings()
     evidence = list(hits[: cfg.evidence_chunks])
     q_terms = set(content_terms(question))

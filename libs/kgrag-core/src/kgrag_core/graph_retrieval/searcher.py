@@ -23,10 +23,12 @@ from typing import Protocol
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.chunking.tokens import estimate_tokens
 from kgrag_core.errors import KgragError
+from kgrag_core.filters import SearchFilters
 from kgrag_core.graph.model import Traversal
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.evidence import ContextPack, GraphLine, gather_evidence, pack_context
 from kgrag_core.graph_retrieval.expansion import ExpansionSettings, RelationRelevance, expand, relation_relevance
+from kgrag_core.graph_retrieval.filtered import FilteredGraphReader
 from kgrag_core.graph_retrieval.linking import (
     EmbeddingSearch,
     LinkedMention,
@@ -34,6 +36,7 @@ from kgrag_core.graph_retrieval.linking import (
     passage_seeds,
     seed_entities,
 )
+from kgrag_core.graph_retrieval.paths import GraphPath, graph_paths
 from kgrag_core.graph_retrieval.router import QuestionKind, Route, route
 from kgrag_core.limits import TOP_K
 from kgrag_core.ports import AclStore, TokenCounter
@@ -65,11 +68,12 @@ class HybridBackend(Protocol):
         top_k: int | None = None,
         candidates: int | None = None,
         mode: SearchMode = SearchMode.HYBRID,
+        filters: SearchFilters | None = None,
     ) -> SearchResponse: ...
 
     # The hybrid searcher's hydration and ACL recheck, reused so graph chunks pass the same gate.
     def hydrate(
-        self, fused: list[FusedCandidate], allowed: set[str], k: int
+        self, fused: list[FusedCandidate], allowed: set[str], k: int, *, filters: SearchFilters | None = None
     ) -> list[tuple[FusedCandidate, SearchHit]]: ...
 
 
@@ -121,6 +125,8 @@ class GraphSearchResponse:
     degraded: bool = False
     degraded_reason: str | None = None
     trace_id: str | None = None  # set by the application when it records the search
+    paths: tuple[GraphPath, ...] = ()  # only when asked for (include_paths): the walk's readable chains
+    entities: tuple[dict[str, object], ...] | None = None  # as SearchResponse.entities
 
     def as_dict(self) -> dict[str, object]:
         traversal = None
@@ -131,7 +137,7 @@ class GraphSearchResponse:
                 "max_depth": max((s.depth for s in self.traversal.steps), default=0),
                 "truncated": list(self.traversal.truncated),
             }
-        return {
+        out: dict[str, object] = {
             "query": self.query,
             "mode": self.mode,
             "hits": [h.as_dict() for h in self.hits],
@@ -151,6 +157,11 @@ class GraphSearchResponse:
             "degraded_reason": self.degraded_reason,
             "trace_id": self.trace_id,
         }
+        if self.entities is not None:
+            out["entities"] = list(self.entities)
+        if self.paths:
+            out["graph_evidence"] = [p.as_dict() for p in self.paths]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,28 +190,55 @@ class GraphAssistedSearcher:
         self.token_counter: TokenCounter = token_counter or EstimatedTokens()
         self.clock = clock
 
-    def search(self, query: str, caller: Caller, top_k: int | None = None) -> GraphSearchResponse:
-        chosen = route(query)
+    def search(
+        self,
+        query: str,
+        caller: Caller,
+        top_k: int | None = None,
+        *,
+        filters: SearchFilters | None = None,
+        kind: QuestionKind | None = None,
+        max_hops: int | None = None,
+        include_paths: bool = False,
+        graph_required: bool = False,
+    ) -> GraphSearchResponse:
+        """`filters` run inside every route, the graph's included (only admitted evidence counts); `kind`
+        overrides the router (a requested mode); `graph_required` reads a routed lookup as a question about
+        the entities it names (GRAPH_ASSISTED); `max_hops` caps the expansion depth; `include_paths` adds the
+        walk's readable chains (`paths`)."""
+        chosen = route(query) if kind is None else forced_route(kind)
+        if graph_required and chosen.kind is QuestionKind.LOOKUP:
+            chosen = Route(QuestionKind.ENTITY, chosen.confidence, (*chosen.signals, "mode:graph_assisted"))
         k = TOP_K.resolve(top_k)
         if chosen.kind is QuestionKind.LOOKUP:
-            plain = self.hybrid.search(query, caller, top_k=k)
+            plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
             return self._plain(plain, chosen, reason=None, why_not="lookup")
 
         cfg = self.settings
-        base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)))
+        base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)), filters=filters)
         started = self.clock()
+        request = _GraphRequest(filters, max_hops, include_paths)
         with stage("graph"):
-            return self._graph_layer(base, chosen, caller, k, started)
+            return self._graph_layer(base, chosen, caller, k, started, request)
 
     def _graph_layer(
-        self, base: SearchResponse, chosen: Route, caller: Caller, k: int, started: float
+        self,
+        base: SearchResponse,
+        chosen: Route,
+        caller: Caller,
+        k: int,
+        started: float,
+        request: _GraphRequest | None = None,
     ) -> GraphSearchResponse:
         cfg = self.settings
+        request = request or _GraphRequest()
+        filters = request.filters
         try:
             allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
             if not allowed:
                 return self._plain(base, chosen, reason=None, why_not="nothing readable", k=k)
-            findings = self._graph_findings(base, chosen, allowed)
+            graph = self._graph_for(allowed, filters)
+            findings = self._graph_findings(base, chosen, allowed, graph=graph, max_hops=request.max_hops)
             if findings is None:
                 return self._plain(base, chosen, reason=None, why_not="no entity linked", k=k)
             may_boost = _current_claim_chunks(findings.lines)
@@ -209,7 +247,8 @@ class GraphAssistedSearcher:
                 relevance = relation_relevance(base.query, cfg.expansion.relation_cues)
                 may_boost |= _chain_chunks(findings.traversal, relevance)
                 keep_head = cfg.keep_head
-            hits, limits = self._fuse(base, findings.chunks, set(allowed), k, may_boost, keep_head)
+            hits, limits = self._fuse(base, findings.chunks, set(allowed), k, may_boost, keep_head, filters=filters)
+            paths = self._paths(findings.traversal, set(allowed), filters) if request.include_paths else ()
             elapsed = self.clock() - started
         except Exception as err:
             # Not swallowed: the response says degraded with the reason, and operators get the traceback.
@@ -238,14 +277,47 @@ class GraphAssistedSearcher:
             traversal=findings.traversal,
             links=findings.links,
             context=context,
+            paths=paths,
         )
 
-    def _graph_findings(self, base: SearchResponse, chosen: Route, allowed: Sequence[str]) -> _GraphFindings | None:
+    def _graph_for(self, allowed: Sequence[str], filters: SearchFilters | None) -> GraphReader:
+        """The graph as the filters let this caller see it: only evidence of admitted documents counts."""
+        if filters is None or filters.is_empty:
+            return self.graph
+        readable = set(allowed)
+
+        def admit(chunk_ids: Sequence[str]) -> set[str]:
+            return self._readable_chunks(chunk_ids, readable, filters)
+
+        return FilteredGraphReader(self.graph, filters, admit)
+
+    def _readable_chunks(self, chunk_ids: Sequence[str], allowed: set[str], filters: SearchFilters | None) -> set[str]:
+        """The chunks this caller may read that the filters admit, by the hybrid searcher's own recheck."""
+        if not chunk_ids:
+            return set()
+        candidates = [FusedCandidate(c, 0.0) for c in chunk_ids]
+        loaded = self.hybrid.hydrate(candidates, allowed, len(candidates), filters=filters)
+        return {hit.chunk_id for _, hit in loaded}
+
+    def _paths(self, traversal: Traversal, allowed: set[str], filters: SearchFilters | None) -> tuple[GraphPath, ...]:
+        evidence = sorted({c for step in traversal.steps for c in step.edge.evidence_chunk_ids})
+        return graph_paths(traversal, self._readable_chunks(evidence, allowed, filters))
+
+    def _graph_findings(
+        self,
+        base: SearchResponse,
+        chosen: Route,
+        allowed: Sequence[str],
+        *,
+        graph: GraphReader | None = None,
+        max_hops: int | None = None,
+    ) -> _GraphFindings | None:
         cfg = self.settings
+        reader = graph or self.graph
         text = base.query
         links = link_entities(
             text,
-            self.graph,
+            reader,
             allowed,
             embedding_search=self.embedding_search,
             max_candidates=cfg.max_link_candidates,
@@ -254,12 +326,13 @@ class GraphAssistedSearcher:
         if chosen.kind is QuestionKind.MULTI_HOP or not seeds:
             named = {s.entity.entity_id for s, _ in seeds}
             passages = [h.text for h in base.hits[: cfg.passage_seed_hits]]
-            anchored = passage_seeds(passages, self.graph, allowed, weight=cfg.passage_seed_weight)
+            anchored = passage_seeds(passages, reader, allowed, weight=cfg.passage_seed_weight)
             seeds += [(e, score) for e, score in anchored if e.entity.entity_id not in named]
         if not seeds:
             return None
+        expansion = cfg.expansion if max_hops is None else _capped(cfg.expansion, chosen.kind, max_hops)
         traversal = expand(
-            seeds, self.graph, allowed, question=text, kind=chosen.kind, settings=cfg.expansion, clock=self.clock
+            seeds, reader, allowed, question=text, kind=chosen.kind, settings=expansion, clock=self.clock
         )
         weights: dict[str, float] = {s.entity.entity_id: score for s, score in seeds}
         for step in traversal.steps:
@@ -267,7 +340,7 @@ class GraphAssistedSearcher:
                 if step.score > weights.get(end.entity_id, 0.0):
                     weights[end.entity_id] = step.score
         about = [e for e, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[: cfg.claim_entities]]
-        claims = self.graph.claims_of(about, allowed)
+        claims = reader.claims_of(about, allowed)
         evidence = gather_evidence(
             traversal,
             claims,
@@ -286,6 +359,8 @@ class GraphAssistedSearcher:
         k: int,
         may_boost: frozenset[str] = frozenset(),
         keep_head: int = 0,
+        *,
+        filters: SearchFilters | None = None,
     ) -> tuple[tuple[SearchHit, ...], dict[str, object]]:
         """Weighted RRF over the hybrid routes (rebuilt from its hits' ranks) and the graph route."""
         routes: dict[str, list[RouteHit]] = {}
@@ -305,7 +380,7 @@ class GraphAssistedSearcher:
 
         # Only chunks the graph alone brought still need loading; they get hybrid's ACL recheck here.
         unseen = [c for c in fused if c.chunk_id not in known]
-        for _, loaded in self.hybrid.hydrate(unseen, allowed, len(unseen)) if unseen else []:
+        for _, loaded in self.hybrid.hydrate(unseen, allowed, len(unseen), filters=filters) if unseen else []:
             known[loaded.chunk_id] = loaded
         if keep_head:
             # The chain's hops belong after the head that answers the first hop, not above it: lifting every
@@ -361,6 +436,25 @@ class GraphAssistedSearcher:
             degraded=reason is not None,
             degraded_reason=reason,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _GraphRequest:
+    filters: SearchFilters | None = None
+    max_hops: int | None = None
+    include_paths: bool = False
+
+
+def forced_route(kind: QuestionKind) -> Route:
+    """The route of a requested mode: the caller chose the kind, so the router is not asked."""
+    return Route(kind, 1.0, (f"mode:{kind.value}",))
+
+
+def _capped(settings: ExpansionSettings, kind: QuestionKind, max_hops: int) -> ExpansionSettings:
+    """A multi-hop walk goes as far as the request allows; other kinds keep their depth up to that cap."""
+    depths = dict(settings.depth_by_kind)
+    depths[kind] = max_hops if kind is QuestionKind.MULTI_HOP else min(depths.get(kind, 1), max_hops)
+    return replace(settings, depth_by_kind=depths)
 
 
 def _describe(err: Exception) -> str:

@@ -215,7 +215,16 @@ class DocumentIndexer:
                     )
                 if keywords:
                     keyword_docs.append(
-                        KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
+                        KeywordDoc(
+                            c.chunk_id,
+                            c.doc_id,
+                            c.acl_class_id,
+                            doc.title,
+                            c.section_path,
+                            c.text,
+                            doc.source,
+                            c.doc_time,
+                        )
                     )
         if points:
             self.vectors.upsert(points)
@@ -325,7 +334,9 @@ class DocumentIndexer:
                     )
                 )
                 keyword_docs.append(
-                    KeywordDoc(c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source)
+                    KeywordDoc(
+                        c.chunk_id, c.doc_id, c.acl_class_id, doc.title, c.section_path, c.text, doc.source, c.doc_time
+                    )
                 )
             stale.extend(item.previous_chunk_ids - {c.chunk_id for c in item.chunks})
         self.vectors.upsert(points)

@@ -9,6 +9,7 @@ from enum import StrEnum
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.chunking.locators import chunk_locator
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.filters import SearchFilters
 from kgrag_core.limits import CANDIDATES_PER_ROUTE, QUERY_CHARS, TOP_K
 from kgrag_core.ports import AclStore, DocumentStore, Embedder, KeywordIndex, VectorIndex
 from kgrag_core.retrieval.fusion import RRF_K, FusedCandidate, reciprocal_rank_fusion
@@ -39,7 +40,9 @@ class HybridSearcher:
         top_k: int | None = None,
         candidates: int | None = None,
         mode: SearchMode = SearchMode.HYBRID,
+        filters: SearchFilters | None = None,
     ) -> SearchResponse:
+        """`filters` (sources, document date) run inside both routes, like the ACL filter."""
         text = query.strip()
         if not text:
             raise KgragError(ErrorCode.INVALID_QUERY, "The query is empty.", hint="Pass some words to search.")
@@ -60,14 +63,14 @@ class HybridSearcher:
                 with stage("embed"):
                     vector = self.embedder.embed_query(text)
                 with stage("dense"):
-                    routes["dense"] = self.vectors.search(vector, allowed, per_route)
+                    routes["dense"] = self.vectors.search(vector, allowed, per_route, filters=filters)
             if mode in (SearchMode.HYBRID, SearchMode.BM25):
                 with stage("bm25"):
-                    routes["bm25"] = self.keywords.search(text, allowed, per_route)
+                    routes["bm25"] = self.keywords.search(text, allowed, per_route, filters=filters)
         with stage("fusion"):
             fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
         with stage("hydrate"):
-            hydrated = self.hydrate(fused, set(allowed), k)
+            hydrated = self.hydrate(fused, set(allowed), k, filters=filters)
         results = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in hydrated)
         limits: dict[str, object] = {
             "top_k": k,
@@ -76,10 +79,15 @@ class HybridSearcher:
             "fused_candidates": len(fused),
             "truncated": len(fused) > k,
         }
+        if filters is not None and not filters.is_empty:
+            limits["filters"] = filters.as_dict()
         return SearchResponse(query=text, hits=results, mode=mode.value, limits=limits)
 
-    def hydrate(self, fused: list[FusedCandidate], allowed: set[str], k: int) -> list[tuple[FusedCandidate, SearchHit]]:
-        """Load the best candidates from the authoritative store and recheck each one's ACL class.
+    def hydrate(
+        self, fused: list[FusedCandidate], allowed: set[str], k: int, *, filters: SearchFilters | None = None
+    ) -> list[tuple[FusedCandidate, SearchHit]]:
+        """Load the best candidates from the authoritative store and recheck each one's ACL class (and the
+        filters' source and document date).
 
         The filter already ran inside both searches; this recheck catches an index that is behind the
         store (a document deleted or re-permissioned a moment ago) before anything reaches the caller.
@@ -97,6 +105,8 @@ class HybridSearcher:
                 doc = docs.get(chunk.doc_id) if chunk else None
                 if chunk is None or doc is None or chunk.acl_class_id not in allowed or doc.acl_class_id not in allowed:
                     continue
+                if filters is not None and not filters.admits(doc.source, chunk.doc_time):
+                    continue
                 hit = SearchHit(
                     chunk_id=chunk.chunk_id,
                     doc_id=chunk.doc_id,
@@ -110,6 +120,7 @@ class HybridSearcher:
                     score=0.0,
                     doc_time=chunk.doc_time,
                     locator=chunk_locator(doc.media_type, chunk.breadcrumb, chunk.text),
+                    version=doc.version,
                 )
                 out.append((candidate, hit))
                 if len(out) == k:

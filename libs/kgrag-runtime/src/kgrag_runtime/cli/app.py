@@ -12,6 +12,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from kgrag_core.ask_modes import AskMode
 from kgrag_core.documents import SourceDocument
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
@@ -24,6 +25,16 @@ from kgrag_runtime.cli.extraction import claims, extract_app, ontology_app
 from kgrag_runtime.cli.help_text import hide_flag_types
 from kgrag_runtime.cli.mcp import mcp
 from kgrag_runtime.cli.options import Admin, DataDir, Groups, JsonOut, Principal, caller_from
+from kgrag_runtime.cli.query_options import (
+    AsOf,
+    DateFrom,
+    DateTo,
+    GraphPaths,
+    MaxHops,
+    Mode,
+    Sources,
+    filters_from,
+)
 from kgrag_runtime.cli.traces import curation_app, feedback, trace
 from kgrag_runtime.cli.watch import watch
 
@@ -81,6 +92,13 @@ def search(
     graph: Annotated[
         bool | None, typer.Option("--graph/--no-graph", help="Route the question and add graph evidence (hybrid only).")
     ] = None,
+    source: Sources = None,
+    date_from: DateFrom = None,
+    date_to: DateTo = None,
+    as_of: AsOf = None,
+    max_hops: MaxHops = None,
+    graph_paths: GraphPaths = False,
+    entities: Annotated[bool, typer.Option("--entities", help="List the entities the query links to.")] = False,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
     principal: Principal = None,
@@ -88,9 +106,20 @@ def search(
     admin: Admin = False,
 ) -> None:
     """Hybrid search (dense + BM25, fused by reciprocal rank fusion) over the chunks you may read."""
+    filters = filters_from(source, date_from, date_to, as_of)
     state = CliState.from_options(data_dir, as_json)
     with open_app(state, reads_only=True) as kg:
-        response = kg.search(query, caller_from(principal, group, admin), top_k=top_k, mode=mode, graph=graph)
+        response = kg.search(
+            query,
+            caller_from(principal, group, admin),
+            top_k=top_k,
+            mode=mode,
+            graph=graph,
+            filters=filters,
+            include_entities=entities,
+            max_hops=max_hops,
+            include_graph_paths=graph_paths,
+        )
     if state.as_json:
         render.emit_json(response.as_dict())
         return
@@ -103,6 +132,13 @@ def ask(
     graph: Annotated[
         bool | None, typer.Option("--graph/--no-graph", help="Route the question and add graph evidence.")
     ] = None,
+    mode: Mode = AskMode.AUTO,
+    source: Sources = None,
+    date_from: DateFrom = None,
+    date_to: DateTo = None,
+    as_of: AsOf = None,
+    max_hops: MaxHops = None,
+    graph_paths: GraphPaths = False,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
     principal: Principal = None,
@@ -116,6 +152,7 @@ def ask(
     ] = False,
 ) -> None:
     """Answer a question from your documents; every sentence cites the exact source span."""
+    filters = filters_from(source, date_from, date_to, as_of)
     state = CliState.from_options(data_dir, as_json)
     if stream:
         with open_app(state, reads_only=True) as kg:
@@ -123,7 +160,15 @@ def ask(
                 render.answer_event(state.out, event, as_json=state.as_json)
         return
     with open_app(state, reads_only=True) as kg:
-        answer = kg.ask(question, caller_from(principal, group, admin), graph=graph)
+        answer = kg.ask(
+            question,
+            caller_from(principal, group, admin),
+            graph=graph,
+            mode=mode,
+            filters=filters,
+            max_hops=max_hops,
+            include_graph_paths=graph_paths,
+        )
     if state.as_json:
         render.emit_json(answer)
         return

@@ -109,6 +109,10 @@ def search_results(console: Console, response: SearchResponse | GraphSearchRespo
             console.print(f"[magenta]graph[/] {escape(line.text)}")
         if response.graph_lines:
             console.print()
+    graph_paths(console, [p.as_dict() for p in response.paths] if isinstance(response, GraphSearchResponse) else [])
+    if response.entities:
+        names = ", ".join(f"{e['name']} ({e['type']}, {e['score']})" for e in response.entities)
+        console.print(f"[dim]linked entities: {escape(names)}[/]\n")
     if not response.hits:
         console.print("No results you are allowed to see. Try other words, or check --principal/--group.")
         return
@@ -143,6 +147,26 @@ def answer(console: Console, result: Mapping[str, Any]) -> None:
         console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end}{at})")
     _fallback(console, result.get("fallback"))
     console.print(f"[dim]{escape(str(result['notice']))} Confidence: {result['confidence']}.[/]\n")
+    strategy = result.get("strategy_used")
+    if isinstance(strategy, Mapping):
+        ran = ", ".join(str(s) for s in strategy.get("strategies", []))
+        fallback = (
+            " · GLOBAL answered from hybrid search (no community summaries yet)"
+            if strategy.get("global_fallback")
+            else ""
+        )
+        console.print(f"[dim]strategy: {escape(str(strategy.get('route')))} ({escape(ran)}){escape(fallback)}[/]")
+    graph_paths(console, result.get("graph_evidence") or [])
+
+
+def graph_paths(console: Console, paths: Sequence[Mapping[str, Any]]) -> None:
+    """Graph paths as `A -REL-> B` chains with their supporting chunks and confidence."""
+    for path in paths:
+        chain = " ".join(str(part) for part in path["path"])
+        chunks = ", ".join(path["supporting_chunks"])
+        console.print(f"[magenta]path[/] {escape(chain)} [dim](confidence {path['confidence']}; {escape(chunks)})[/]")
+    if paths:
+        console.print()
 
 
 def answer_event(console: Console, event: tuple[str, Mapping[str, Any]], *, as_json: bool) -> None:

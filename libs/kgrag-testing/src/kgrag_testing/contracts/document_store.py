@@ -283,6 +283,21 @@ class DocumentStoreContract:
         stats = store.stats()
         assert (stats.documents, stats.deleted_documents, stats.chunks) == (0, 1, 0)
 
+    def test_known_sources_are_those_the_caller_can_read(self, store: FullStore) -> None:
+        wiki, wiki_chunks = make_document("doc-wiki", ["one"])
+        store.commit_document(dataclasses.replace(wiki, source="wiki"), ENG, wiki_chunks)
+        hr, hr_chunks = make_document("doc-hr", ["two"], acl=ALICE)
+        store.commit_document(dataclasses.replace(hr, source="hr"), ALICE, hr_chunks)
+        gone, gone_chunks = make_document("doc-gone", ["three"])
+        store.commit_document(dataclasses.replace(gone, source="old"), ENG, gone_chunks)
+        store.mark_deleted("doc-gone", DeletionRecord("doc-gone", tuple(ids(gone_chunks)), (), ("postgres",), T0))
+        asked = ["wiki", "hr", "old", "never"]
+        both = [ENG.acl_class_id, ALICE.acl_class_id]
+        assert store.known_sources(asked, both) == {"wiki", "hr"}  # the positive control
+        assert store.known_sources(asked, [ENG.acl_class_id]) == {"wiki"}  # hr is ALICE's alone
+        assert store.known_sources(asked, []) == set()
+        assert store.known_sources([], both) == set()
+
     def test_observed_time_only_moves_forward(self, store: FullStore) -> None:
         doc, chunks = make_document("doc-1", ["one"])
         later = T0 + timedelta(hours=1)

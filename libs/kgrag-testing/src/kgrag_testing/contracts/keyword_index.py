@@ -8,11 +8,13 @@ directory may treat the path as a name for their storage. Opened indexes are the
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import pytest
 
+from kgrag_core.filters import SearchFilters
 from kgrag_core.ports import KeywordIndex
 from kgrag_core.search import KeywordDoc, RouteHit
 
@@ -53,6 +55,8 @@ def kdoc(
     breadcrumb: str = "",
     acl: str = ALLOWED,
     doc_id: str = "doc-1",
+    source: str = "contract",
+    doc_time: datetime | None = None,
 ) -> KeywordDoc:
     return KeywordDoc(
         chunk_id=chunk_id,
@@ -61,7 +65,8 @@ def kdoc(
         title=title,
         breadcrumb=breadcrumb,
         text=text,
-        source="contract",
+        source=source,
+        doc_time=doc_time,
     )
 
 
@@ -159,6 +164,55 @@ class KeywordIndexContract:
         hits = index.search("invoice", [ALLOWED], 5)
         assert sorted(chunk_ids(hits)) == ["a0", "a1", "a2", "a3", "a4"]
         assert sorted(chunk_ids(index.search("invoice", [ALLOWED], 50))) == ["a0", "a1", "a2", "a3", "a4"]
+
+    def test_source_filter_is_inside_the_search(self, index_factory: KeywordIndexFactory) -> None:
+        index = index_factory()
+        # Every "tickets" chunk outscores every "wiki" one: a post-filter over the top 3 would return nothing.
+        tickets = [kdoc(f"t{i:02d}", "invoice invoice invoice", source="tickets") for i in range(20)]
+        wiki = [kdoc(f"w{i}", f"invoice {_FILLER} {'extra ' * i}", source="wiki") for i in range(4)]
+        index.upsert(tickets + wiki)
+        assert chunk_ids(index.search("invoice", [ALLOWED], 3)) == ["t00", "t01", "t02"]  # the positive control
+        only_wiki = SearchFilters.build(sources=["wiki"])
+        hits = index.search("invoice", [ALLOWED], 3, filters=only_wiki)
+        assert chunk_ids(hits) == ["w0", "w1", "w2"]
+        # The filter restricts the candidates without changing their scores.
+        unfiltered = {h.chunk_id: h.score for h in index.search("invoice", [ALLOWED], 30)}
+        assert [h.score for h in hits] == pytest.approx([unfiltered[h.chunk_id] for h in hits])
+        assert index.search("invoice", [ALLOWED], 3, filters=SearchFilters.build(sources=["email"])) == []
+
+    def test_date_filter_is_inside_the_search(self, index_factory: KeywordIndexFactory) -> None:
+        index = index_factory()
+        old = datetime(2023, 5, 1, tzinfo=UTC)
+        index.upsert(
+            [kdoc(f"old{i}", "invoice invoice invoice", doc_time=old) for i in range(10)]
+            + [
+                kdoc("jan", f"invoice {_FILLER}", doc_time=datetime(2024, 1, 1, tzinfo=UTC)),
+                kdoc("jun-end", f"invoice {_FILLER} extra", doc_time=datetime(2024, 6, 30, 23, 59, tzinfo=UTC)),
+                kdoc("jul", f"invoice {_FILLER} extra extra", doc_time=datetime(2024, 7, 1, tzinfo=UTC)),
+                kdoc("undated", "invoice invoice"),
+            ]
+        )
+        in_2024_h1 = SearchFilters.build(date_from=date(2024, 1, 1), date_to=date(2024, 6, 30))
+        assert chunk_ids(index.search("invoice", [ALLOWED], 2, filters=in_2024_h1)) == ["jan", "jun-end"]
+        since = SearchFilters.build(date_from=date(2024, 6, 1))
+        assert chunk_ids(index.search("invoice", [ALLOWED], 5, filters=since)) == ["jun-end", "jul"]
+        found = chunk_ids(index.search("invoice", [ALLOWED], 20, filters=SearchFilters.build(as_of=date(2024, 1, 1))))
+        assert sorted(found) == sorted([f"old{i}" for i in range(10)] + ["jan"])
+        # Without a filter the undated chunk is a candidate like any other (the positive control).
+        assert "undated" in chunk_ids(index.search("invoice", [ALLOWED], 20))
+
+    def test_filters_never_widen_the_acl(self, index_factory: KeywordIndexFactory) -> None:
+        index = index_factory()
+        when = datetime(2024, 3, 1, tzinfo=UTC)
+        index.upsert(
+            [
+                kdoc("denied", "invoice", acl=DENIED, source="wiki", doc_time=when),
+                kdoc("allowed", "invoice", source="wiki", doc_time=when),
+            ]
+        )
+        wiki_2024 = SearchFilters.build(sources=["wiki"], date_from=date(2024, 1, 1), date_to=date(2024, 12, 31))
+        assert chunk_ids(index.search("invoice", [ALLOWED], 10, filters=wiki_2024)) == ["allowed"]
+        assert chunk_ids(index.search("invoice", [DENIED], 10, filters=wiki_2024)) == ["denied"]
 
     def test_acl_filter_accepts_several_classes(self, index_factory: KeywordIndexFactory) -> None:
         index = index_factory()

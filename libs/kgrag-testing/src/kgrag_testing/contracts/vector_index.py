@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import pytest
 
+from kgrag_core.filters import SearchFilters
 from kgrag_core.ports import VectorIndex
 from kgrag_core.search import RouteHit, VectorPoint
 
@@ -45,6 +47,8 @@ def point(
     *,
     acl: str = ALLOWED,
     doc_id: str = "doc-1",
+    source: str = "contract",
+    doc_time: datetime | None = None,
 ) -> VectorPoint:
     return VectorPoint(
         chunk_id=chunk_id,
@@ -52,7 +56,8 @@ def point(
         doc_id=doc_id,
         acl_class_id=acl,
         content_hash=f"sha256:{chunk_id}",
-        source="contract",
+        source=source,
+        doc_time=doc_time,
     )
 
 
@@ -162,6 +167,56 @@ class VectorIndexContract:
             ]
         )
         assert chunk_ids(index.search(vec(1.0), [ALLOWED_TOO, ALLOWED], 10)) == ["a", "b"]
+
+    def test_source_filter_is_inside_the_search(self, index_factory: VectorIndexFactory) -> None:
+        index = index_factory()
+        # Every "tickets" point is closer to the query than any "wiki" one: a post-filter over the top 3
+        # would return nothing.
+        tickets = [point(f"t{i:02d}", vec(1.0, 0.001 * i), source="tickets") for i in range(20)]
+        wiki = [point(f"w{i}", vec(1.0, 1.0 + 0.2 * i), source="wiki") for i in range(4)]
+        index.upsert(tickets + wiki)
+        assert chunk_ids(index.search(vec(1.0), [ALLOWED], 3)) == ["t00", "t01", "t02"]  # the positive control
+        only_wiki = SearchFilters.build(sources=["wiki"])
+        assert chunk_ids(index.search(vec(1.0), [ALLOWED], 3, filters=only_wiki)) == ["w0", "w1", "w2"]
+        both = SearchFilters.build(sources=["wiki", "tickets"])
+        assert chunk_ids(index.search(vec(1.0), [ALLOWED], 3, filters=both)) == ["t00", "t01", "t02"]
+        assert index.search(vec(1.0), [ALLOWED], 3, filters=SearchFilters.build(sources=["email"])) == []
+
+    def test_date_filter_is_inside_the_search(self, index_factory: VectorIndexFactory) -> None:
+        index = index_factory()
+        index.upsert(
+            [point(f"old{i}", vec(1.0, 0.001 * i), doc_time=datetime(2023, 5, 1, tzinfo=UTC)) for i in range(10)]
+            + [
+                point("jan", vec(1.0, 1.0), doc_time=datetime(2024, 1, 1, 0, 0, tzinfo=UTC)),
+                point("jun-end", vec(1.0, 1.1), doc_time=datetime(2024, 6, 30, 23, 59, tzinfo=UTC)),
+                point("jul", vec(1.0, 1.2), doc_time=datetime(2024, 7, 1, tzinfo=UTC)),
+                point("undated", vec(1.0, 0.5)),
+            ]
+        )
+        in_2024_h1 = SearchFilters.build(date_from=date(2024, 1, 1), date_to=date(2024, 6, 30))
+        # Both days of the range are included; the older, closer points never take a place in the top 2.
+        assert chunk_ids(index.search(vec(1.0), [ALLOWED], 2, filters=in_2024_h1)) == ["jan", "jun-end"]
+        since = SearchFilters.build(date_from=date(2024, 6, 1))
+        assert chunk_ids(index.search(vec(1.0), [ALLOWED], 5, filters=since)) == ["jun-end", "jul"]
+        as_of = SearchFilters.build(as_of=date(2024, 1, 1))
+        assert chunk_ids(index.search(vec(1.0), [ALLOWED], 3, filters=as_of)) == ["old0", "old1", "old2"]
+        found = chunk_ids(index.search(vec(1.0), [ALLOWED], 20, filters=as_of))
+        assert "jan" in found and "jun-end" not in found and "undated" not in found
+        # Without a filter the undated point is a candidate like any other (the positive control).
+        assert "undated" in chunk_ids(index.search(vec(1.0), [ALLOWED], 20))
+
+    def test_filters_never_widen_the_acl(self, index_factory: VectorIndexFactory) -> None:
+        index = index_factory()
+        when = datetime(2024, 3, 1, tzinfo=UTC)
+        index.upsert(
+            [
+                point("denied", vec(1.0), acl=DENIED, source="wiki", doc_time=when),
+                point("allowed", vec(1.0, 1.0), source="wiki", doc_time=when),
+            ]
+        )
+        wiki_2024 = SearchFilters.build(sources=["wiki"], date_from=date(2024, 1, 1), date_to=date(2024, 12, 31))
+        assert chunk_ids(index.search(vec(1.0), [ALLOWED], 10, filters=wiki_2024)) == ["allowed"]
+        assert chunk_ids(index.search(vec(1.0), [DENIED], 10, filters=wiki_2024)) == ["denied"]
 
     def test_empty_acl_list_returns_nothing(self, index_factory: VectorIndexFactory) -> None:
         index = index_factory()
