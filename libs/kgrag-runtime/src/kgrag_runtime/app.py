@@ -10,17 +10,20 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
+from kgrag_core.answering.compose import composed_answer
+from kgrag_core.answering.context import AnswerContext, build_context, chunks_only
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
-from kgrag_core.answering.model import RemovedSentence
+from kgrag_core.answering.model import Answer, RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph.routing import RoutedGraphReader
-from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
+from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphFacts, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsSource
@@ -32,6 +35,8 @@ from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring, stage
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ProgressCallback
 from kgrag_runtime.quality_metrics import QualityMetrics, graph_fallback_reason
+
+ANSWER_STYLES = ("composed", "sentences")
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
     from kgrag_runtime.evaluation.service import EvalService
@@ -61,6 +66,9 @@ class KgragApp:
     quality: QualityMetrics = field(default_factory=QualityMetrics)  # served at /metrics by the HTTP API
     evaluation: EvalService | None = None  # eval runs on isolated indexes (POST /v1/admin/eval/run)
     graph_reads: RoutedGraphReader | None = None  # distributed, Neo4j configured: where graph reads went
+    # Without an LLM: "composed" (graph facts in words, then prose sentences; kgrag_core.answering.compose) or
+    # "sentences" (the best supporting sentences only, the answerer before facts reached answers).
+    answer_style: str = "composed"
 
     def __post_init__(self) -> None:
         if self.graph is not None and self.quality.backlog is None:
@@ -165,12 +173,25 @@ class KgragApp:
             self.quality.record_stage("graph", graph_ms / 1000)
 
     def ask(
-        self, question: str, caller: Caller, *, evidence_chunks: int | None = None, graph: bool | None = None
+        self,
+        question: str,
+        caller: Caller,
+        *,
+        evidence_chunks: int | None = None,
+        graph: bool | None = None,
+        as_of: date | None = None,
+        answer_style: str | None = None,
     ) -> dict[str, object]:
         """Answer with citations. Cached per caller scope; any index change invalidates the cache. Every ask,
-        cached or not, is traced (`trace_id`)."""
+        cached or not, is traced (`trace_id`). `as_of`: answer from the claims' timeline as the documents
+        stood that day; `answer_style` overrides the app's (composed | sentences) for this call."""
+        style = self.answer_style if answer_style is None else answer_style
+        if style not in ANSWER_STYLES:
+            raise KgragError(
+                ErrorCode.INVALID_QUERY, f"Unknown answer style {style!r}.", hint="Use composed or sentences."
+            )
         with measuring() as timings:
-            out, response, removed = self._ask(question, caller, evidence_chunks, graph)
+            out, response, removed = self._ask(question, caller, evidence_chunks, graph, as_of=as_of, style=style)
         if self.traces is None:
             return {**out, "trace_id": None}
         cached = response is None
@@ -184,12 +205,19 @@ class KgragApp:
         return {**out, "trace_id": self.traces.record(TraceKind.ASK, caller, body)}
 
     def _ask(
-        self, question: str, caller: Caller, evidence_chunks: int | None, graph: bool | None
+        self,
+        question: str,
+        caller: Caller,
+        evidence_chunks: int | None,
+        graph: bool | None,
+        *,
+        as_of: date | None = None,
+        style: str = "composed",
     ) -> tuple[dict[str, object], SearchResponse | GraphSearchResponse | None, tuple[RemovedSentence, ...]]:
         """The answer, the search it read (None when it came from the cache) and the sentences it removed."""
         n = EVIDENCE_CHUNKS.resolve(evidence_chunks)
         use_graph = self._use_graph(graph) and self.graph_searcher is not None
-        key = self._answer_key(question, caller, n, use_graph)
+        key = self._answer_key(question, caller, n, use_graph, extra=f"{style}\x1f{as_of}")
         cached = self._cached_answer(key)
         if cached is not None:
             return {**json.loads(cached), "cached": True}, None, ()
@@ -197,10 +225,7 @@ class KgragApp:
         response = self._search(question, caller, top_k=n, mode=SearchMode.HYBRID, graph=use_graph)
         answering = time.perf_counter()
         with stage("answer"):
-            if self.llm is not None:
-                answer = generative_answer(question, response.hits, self.llm)
-            else:
-                answer = extractive_answer(question, response.hits)
+            answer = self._answer(question, caller, response, style=style, as_of=as_of)
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
@@ -220,6 +245,57 @@ class KgragApp:
             if payload is not None:  # None: a cited document was deleted meanwhile, nothing to cache
                 self.cache.set(key, payload, self.answer_cache_ttl_s)
         return {**out, "cached": False}, response, answer.removed
+
+    def _answer(
+        self,
+        question: str,
+        caller: Caller,
+        response: SearchResponse | GraphSearchResponse,
+        *,
+        style: str,
+        as_of: date | None,
+    ) -> Answer:
+        if self.llm is None and style == "sentences":
+            return extractive_answer(question, response.hits)  # reads no facts: today's answerer, unchanged
+        context = self.answer_context(question, caller, response, as_of=as_of)
+        if self.llm is not None:
+            return generative_answer(question, response.hits, self.llm, context=context)
+        return composed_answer(context)
+
+    def answer_context(
+        self,
+        question: str,
+        caller: Caller,
+        response: SearchResponse | GraphSearchResponse,
+        *,
+        as_of: date | None = None,
+    ) -> AnswerContext:
+        """The structured context of one question: its chunks, and with the graph layer the facts about it."""
+        if self.graph_searcher is None:
+            return chunks_only(question, response.hits)
+        if isinstance(response, GraphSearchResponse) and response.claims:
+            facts = GraphFacts(response.claims, response.entity_weights, response.fact_evidence)
+        else:  # the search did not walk the graph (a lookup, or graph off): read the named entities' claims
+            facts = self.graph_searcher.facts_for(question, caller, response.hits)
+        traversal = response.traversal if isinstance(response, GraphSearchResponse) else None
+        edges = [step.edge for step in traversal.steps] if traversal else list(facts.edges)
+        lines = response.graph_lines if isinstance(response, GraphSearchResponse) else ()
+        cfg = self.graph_searcher.settings
+        ontology = self.extraction.extractor.ontology if self.extraction is not None else None
+        cardinality = {name: a.cardinality for name, a in ontology.attributes.items()} if ontology else None
+        return build_context(
+            question,
+            response.hits,
+            claims=facts.claims,
+            edges=edges,
+            paths=[line.text for line in lines if line.kind == "relation"],
+            evidence={h.chunk_id: h for h in facts.fact_evidence},
+            entity_weights=facts.entity_weights,
+            budget_tokens=cfg.budget_tokens,
+            counter=self.graph_searcher.token_counter,
+            as_of=as_of,
+            cardinality=cardinality,
+        )
 
     def _cited_documents(self, response: SearchResponse | GraphSearchResponse) -> set[str]:
         """Every document the answer was built from: its hits', and those of the chunks its graph lines
@@ -241,8 +317,9 @@ class KgragApp:
     def _use_graph(self, graph: bool | None) -> bool:
         return self.graph_by_default if graph is None else graph
 
-    def _answer_key(self, question: str, caller: Caller, n: int, graph: bool) -> str:
-        digest = hashlib.sha256(f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}".encode()).hexdigest()
+    def _answer_key(self, question: str, caller: Caller, n: int, graph: bool, *, extra: str = "") -> str:
+        text = f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}\x1f{extra}"
+        digest = hashlib.sha256(text.encode()).hexdigest()
         return f"ask:{caller.scope_key()}:{self.cache.generation()}:{digest[:32]}"
 
     # --- status --------------------------------------------------------------------------------------
