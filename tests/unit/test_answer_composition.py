@@ -4,6 +4,7 @@ timeline, and headings never passing as sentences. Every citation must be the ex
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime
 
 from kgrag_core.answering.compose import composed_answer
@@ -284,3 +285,21 @@ def test_the_budget_leaves_facts_out_and_says_so() -> None:
     )
     assert context.facts_left_out >= 1 and context.truncated
     assert context.left_out()["facts"] == context.facts_left_out
+
+
+def test_namesakes_do_not_mix_the_answer_follows_the_sense_the_question_links_to_best() -> None:
+    other, _ = _doc("namesake", "LEJ-2 forklift", "Forklift LEJ-2 holds 9 pallet positions.", date(2024, 8, 1))
+    namesake = replace(
+        _claim(other, "9", "Forklift LEJ-2 holds 9 pallet positions."), entity_id="ent_forklift", claim_id="clm_9"
+    )
+    weights = {"ent_LEJ-2": 0.6, "ent_forklift": 0.3}
+    context = _context(
+        "What is the pallet capacity of LEJ-2?",
+        [OLD, NEW, other],
+        [OUTDATED, CURRENT, namesake],
+        entity_weights=weights,
+    )
+    answer = composed_answer(context)
+    assert answer.sentences[0].text.startswith("LEJ-2's capacity pallets is 24,500")
+    assert all(" 9 " not in s.text and not s.text.endswith(" 9.") for s in answer.sentences[:2])
+    assert all(f["value"] != "9" for f in answer.facts)

@@ -121,10 +121,23 @@ def _focus_groups(facts: Sequence[Fact]) -> list[list[Fact]]:
             groups.setdefault(fact.key, []).append(fact)
     if not groups:
         return []
-    best = max(max(f.score for f in g) for g in groups.values())
-    kept = [g for g in groups.values() if max(f.score for f in g) >= best - 1e-9]
+    # Namesakes ("Beacon" as two entities resolution kept apart) each have a timeline of their own: the answer
+    # follows the sense the question links to best, the one the documents say most about on a tie.
+    senses: dict[tuple[str, str, str], list[Fact]] = {}
+    for group in groups.values():
+        first = group[0]
+        name = (first.kind, first.subject.casefold(), first.key[2])
+        held = senses.get(name)
+        if held is None or _sense_rank(group) > _sense_rank(held):
+            senses[name] = group
+    best = max(max(f.score for f in g) for g in senses.values())
+    kept = [g for g in senses.values() if max(f.score for f in g) >= best - 1e-9]
     # What holds now before what held once (Kenji's on-call shift before José's).
     return sorted(kept, key=lambda g: not any(f.status is FactStatus.CURRENT for f in g))
+
+
+def _sense_rank(group: Sequence[Fact]) -> tuple[float, int]:
+    return (max(f.subject_weight for f in group), len(group))
 
 
 def _best_worded(groups: list[list[Fact]], context: AnswerContext) -> list[list[Fact]]:
@@ -281,20 +294,29 @@ def _relation_drafts(
         answer_no = bool(negated) and (newest_yes is None or (newest_no or date.min) >= newest_yes)
         answer_yes = bool(positive) and not answer_no
         if negated:
-            drafts += _stated(negated[0], context, prefix="No: " if lead_yes_no and answer_no else "")
+            drafts += _first_stated(negated, context, prefix="No: " if lead_yes_no and answer_no else "")
         ended = positive[0].valid_to if positive and positive[0].status is FactStatus.SUPERSEDED else None
         if ended is not None:
             old = positive[0]
             other = old.subject if named_in(context.question, old.value) else old.value
-            drafts += _stated(old, context, prefix=f"Until {_long(ended)} it was {other}: ")
+            drafts += _first_stated(positive, context, prefix=f"Until {_long(ended)} it was {other}: ")
         elif positive:
-            drafts += _stated(positive[0], context, prefix="Yes: " if lead_yes_no and answer_yes else "")
+            drafts += _first_stated(positive, context, prefix="Yes: " if lead_yes_no and answer_yes else "")
         if plans and not positive:  # a plan beside a stated fact is the fact's past, not news
-            plan = plans[-1]  # the first time the documents described it
-            kind = _KIND_OF.get(plan.modality, "a plan")
+            # The first time the documents described it, in the first evidence that states it in a sentence.
+            kind = _KIND_OF.get(plans[-1].modality, "a plan")
             tail = "; none of the documents says it happened"
-            drafts += _stated(plan, context, frame=f" describes {kind}", tail=tail)
+            drafts += _first_stated(plans[::-1], context, frame=f" describes {kind}", tail=tail)
     return drafts, conflict
+
+
+def _first_stated(facts: Sequence[Fact], context: AnswerContext, **frame: str) -> list[_Draft]:
+    """The first of these facts (in the order given) whose evidence states it in a sentence of prose."""
+    for fact in facts:
+        stated = _stated(fact, context, **frame)
+        if stated:
+            return stated
+    return []
 
 
 def _stated(fact: Fact, context: AnswerContext, *, prefix: str = "", frame: str = "", tail: str = "") -> list[_Draft]:

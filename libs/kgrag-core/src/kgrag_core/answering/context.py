@@ -59,20 +59,22 @@ class Fact:
     confidence: float = 0.0
     score: float = 0.0  # how closely it is about the question
     focus: bool = False  # names the question's entity and the attribute or relation it asks about
+    subject_weight: float = 0.0  # how strongly the question links to the subject (namesakes compete on it)
     superseded_by: str | None = None  # fact id
     conflicts_with: tuple[str, ...] = ()  # fact ids
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """What competing facts share: claims one (entity, attribute); relations one triple."""
+        """What competing facts share: claims one (entity, attribute); relations one triple, by the names of its
+        ends (a relation between two entities the question names is about them whichever sense holds it)."""
         if self.kind == "claim":
             return (self.kind, self.subject_id, self.predicate)
-        return (self.kind, self.subject_id, f"{self.predicate}\x1f{self.value.casefold()}")
+        return (self.kind, self.subject.casefold(), f"{self.predicate}\x1f{self.value.casefold()}")
 
     def render(self) -> str:
         """One line for a prompt: the fact, its labels and clocks, and the chunk ids it rests on."""
         parts = [self.status.value]
-        if self.modality is not Modality.FACT:
+        if self.modality is not Modality.FACT and self.modality.value != self.status.value:
             parts.append(self.modality.value)
         if self.polarity is Polarity.NEGATIVE and self.status is not FactStatus.NEGATED:
             parts.append("negated")
@@ -236,6 +238,7 @@ def _claim_facts(
                 confidence=claim.confidence,
                 score=round(max(weights.get(claim.entity_id, 0.0), 1.0 if named else 0.0) * fit, 6),
                 focus=named and fit >= 1.0,
+                subject_weight=weights.get(claim.entity_id, 0.0),
                 superseded_by=claim.superseded_by,
                 conflicts_with=claim.conflicts_with,
             )
