@@ -136,7 +136,17 @@ def answer(console: Console, result: Mapping[str, Any]) -> None:
     for c in result["citations"]:
         start, end = c["span"]
         console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end})")
+    for conflict in result.get("conflicts") or []:
+        console.print(
+            f"[yellow]Sources disagree on {escape(conflict['subject'])} {escape(conflict['attribute'])}:[/] "
+            + escape("; ".join(_conflict_side(v) for v in conflict["values"]))
+        )
     console.print(f"[dim]{escape(str(result['notice']))} Confidence: {result['confidence']}.[/]\n")
+
+
+def _conflict_side(value: Mapping[str, Any]) -> str:
+    sources = ", ".join(f"{s['doc_id']} {s['written_at'] or 'undated'}" for s in value["sources"])
+    return f"{value['value']} ({sources})"
 
 
 def status(console: Console, info: Mapping[str, Any]) -> None:
