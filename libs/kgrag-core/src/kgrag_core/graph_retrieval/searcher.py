@@ -24,7 +24,7 @@ from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.chunking.tokens import estimate_tokens
 from kgrag_core.errors import KgragError
 from kgrag_core.extraction.records import ClaimRecord
-from kgrag_core.graph.model import Edge, Traversal, TraversalStep
+from kgrag_core.graph.model import Edge, EntitySummary, Traversal, TraversalStep
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.evidence import ContextPack, GraphLine, gather_evidence, pack_context
 from kgrag_core.graph_retrieval.expansion import ExpansionSettings, RelationRelevance, expand, relation_relevance
@@ -278,19 +278,15 @@ class GraphAssistedSearcher:
             allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
             if not allowed:
                 return GraphFacts(reason="nothing readable")
-            links = link_entities(
-                question,
-                self.graph,
-                allowed,
-                embedding_search=self.embedding_search,
-                max_candidates=self.settings.max_link_candidates,
-            )
+            # The alias index only, no embedding search: a fact counts only for an entity the question names
+            # (`named_in`), and this runs on every ask, so it must cost a few reads, not a model call.
+            links = link_entities(question, self.graph, allowed, max_candidates=self.settings.max_link_candidates)
             seeds = seed_entities(links)[: self.settings.claim_entities]
             if not seeds:
                 return GraphFacts(reason="no entity linked")
             weights = {s.entity.entity_id: score for s, score in seeds}
             claims = tuple(self.graph.claims_of(list(weights), allowed))
-            edges = self._named_edges(question, [s.entity.entity_id for s, _ in seeds], allowed)
+            edges = self._named_edges(question, [s for s, _ in seeds], allowed)
             walk = Traversal(steps=[TraversalStep(e, 1, 1.0) for e in edges])
             findings = _GraphFindings(tuple(links), walk, (), (), claims, weights)
             evidence = self._fact_evidence(question, findings, hits, set(allowed))
@@ -303,14 +299,21 @@ class GraphAssistedSearcher:
             return GraphFacts(reason=f"timeout: graph facts took {elapsed * 1000:.0f} ms")
         return GraphFacts(claims, weights, evidence, tuple(edges))
 
-    def _named_edges(self, question: str, seeds: Sequence[str], allowed: Sequence[str]) -> list[Edge]:
-        """The seeds' edges the question is about: both ends named in it, or one end and the relation asked."""
+    def _named_edges(self, question: str, seeds: Sequence[EntitySummary], allowed: Sequence[str]) -> list[Edge]:
+        """The seeds' edges the question is about: both ends named in it, or one end and the relation asked.
+        Only entities the question names are read, and with one name only the asked relations (none asked:
+        no read at all)."""
         asked = relation_relevance(question, self.settings.expansion.relation_cues).relevant
+        named = [s for s in seeds if named_in(question, s.entity.name)][:_FACT_SEEDS]
+        two_names = len({s.entity.name.casefold() for s in named}) >= 2
+        if not named or not (two_names or asked):
+            return []
+        relations = None if two_names else sorted(asked)
         out: dict[str, Edge] = {}
-        for entity_id in seeds[:_FACT_SEEDS]:
-            for edge in self.graph.neighbours(entity_id, allowed, limit=_FACT_EDGES):
-                named = sum(named_in(question, end.name) for end in (edge.subject, edge.object))
-                if named == 2 or (named == 1 and edge.relation in asked):
+        for seed in named:
+            for edge in self.graph.neighbours(seed.entity.entity_id, allowed, relations=relations, limit=_FACT_EDGES):
+                ends = sum(named_in(question, end.name) for end in (edge.subject, edge.object))
+                if ends == 2 or (ends == 1 and edge.relation in asked):
                     out.setdefault(edge.relation_id, edge)
         return list(out.values())
 
