@@ -66,7 +66,9 @@ def test_quality_floors_per_question_type(northwind: KgragApp) -> None:
     assert hybrid["lookup"]["recall@10"] >= 0.9
     assert hybrid["ALL"]["ndcg@10"] >= bm25["ALL"]["ndcg@10"]
     assert hybrid["ALL"]["key_facts@2000"] >= 0.8
-    assert hybrid["ALL"]["cites_gold"] >= 0.8
+    # 0.778 since answers never quote a heading or title as a sentence: three answers that cited a gold
+    # document only by quoting its title now abstain (q22, q44, the Beacon question; docs/getting-started.md).
+    assert hybrid["ALL"]["cites_gold"] >= 0.75
     assert hybrid["unanswerable"]["abstained"] >= 0.6
     assert hybrid["temporal"]["recall@20"] >= 0.9
     sign = report["sign_tests"]["hybrid vs bm25 (nDCG@10)"]  # type: ignore[index]

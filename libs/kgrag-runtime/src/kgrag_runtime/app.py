@@ -14,14 +14,15 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
-from kgrag_core.answering.model import RemovedSentence
+from kgrag_core.answering.context import AnswerContext, build_context, chunks_only
+from kgrag_core.answering.model import Answer, RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.ask_modes import AskMode, ModePlan, plan_mode
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.filters import SearchFilters
 from kgrag_core.graph.routing import RoutedGraphReader
-from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchResponse
+from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphFacts, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS, MAX_HOPS
 from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsSource
@@ -53,10 +54,11 @@ class AskRequestOptions:
     filters: SearchFilters | None = None
     max_hops: int | None = None
     include_graph_paths: bool = False
+    style: str = "composed"  # the extractive answerer: composed from facts, or today's best sentences
 
     @property
     def requested(self) -> bool:
-        return self != AskRequestOptions()
+        return self != AskRequestOptions(style=self.style)
 
     @property
     def as_of(self) -> date | None:
@@ -65,8 +67,10 @@ class AskRequestOptions:
     def key(self) -> str:
         """Part of the answer-cache key: another mode, filter or option is another answer."""
         filters = self.filters.key() if self.filters is not None else "-"
-        return f"{self.mode.value}|{filters}|{self.max_hops}|{self.include_graph_paths}"
+        return f"{self.mode.value}|{filters}|{self.max_hops}|{self.include_graph_paths}|{self.style}"
 
+
+ANSWER_STYLES = ("composed", "sentences")
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
     from kgrag_runtime.evaluation.service import EvalService
@@ -96,6 +100,9 @@ class KgragApp:
     quality: QualityMetrics = field(default_factory=QualityMetrics)  # served at /metrics by the HTTP API
     evaluation: EvalService | None = None  # eval runs on isolated indexes (POST /v1/admin/eval/run)
     graph_reads: RoutedGraphReader | None = None  # distributed, Neo4j configured: where graph reads went
+    # Without an LLM: "composed" (graph facts in words, then prose sentences; kgrag_core.answering.compose) or
+    # "sentences" (the best supporting sentences only, the answerer before facts reached answers).
+    answer_style: str = "composed"
 
     def __post_init__(self) -> None:
         if self.graph is not None and self.quality.backlog is None:
@@ -251,14 +258,16 @@ class KgragApp:
         filters: SearchFilters | None = None,
         max_hops: int | None = None,
         include_graph_paths: bool = False,
+        as_of: date | None = None,
+        answer_style: str | None = None,
     ) -> dict[str, object]:
         """Answer with citations. Cached per caller scope, mode, filters and options; any index change
         invalidates the cache. Every ask, cached or not, is traced (`trace_id`). `mode` picks the strategy
         (AUTO: the router and `graph`); `filters` run inside every route; `max_hops` caps the graph walk
-        (MAX_HOPS); `include_graph_paths` adds `graph_evidence`."""
-        hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
-        check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
-        options = AskRequestOptions(mode, filters, hops, include_graph_paths)
+        (MAX_HOPS); `include_graph_paths` adds `graph_evidence`. `as_of` is `filters.as_of` (answer from the
+        claims' timeline as the documents stood that day); `answer_style` overrides the app's (composed |
+        sentences) for this call."""
+        options = self._ask_options(caller, mode, filters, max_hops, include_graph_paths, as_of, answer_style)
         with measuring() as timings:
             out, response, removed = self._ask(question, caller, evidence_chunks, graph, options)
         if self.traces is None:
@@ -266,7 +275,7 @@ class KgragApp:
         cached = response is None
         request: dict[str, object] = {"evidence_chunks": evidence_chunks, "graph": graph}
         if options.requested:
-            request.update(request_part(mode, filters, hops, include_graph_paths))
+            request.update(request_part(options.mode, options.filters, options.max_hops, include_graph_paths))
         versions, ms = self.traces.versions(), timings.rounded()
         if response is None:
             body = cached_answer_body(question, caller, request=request, versions=versions, timings_ms=ms)
@@ -286,13 +295,13 @@ class KgragApp:
         filters: SearchFilters | None = None,
         max_hops: int | None = None,
         include_graph_paths: bool = False,
+        as_of: date | None = None,
+        answer_style: str | None = None,
     ) -> Iterator[AskEvent]:
         """`ask` as events: the route and citable sources, each verified sentence as it is ready, then
         conflicts, graph evidence, confidence and the whole body with its trace id (kgrag_runtime.ask_stream).
         The same contract as `ask`; bad filters are refused before the first event."""
-        hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
-        check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
-        options = AskRequestOptions(mode, filters, hops, include_graph_paths)
+        options = self._ask_options(caller, mode, filters, max_hops, include_graph_paths, as_of, answer_style)
         return ask_events(self, question, caller, options, evidence_chunks=evidence_chunks, graph=graph)
 
     def _ask(
@@ -315,7 +324,7 @@ class KgragApp:
         response = self._ask_search(question, caller, n, plan, options)
         answering = time.perf_counter()
         with stage("answer"):
-            answer = answer_verified(question, response, self.llm, as_of=options.as_of)
+            answer = self._answer(question, caller, response, options)
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
@@ -378,6 +387,82 @@ class KgragApp:
         if options.include_graph_paths:
             out["graph_evidence"] = graph_evidence(response)
         return out
+
+    def _ask_options(
+        self,
+        caller: Caller,
+        mode: AskMode,
+        filters: SearchFilters | None,
+        max_hops: int | None,
+        include_graph_paths: bool,
+        as_of: date | None,
+        answer_style: str | None,
+    ) -> AskRequestOptions:
+        """The checked options of one ask (streamed or not): bad filters and styles are refused up front."""
+        style = self.answer_style if answer_style is None else answer_style
+        if style not in ANSWER_STYLES:
+            raise KgragError(
+                ErrorCode.INVALID_QUERY, f"Unknown answer style {style!r}.", hint="Use composed or sentences."
+            )
+        if as_of is not None and (filters is None or filters.as_of is None):
+            base = filters or SearchFilters()
+            filters = SearchFilters.build(
+                sources=base.sources, date_from=base.date_from, date_to=base.date_to, as_of=as_of
+            )
+        hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
+        check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
+        return AskRequestOptions(mode, filters, hops, include_graph_paths, style)
+
+    def _answer(
+        self, question: str, caller: Caller, response: SearchResponse | GraphSearchResponse, options: AskRequestOptions
+    ) -> Answer:
+        """The verified answer."""
+        context = self.answer_context_for(question, caller, response, options)
+        return answer_verified(question, response, self.llm, context=context, as_of=options.as_of)
+
+    def answer_context_for(
+        self, question: str, caller: Caller, response: SearchResponse | GraphSearchResponse, options: AskRequestOptions
+    ) -> AnswerContext | None:
+        """The structured context an ask's answerer reads; None for today's sentence picker, which reads no
+        facts (the `sentences` style without a model)."""
+        if self.llm is None and options.style == "sentences":
+            return None
+        return self.answer_context(question, caller, response, as_of=options.as_of)
+
+    def answer_context(
+        self,
+        question: str,
+        caller: Caller,
+        response: SearchResponse | GraphSearchResponse,
+        *,
+        as_of: date | None = None,
+    ) -> AnswerContext:
+        """The structured context of one question: its chunks, and with the graph layer the facts about it."""
+        if self.graph_searcher is None:
+            return chunks_only(question, response.hits)
+        if isinstance(response, GraphSearchResponse) and response.claims:
+            facts = GraphFacts(response.claims, response.entity_weights, response.fact_evidence)
+        else:  # the search did not walk the graph (a lookup, or graph off): read the named entities' claims
+            facts = self.graph_searcher.facts_for(question, caller, response.hits)
+        traversal = response.traversal if isinstance(response, GraphSearchResponse) else None
+        edges = [step.edge for step in traversal.steps] if traversal else list(facts.edges)
+        lines = response.graph_lines if isinstance(response, GraphSearchResponse) else ()
+        cfg = self.graph_searcher.settings
+        ontology = self.extraction.extractor.ontology if self.extraction is not None else None
+        cardinality = {name: a.cardinality for name, a in ontology.attributes.items()} if ontology else None
+        return build_context(
+            question,
+            response.hits,
+            claims=facts.claims,
+            edges=edges,
+            paths=[line.text for line in lines if line.kind == "relation"],
+            evidence={h.chunk_id: h for h in facts.fact_evidence},
+            entity_weights=facts.entity_weights,
+            budget_tokens=cfg.budget_tokens,
+            counter=self.graph_searcher.token_counter,
+            as_of=as_of,
+            cardinality=cardinality,
+        )
 
     def _cited_documents(self, response: SearchResponse | GraphSearchResponse) -> set[str]:
         """Every document the answer was built from: its hits', and those of the chunks its graph lines and

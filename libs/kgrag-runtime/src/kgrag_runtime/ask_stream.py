@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import Caller
-from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.model import Answer
 from kgrag_core.answering.streaming import StreamedSentence, stream_answer
 from kgrag_core.graph_retrieval.searcher import GraphSearchResponse
@@ -25,7 +24,7 @@ from kgrag_core.search import SearchHit, SearchResponse
 from kgrag_core.tracing.build import answer_part, search_body
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring
-from kgrag_runtime.answer_flow import supporting_facts
+from kgrag_runtime.answer_flow import extractive_for, supporting_facts
 from kgrag_runtime.ask_contract import request_part
 
 if TYPE_CHECKING:
@@ -52,14 +51,12 @@ def ask_events(
         response = kg._ask_search(question, caller, n, plan, options)
     yield "route", _route(response, kg)
     yield "citations", {"sources": [_source(i, h) for i, h in enumerate(response.hits, start=1)]}
-    facts = supporting_facts(response)
+    context = kg.answer_context_for(question, caller, response, options)
+    facts = supporting_facts(response, context)
     answering = time.perf_counter()
     answer: Answer | None = None
-
-    def extractive() -> Answer:
-        return extractive_answer(question, response.hits, as_of=options.as_of)
-
-    for event in stream_answer(question, response.hits, kg.llm, extractive, facts=facts):
+    extractive = extractive_for(question, response.hits, context, as_of=options.as_of)
+    for event in stream_answer(question, response.hits, kg.llm, extractive, facts=facts, context=context):
         if isinstance(event, StreamedSentence):
             yield "sentence", event.as_dict()
         else:

@@ -309,6 +309,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         cache=stores.cache,
         llm=chat,
         answer_cache_ttl_s=settings.answer_cache_ttl_s,
+        answer_style=settings.answer_style,
         extraction=extraction,
         # PostgreSQL is authoritative; the Neo4j projection answers only while it is caught up with it.
         graph_searcher=graph_searcher,

@@ -61,6 +61,11 @@ class KgragSettings(BaseSettings):
     )
 
     answer_cache_ttl_s: int = Field(300, ge=0)
+    answer_style: Literal["composed", "sentences"] = Field(
+        "composed",
+        description="Without an LLM: composed (graph facts in words, then supporting sentences) or sentences "
+        "(the best supporting sentences only, the answerer before facts reached answers).",
+    )
 
     # --- content encryption (crypto-shredding, docs/adr/0008-crypto-shredding.md) ----------------------
     content_encryption: bool = Field(

@@ -290,6 +290,7 @@ def open_embedded(
             cache=cache,
             llm=chat,
             answer_cache_ttl_s=settings.answer_cache_ttl_s,
+            answer_style=settings.answer_style,
             extraction=extraction,
             graph_searcher=graph_searcher,
             graph_by_default=settings.graph_retrieval,

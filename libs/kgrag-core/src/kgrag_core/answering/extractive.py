@@ -7,12 +7,13 @@ cover the question's content terms well enough, instead of quoting something mer
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, cite
-from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.answering.sentences import SentenceSpan, split_sentences
 from kgrag_core.search import SearchHit
 from kgrag_core.text_terms import content_terms
 
@@ -28,6 +29,9 @@ class ExtractiveSettings:
     # loosely related quote; at 0.4, a third of the answerable ones got no answer.
     min_sentence_score: float = 0.3
     evidence_chunks: int = 8
+    # Skip lines that are not sentences of prose: headings, e-mail header lines, a document's title, questions
+    # (the composed answerer's rule; off reproduces the answers of the "sentences" style exactly).
+    prose_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,8 @@ def extractive_answer(
     for index, hit in enumerate(evidence):
         rank_prior = 1.0 / math.log2(index + 2)
         for sentence in split_sentences(hit.text):
+            if cfg.prose_only and not is_prose(hit, sentence):
+                continue
             terms = set(content_terms(sentence.text))
             if not terms:
                 continue
@@ -105,6 +111,33 @@ def extractive_answer(
         confidence=confidence,
         evidence_chunk_ids=evidence_ids,
     )
+
+
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+_HEADER_FIELD = re.compile(r"^(?:subject|from|to|cc|bcc|date|sent|re|fwd?)\s*:", re.IGNORECASE)
+
+
+def is_prose(hit: SearchHit, sentence: SentenceSpan) -> bool:
+    """Whether a cut sentence is prose a reader would accept as an answer: not a Markdown heading (the issue's
+    demo answered with a plan's title), not an e-mail header line, not the document's title or a section name,
+    and not a question."""
+    text = sentence.text.strip()
+    if text.endswith("?") or _HEADER_FIELD.match(text):
+        return False
+    raw = hit.text.encode("utf-8")
+    prefix = raw[: sentence.start_byte].decode("utf-8", errors="ignore")
+    line_start = prefix[prefix.rfind("\n") + 1 :]
+    if line_start.lstrip().startswith("#"):
+        return False
+    following = raw[sentence.end_byte :].decode("utf-8", errors="ignore").lstrip(" \t|").split("\n", 2)
+    if line_start.lstrip().startswith("|") and len(following) > 1 and _TABLE_RULE.match(following[1]):
+        return False  # a table's header row
+    names = {_norm(hit.title), *(_norm(b) for b in hit.breadcrumb)}
+    return _norm(text) not in names
+
+
+def _norm(text: str) -> str:
+    return " ".join(content_terms(text))
 
 
 def _confidence(coverage: float) -> str:

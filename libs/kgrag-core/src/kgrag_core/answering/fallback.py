@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from kgrag_core.answering.context import AnswerContext
 from kgrag_core.answering.generative import UnusableReply, llm_answer
 from kgrag_core.answering.model import Answer
 from kgrag_core.answering.verification import SupportingFact
@@ -52,10 +53,11 @@ def answer_or_fallback(
     fallback: Callable[[], Answer],
     *,
     facts: Sequence[SupportingFact] = (),
+    context: AnswerContext | None = None,
 ) -> Answer:
     """The model's verified answer, or `fallback()` flagged with why the model's could not be used."""
     try:
-        return llm_answer(question, hits, model, facts=facts)
+        return llm_answer(question, hits, model, facts=facts, context=context)
     except (KgragError, UnusableReply, TimeoutError) as err:
         reason = fallback_reason(err)
         if reason is None:

@@ -14,6 +14,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
+from kgrag_core.answering.confidence import grade, lexical_support
+from kgrag_core.answering.context import AnswerContext, FactStatus
 from kgrag_core.answering.extractive import NO_ANSWER
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, RemovedSentence, cite
 from kgrag_core.answering.quotes import normalise_for_quote, quote_in_text
@@ -67,10 +69,52 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_messages(question: str, hits: Sequence[SearchHit]) -> list[ChatMessage]:
+FACTS_PROMPT = (
+    "Facts extracted from the sources are listed before them, each with its status (current, superseded, "
+    "plan, negated, conflict), its dates and the numbers of the sources it rests on. Use them for what is "
+    "current and what was before; never state a plan, a negated fact or a superseded value as current; where "
+    "facts conflict, give both sides with their sources and dates and say they disagree. Quotes must still "
+    "come from the numbered sources."
+)
+
+
+def context_sources(hits: Sequence[SearchHit], context: AnswerContext | None) -> list[SearchHit]:
+    """The numbered sources of a prompt: the ranked chunks, then the facts' evidence chunks not among them."""
+    sources = list(hits)
+    if context is not None:
+        known = {h.chunk_id for h in sources}
+        for fact in context.facts:
+            for chunk_id in fact.evidence_chunk_ids:
+                hit = context.evidence.get(chunk_id)
+                if hit is not None and chunk_id not in known:
+                    known.add(chunk_id)
+                    sources.append(hit)
+    return sources
+
+
+def build_messages(question: str, hits: Sequence[SearchHit], context: AnswerContext | None = None) -> list[ChatMessage]:
+    """The prompt. With a context, its facts come first, each citing the source numbers of its evidence
+    (`hits` must then be `context_sources(hits, context)`), and the system prompt says how to use them."""
     blocks = [f"[{i}] {hit.title} — {' > '.join(hit.breadcrumb)}\n{hit.text}" for i, hit in enumerate(hits, start=1)]
     user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
-    return [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", user)]
+    system = SYSTEM_PROMPT
+    if context is not None and (context.facts or context.paths):
+        number = {h.chunk_id: i for i, h in enumerate(hits, start=1)}
+        lines = []
+        for fact in context.facts:
+            cites = sorted({number[c] for c in fact.evidence_chunk_ids if c in number})
+            if cites:
+                lines.append(f"{fact.render()} [sources: {', '.join(map(str, cites))}]")
+        graph = ""
+        if lines:
+            graph += "Facts:\n" + "\n".join(lines) + "\n\n"
+        if context.paths:
+            graph += "Graph paths:\n" + "\n".join(context.paths) + "\n\n"
+        if context.as_of is not None:
+            graph += f"Answer as of {context.as_of.isoformat()}: what the documents said by that day.\n\n"
+        user = graph + user
+        system = f"{SYSTEM_PROMPT} {FACTS_PROMPT}"
+    return [ChatMessage("system", system), ChatMessage("user", user)]
 
 
 class UnusableReply(Exception):
@@ -78,24 +122,35 @@ class UnusableReply(Exception):
 
 
 def generative_answer(
-    question: str, hits: Sequence[SearchHit], model: ChatModel, *, facts: Sequence[SupportingFact] = ()
+    question: str,
+    hits: Sequence[SearchHit],
+    model: ChatModel,
+    *,
+    facts: Sequence[SupportingFact] = (),
+    context: AnswerContext | None = None,
 ) -> Answer:
     """The model's answer with its unsupported sentences removed; a reply that is no answer is refused."""
     try:
-        return llm_answer(question, hits, model, facts=facts)
+        return llm_answer(question, hits, model, facts=facts, context=context)
     except UnusableReply as err:
         return _refuse(question, tuple(h.chunk_id for h in hits), str(err))
 
 
 def llm_answer(
-    question: str, hits: Sequence[SearchHit], model: ChatModel, *, facts: Sequence[SupportingFact] = ()
+    question: str,
+    hits: Sequence[SearchHit],
+    model: ChatModel,
+    *,
+    facts: Sequence[SupportingFact] = (),
+    context: AnswerContext | None = None,
 ) -> Answer:
     """Like `generative_answer`, but an unusable reply raises `UnusableReply` and a model error its
-    KgragError, so a caller can fall back to another answerer."""
-    evidence = list(hits)
+    KgragError, so a caller can fall back to another answerer. With a structured context the prompt lists
+    its facts, and their evidence chunks join the numbered sources."""
+    evidence = context_sources(hits, context)
     if not evidence:
         return _no_answer(question, ())
-    raw = model.complete(build_messages(question, evidence), json_schema=ANSWER_SCHEMA)
+    raw = model.complete(build_messages(question, evidence, context), json_schema=ANSWER_SCHEMA)
     items = parse_reply(raw)
     citations: list[Citation] = []
     sentences: list[AnswerSentence] = []
@@ -107,7 +162,7 @@ def llm_answer(
         else:
             sentences.append(outcome[0])
             citations.extend(outcome[1])
-    return assemble(question, evidence, model.model_id, sentences, citations, removed)
+    return assemble(question, evidence, model.model_id, sentences, citations, removed, context)
 
 
 def parse_reply(raw: str) -> list[object]:
@@ -130,6 +185,7 @@ def assemble(
     sentences: Sequence[AnswerSentence],
     citations: Sequence[Citation],
     removed: Sequence[RemovedSentence],
+    context: AnswerContext | None = None,
 ) -> Answer:
     """The answer from the sentences that passed verification; a refusal when the model said something but
     none of it passed, an abstention when it said nothing."""
@@ -151,11 +207,33 @@ def assemble(
         citations=tuple(citations),
         notice=f"Answered by {model_id} from the cited sources; every sentence was checked against its quotes"
         + (f" and {len(removed)} unsupported one(s) removed." if removed else "."),
-        confidence="HIGH" if not removed and len(citations) >= len(sentences) else "MEDIUM",
+        confidence=_confidence(sentences, citations, context, removed=len(removed)),
         evidence_chunk_ids=evidence_ids,
         removed=tuple(removed),
         removed_sentences=len(removed),
     )
+
+
+def _confidence(
+    sentences: Sequence[AnswerSentence],
+    citations: Sequence[Citation],
+    context: AnswerContext | None,
+    *,
+    removed: int = 0,
+) -> str:
+    """From the evidence, like every answerer: each sentence's support by its own quotes, the conflicts among
+    the facts it was given, and whether the context had to leave anything out. A model that wrote sentences
+    its quotes did not support is trusted less for the ones that passed: never HIGH."""
+    by_id = {c.id: c for c in citations}
+    supports = [lexical_support(s.text, [by_id[c].quote for c in s.citation_ids]) for s in sentences]
+    conflicts = sum(f.status is FactStatus.CONFLICT for f in context.facts if f.focus) if context else 0
+    graded = grade(
+        supports,
+        conflicts=conflicts,
+        truncated=context.truncated if context else False,
+        corroborated=len({c.doc_id for c in citations}) >= 2,
+    )
+    return "MEDIUM" if removed and graded == "HIGH" else graded
 
 
 def verify_item(

@@ -67,6 +67,49 @@ def cite(citation_id: int, hit: SearchHit, start_byte: int, end_byte: int, quote
 class AnswerSentence:
     text: str
     citation_ids: tuple[int, ...]
+    # The graph facts (AnswerContext ids, F1...) a composed sentence states: what its dates and values rest on
+    # besides its quotes.
+    fact_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictValue:
+    """One side of a disagreement: a value, the sources that give it and when they were written."""
+
+    value: str
+    sources: tuple[tuple[str, str, str], ...]  # (doc_id, chunk_id, title), one per evidence chunk
+    written_at: tuple[str | None, ...]  # ISO dates, one per source
+    fact_ids: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "value": self.value,
+            "sources": [
+                {"doc_id": d, "chunk_id": c, "title": t, "written_at": w}
+                for (d, c, t), w in zip(self.sources, self.written_at, strict=True)
+            ],
+            "fact_ids": list(self.fact_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Sources that disagree on one attribute (or on whether a relation holds), each side with its sources."""
+
+    subject: str
+    attribute: str  # the attribute, or the relation and its object for a relation
+    kind: str  # claim | relation
+    values: tuple[ConflictValue, ...]
+    note: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "subject": self.subject,
+            "attribute": self.attribute,
+            "kind": self.kind,
+            "values": [v.as_dict() for v in self.values],
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +139,9 @@ class Answer:
     removed_sentences: int = 0
     # Why the model's answer was replaced by the extractive one (llm_timeout, llm_unavailable, ...), or None.
     fallback: str | None = None
+    conflicts: tuple[Conflict, ...] = ()
+    # The graph facts the answer states (Fact.as_dict() of each), for the response and for verification.
+    facts: tuple[dict[str, object], ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -117,11 +163,15 @@ class Answer:
             "notice": self.notice,
             "confidence": self.confidence,
             "error_code": self.error_code,
-            "sentences": [{"text": s.text, "citations": list(s.citation_ids)} for s in self.sentences],
+            "sentences": [
+                {"text": s.text, "citations": list(s.citation_ids), "facts": list(s.fact_ids)} for s in self.sentences
+            ],
             "citations": [c.as_dict() for c in self.citations],
             "evidence_chunk_ids": list(self.evidence_chunk_ids),
             "removed": self.removal_summary(),
             "fallback": None if self.fallback is None else {"reason": self.fallback},
+            "conflicts": [c.as_dict() for c in self.conflicts],
+            "facts": [dict(f) for f in self.facts],
         }
 
     def removal_summary(self) -> dict[str, object]:

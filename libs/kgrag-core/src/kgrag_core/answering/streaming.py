@@ -13,12 +13,14 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from kgrag_core.answering.context import AnswerContext
 from kgrag_core.answering.fallback import fallback_reason
 from kgrag_core.answering.generative import (
     ANSWER_SCHEMA,
     UnusableReply,
     assemble,
     build_messages,
+    context_sources,
     parse_reply,
     verify_item,
 )
@@ -104,13 +106,14 @@ def stream_answer(
     extractive: Callable[[], Answer],
     *,
     facts: Sequence[SupportingFact] = (),
+    context: AnswerContext | None = None,
 ) -> AnswerStream:
     """Verified sentences as they are ready, then the answer. Without a model, or when the model fails
     before its first verified sentence, the (verified) extractive answer is streamed instead, flagged."""
     if model is None:
         yield from _streamed(verify_answer(extractive(), facts))
         return
-    evidence = list(hits)
+    evidence = context_sources(hits, context)
     if not evidence:
         yield assemble(question, evidence, model.model_id, (), (), ())
         return
@@ -121,7 +124,7 @@ def stream_answer(
     removed: list[RemovedSentence] = []
     failure: str | None = None
     try:
-        tokens = reply_tokens(model, build_messages(question, evidence), ANSWER_SCHEMA)
+        tokens = reply_tokens(model, build_messages(question, evidence, context), ANSWER_SCHEMA)
         for piece in tokens:
             for item in parser.feed(piece):
                 outcome = verify_item(item, evidence, len(citations), facts)
@@ -144,7 +147,7 @@ def stream_answer(
     if failure is not None and not sentences:
         yield from _streamed(replace(verify_answer(extractive(), facts), fallback=failure))
         return
-    answer = assemble(question, evidence, model.model_id, sentences, citations, removed)
+    answer = assemble(question, evidence, model.model_id, sentences, citations, removed, context)
     # Sentences already streamed stay; the flag says the model's answer was cut short.
     yield answer if failure is None else replace(answer, fallback=failure)
 

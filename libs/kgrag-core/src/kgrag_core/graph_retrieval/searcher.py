@@ -23,11 +23,13 @@ from typing import Protocol
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.chunking.tokens import estimate_tokens
 from kgrag_core.errors import KgragError
+from kgrag_core.extraction.records import ClaimRecord
 from kgrag_core.filters import SearchFilters
-from kgrag_core.graph.model import Traversal
+from kgrag_core.graph.model import Edge, EntitySummary, Traversal, TraversalStep
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.evidence import ContextPack, GraphLine, gather_evidence, pack_context
 from kgrag_core.graph_retrieval.expansion import ExpansionSettings, RelationRelevance, expand, relation_relevance
+from kgrag_core.graph_retrieval.facts import fact_chunk_ids, named_in
 from kgrag_core.graph_retrieval.filtered import FilteredGraphReader
 from kgrag_core.graph_retrieval.linking import (
     EmbeddingSearch,
@@ -127,6 +129,12 @@ class GraphSearchResponse:
     trace_id: str | None = None  # set by the application when it records the search
     paths: tuple[GraphPath, ...] = ()  # only when asked for (include_paths): the walk's readable chains
     entities: tuple[dict[str, object], ...] | None = None  # as SearchResponse.entities
+    # For the answer's structured context (kgrag_core.answering.context): the claims read (statuses over what
+    # the caller sees), how strongly each entity is tied to the question, and the evidence chunks of the facts
+    # about it, loaded through the same ACL recheck as the hits. Not part of the search response body.
+    claims: tuple[ClaimRecord, ...] = ()
+    entity_weights: Mapping[str, float] = field(default_factory=dict)
+    fact_evidence: tuple[SearchHit, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         traversal = None
@@ -165,11 +173,28 @@ class GraphSearchResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphFacts:
+    """What `facts_for` read: claims, entity weights and the facts' evidence chunks; or why there are none."""
+
+    claims: tuple[ClaimRecord, ...] = ()
+    entity_weights: Mapping[str, float] = field(default_factory=dict)
+    fact_evidence: tuple[SearchHit, ...] = ()
+    edges: tuple[Edge, ...] = ()
+    reason: str | None = None
+
+
+_FACT_SEEDS = 3  # named entities whose edges an answer without a graph walk reads
+_FACT_EDGES = 50
+
+
+@dataclass(frozen=True, slots=True)
 class _GraphFindings:
     links: tuple[LinkedMention, ...]
     traversal: Traversal
     lines: tuple[GraphLine, ...]
     chunks: tuple[RouteHit, ...]
+    claims: tuple[ClaimRecord, ...] = ()
+    weights: Mapping[str, float] = field(default_factory=dict)
 
 
 class GraphAssistedSearcher:
@@ -249,6 +274,7 @@ class GraphAssistedSearcher:
                 keep_head = cfg.keep_head
             hits, limits = self._fuse(base, findings.chunks, set(allowed), k, may_boost, keep_head, filters=filters)
             paths = self._paths(findings.traversal, set(allowed), filters) if request.include_paths else ()
+            fact_evidence = self._fact_evidence(base.query, findings, hits, set(allowed))
             elapsed = self.clock() - started
         except Exception as err:
             # Not swallowed: the response says degraded with the reason, and operators get the traceback.
@@ -278,7 +304,69 @@ class GraphAssistedSearcher:
             links=findings.links,
             context=context,
             paths=paths,
+            claims=findings.claims,
+            entity_weights=dict(findings.weights),
+            fact_evidence=fact_evidence,
         )
+
+    def facts_for(self, question: str, caller: Caller, hits: Sequence[SearchHit]) -> GraphFacts:
+        """The claims about the entities a question names, for an answer whose search did not use the graph
+        (a lookup, or the graph switched off for the call): linking and one claims read, no walk. Any failure
+        or overrun gives no facts and the reason; the answer is then composed from its chunks alone."""
+        started = self.clock()
+        try:
+            allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
+            if not allowed:
+                return GraphFacts(reason="nothing readable")
+            # The alias index only, no embedding search: a fact counts only for an entity the question names
+            # (`named_in`), and this runs on every ask, so it must cost a few reads, not a model call.
+            links = link_entities(question, self.graph, allowed, max_candidates=self.settings.max_link_candidates)
+            seeds = seed_entities(links)[: self.settings.claim_entities]
+            if not seeds:
+                return GraphFacts(reason="no entity linked")
+            weights = {s.entity.entity_id: score for s, score in seeds}
+            claims = tuple(self.graph.claims_of(list(weights), allowed))
+            edges = self._named_edges(question, [s for s, _ in seeds], allowed)
+            walk = Traversal(steps=[TraversalStep(e, 1, 1.0) for e in edges])
+            findings = _GraphFindings(tuple(links), walk, (), (), claims, weights)
+            evidence = self._fact_evidence(question, findings, hits, set(allowed))
+        except Exception as err:
+            # Not swallowed: the facts say why they are missing, and operators get the traceback.
+            log.warning("graph facts failed, answering from the chunks: %s", err, exc_info=True)
+            return GraphFacts(reason=_describe(err))
+        elapsed = self.clock() - started
+        if elapsed > self.settings.graph_timeout_s:
+            return GraphFacts(reason=f"timeout: graph facts took {elapsed * 1000:.0f} ms")
+        return GraphFacts(claims, weights, evidence, tuple(edges))
+
+    def _named_edges(self, question: str, seeds: Sequence[EntitySummary], allowed: Sequence[str]) -> list[Edge]:
+        """The seeds' edges the question is about: both ends named in it, or one end and the relation asked.
+        Only entities the question names are read, and with one name only the asked relations (none asked:
+        no read at all)."""
+        asked = relation_relevance(question, self.settings.expansion.relation_cues).relevant
+        named = [s for s in seeds if named_in(question, s.entity.name)][:_FACT_SEEDS]
+        two_names = len({s.entity.name.casefold() for s in named}) >= 2
+        if not named or not (two_names or asked):
+            return []
+        relations = None if two_names else sorted(asked)
+        out: dict[str, Edge] = {}
+        for seed in named:
+            for edge in self.graph.neighbours(seed.entity.entity_id, allowed, relations=relations, limit=_FACT_EDGES):
+                ends = sum(named_in(question, end.name) for end in (edge.subject, edge.object))
+                if ends == 2 or (ends == 1 and edge.relation in asked):
+                    out.setdefault(edge.relation_id, edge)
+        return list(out.values())
+
+    def _fact_evidence(
+        self, question: str, findings: _GraphFindings, hits: Sequence[SearchHit], allowed: set[str]
+    ) -> tuple[SearchHit, ...]:
+        """The chunks the facts about the question rest on, through the hybrid searcher's ACL recheck."""
+        edges = [step.edge for step in findings.traversal.steps]
+        have = {h.chunk_id: h for h in hits}
+        wanted = fact_chunk_ids(question, findings.claims, edges)
+        missing = [FusedCandidate(c, 0.0) for c in wanted if c not in have]
+        loaded = {h.chunk_id: h for _, h in self.hybrid.hydrate(missing, allowed, len(missing))} if missing else {}
+        return tuple(have.get(c) or loaded[c] for c in wanted if c in have or c in loaded)
 
     def _graph_for(self, allowed: Sequence[str], filters: SearchFilters | None) -> GraphReader:
         """The graph as the filters let this caller see it: only evidence of admitted documents counts."""
@@ -349,7 +437,7 @@ class GraphAssistedSearcher:
             entity_weights=weights,
             max_chunks=cfg.graph_candidates,
         )
-        return _GraphFindings(tuple(links), traversal, evidence.lines, evidence.chunks)
+        return _GraphFindings(tuple(links), traversal, evidence.lines, evidence.chunks, tuple(claims), weights)
 
     def _fuse(
         self,

@@ -146,6 +146,11 @@ def answer(console: Console, result: Mapping[str, Any]) -> None:
         at = f", {escape(place)}" if place else ""
         console.print(f"  [{c['id']}] {escape(c['title'])} ([cyan]{escape(c['doc_id'])}[/] bytes {start}–{end}{at})")
     _fallback(console, result.get("fallback"))
+    for conflict in result.get("conflicts") or []:
+        console.print(
+            f"[yellow]Sources disagree on {escape(conflict['subject'])} {escape(conflict['attribute'])}:[/] "
+            + escape("; ".join(_conflict_side(v) for v in conflict["values"]))
+        )
     console.print(f"[dim]{escape(str(result['notice']))} Confidence: {result['confidence']}.[/]\n")
     strategy = result.get("strategy_used")
     if isinstance(strategy, Mapping):
@@ -194,6 +199,11 @@ def _fallback(console: Console, fallback: Any) -> None:
     if isinstance(fallback, Mapping):
         reason = escape(str(fallback.get("reason")))
         console.print(f"[yellow]The language model's answer could not be used ({reason}): extractive answer.[/]")
+
+
+def _conflict_side(value: Mapping[str, Any]) -> str:
+    sources = ", ".join(f"{s['doc_id']} {s['written_at'] or 'undated'}" for s in value["sources"])
+    return f"{value['value']} ({sources})"
 
 
 def status(console: Console, info: Mapping[str, Any]) -> None:

@@ -1,0 +1,489 @@
+"""Composed extractive answers: what the graph facts say about the question, in words, each sentence cited.
+
+No model is involved. When facts name the question's entity and the attribute or relation it asks about, the
+answer leads with them: the current value with its date and citation, then its history ("until 19 October
+2024 it was PostgreSQL 12"); a plan, proposal or hedge is reported as one ("… describes a plan …; none of
+the documents says it happened"); a negation is kept; two sources that disagree are both shown with their
+dates, and the answer says they disagree. The best supporting sentences of the chunks follow (prose only:
+never a heading, subject line or title). Without such facts it is the extractive answer, prose only.
+
+Values, names and dates in a composed sentence come from facts whose evidence chunk the sentence cites, and
+every citation is an exact byte span of that chunk (the claim's quote, or the sentence stating the relation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+
+from kgrag_core.answering import confidence
+from kgrag_core.answering.context import AnswerContext, Fact, FactStatus
+from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extractive_answer, is_prose
+from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue
+from kgrag_core.answering.quotes import normalise_for_quote
+from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.extraction.identity import normalise_value
+from kgrag_core.extraction.model import Modality
+from kgrag_core.graph_retrieval.facts import named_in
+from kgrag_core.search import SearchHit
+from kgrag_core.text_terms import content_terms
+
+NOTICE = (
+    "Extractive answer: no language model is configured, so this is composed from the facts extracted from "
+    "your documents and their best supporting sentences, each cited as written."
+)
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")  # fmt: skip
+_YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|were|are|has|have|had|will|would|can|could)\b", re.IGNORECASE)
+_NEGATION_CUES = frozenset(content_terms("not never no cancelled cancel instead without"))
+_PLAN_CUES = frozenset(content_terms("plan planned will proposal propose proposed might could would should intend"))
+_KIND_OF = {
+    Modality.PLAN: "a plan",
+    Modality.HYPOTHETICAL: "a possibility",
+    Modality.OPINION: "an opinion",
+    Modality.AI_SUGGESTION: "an assistant's suggestion",
+    Modality.REPORTED: "a report",
+    Modality.FACT: "a plan",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ComposeSettings:
+    max_groups: int = 2  # facts groups (one attribute or relation each) the answer talks about
+    max_history: int = 2  # earlier values per attribute
+    max_supporting: int = 2  # chunk sentences after the facts
+    extractive: ExtractiveSettings = field(default_factory=lambda: ExtractiveSettings(prose_only=True))
+
+
+@dataclass(frozen=True, slots=True)
+class _Quote:
+    hit: SearchHit
+    start_byte: int  # absolute, in the document
+    end_byte: int
+    text: str
+
+
+@dataclass(slots=True)
+class _Draft:
+    text: str
+    quotes: list[_Quote]
+    facts: list[Fact]
+    support: float
+
+
+def composed_answer(context: AnswerContext, settings: ComposeSettings | None = None) -> Answer:
+    cfg = settings or ComposeSettings()
+    base = extractive_answer(context.question, context.chunks, cfg.extractive)
+    groups = _best_worded(_focus_groups(context.facts), context)[: cfg.max_groups]
+    drafts: list[_Draft] = []
+    conflicts: list[Conflict] = []
+    yes_no = bool(_YES_NO.match(context.question))
+    for members in groups:
+        if members[0].kind == "claim":
+            found, conflict = _claim_drafts(members, context, cfg)
+        else:
+            found, conflict = _relation_drafts(members, context, yes_no and not drafts)
+        drafts += found
+        if conflict is not None:
+            conflicts.append(conflict)
+    if drafts and context.as_of is not None:
+        drafts[0].text = f"As of {_long(context.as_of)}: {drafts[0].text}"
+    if not drafts:
+        if base.answered:
+            supports = [1.0 if base.confidence == "HIGH" else 0.7 if base.confidence == "MEDIUM" else 0.4]
+            grade = confidence.grade(supports * len(base.sentences), truncated=context.truncated)
+            return replace(base, confidence=grade, notice=NOTICE)
+        return base
+
+    cited_spans = {(q.hit.chunk_id, q.start_byte, q.end_byte) for d in drafts for q in d.quotes}
+    added = 0
+    for sentence, citations in _supporting(base):
+        quote = citations[0]
+        hit = next((h for h in context.chunks if h.chunk_id == quote.chunk_id), None)
+        if added >= cfg.max_supporting or hit is None:
+            break
+        if (quote.chunk_id, quote.start_byte, quote.end_byte) in cited_spans:
+            continue
+        drafts.append(_Draft(sentence.text, [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)], [], 0.7))
+        added += 1
+    return _assemble(context, drafts, conflicts, base.evidence_chunk_ids)
+
+
+def _focus_groups(facts: Sequence[Fact]) -> list[list[Fact]]:
+    """The attributes and relations the question asks about, best first; only those as close to the question
+    as the best one ("Did Beacon move to CockroachDB?" is about Beacon's move, not about Harbor's)."""
+    groups: dict[tuple[str, str, str], list[Fact]] = {}
+    for fact in facts:
+        if fact.focus:
+            groups.setdefault(fact.key, []).append(fact)
+    if not groups:
+        return []
+    # Namesakes ("Beacon" as two entities resolution kept apart) each have a timeline of their own: the answer
+    # follows the sense the question links to best, the one the documents say most about on a tie.
+    senses: dict[tuple[str, str, str], list[Fact]] = {}
+    for group in groups.values():
+        first = group[0]
+        name = (first.kind, first.subject.casefold(), first.key[2])
+        held = senses.get(name)
+        if held is None or _sense_rank(group) > _sense_rank(held):
+            senses[name] = group
+    best = max(max(f.score for f in g) for g in senses.values())
+    kept = [g for g in senses.values() if max(f.score for f in g) >= best - 1e-9]
+    # What holds now before what held once (Kenji's on-call shift before José's).
+    return sorted(kept, key=lambda g: not any(f.status is FactStatus.CURRENT for f in g))
+
+
+def _sense_rank(group: Sequence[Fact]) -> tuple[float, int]:
+    return (max(f.subject_weight for f in group), len(group))
+
+
+def _best_worded(groups: list[list[Fact]], context: AnswerContext) -> list[list[Fact]]:
+    """Among relation groups equally close to the question, those whose evidence says it in the question's
+    words: "the current on-call owner of Atlas" cues both OWNS and ON_CALL_FOR, but only the on-call
+    evidence shares "on-call owner" with it."""
+    overlap: dict[int, int] = {}
+    for i, group in enumerate(groups):
+        if group[0].kind == "relation":
+            quotes = [q for q in (_relation_sentence(f, context) for f in group) if q is not None]
+            overlap[i] = max((_question_overlap(q.text, context.question) for q in quotes), default=0)
+    best = max(overlap.values(), default=0)
+    return [g for i, g in enumerate(groups) if overlap.get(i, best) >= best]
+
+
+def _question_overlap(text: str, question: str) -> int:
+    return len(set(content_terms(text)) & set(content_terms(question)))
+
+
+# --- claims -------------------------------------------------------------------------------------------------
+
+
+def _claim_drafts(
+    members: list[Fact], context: AnswerContext, cfg: ComposeSettings
+) -> tuple[list[_Draft], Conflict | None]:
+    label = f"{members[0].subject}'s {members[0].predicate.replace('_', ' ')}"
+    by_status: dict[FactStatus, list[Fact]] = {}
+    for fact in sorted(members, key=lambda f: f.written_at or date.min, reverse=True):
+        by_status.setdefault(fact.status, []).append(fact)
+    drafts: list[_Draft] = []
+    conflict: Conflict | None = None
+
+    disputed = by_status.get(FactStatus.CONFLICT, [])
+    if len({normalise_value(f.value) for f in disputed}) >= 2:
+        sides = _distinct_values(disputed)
+        parts = [f"{_title(f, context)} ({_written(f)}) gives {f.value}" for f in sides]
+        draft = _draft(f"The sources disagree on {label}: " + "; ".join(parts) + ".", sides, context)
+        if draft is not None:
+            drafts.append(draft)
+            conflict = _conflict(members[0], label, sides, context)
+
+    current = _representatives(by_status.get(FactStatus.CURRENT, []))
+    if current and conflict is None:
+        lead = current[0]
+        since = f", since {_long(lead.valid_from)}" if lead.valid_from else ""
+        values = ", ".join(f.value for f in current)
+        draft = _draft(f"{label} is {values}{since} ({_title(lead, context)}, {_written(lead)}).", current, context)
+        if draft is not None:
+            draft.support = _corroborated_support(lead, members)
+            drafts.append(draft)
+
+    newer = current[0] if current else None
+    told = [normalise_value(f.value) for f in current]
+    history = 0
+    for old in _representatives(by_status.get(FactStatus.SUPERSEDED, [])):
+        value = normalise_value(old.value)
+        # A value already told, or a vaguer form of one ("PostgreSQL" beside "PostgreSQL 16"), adds nothing.
+        if history >= cfg.max_history or any(value in t for t in told):
+            continue
+        told.append(value)
+        history += 1
+        until = old.valid_to or (newer.valid_from if newer is not None else None)
+        text = (
+            f"Until {_long(until)} it was {old.value}."
+            if until
+            else f"Earlier, {_title(old, context)} ({_written(old)}) gave {old.value}."
+        )
+        draft = _draft(text, [old], context)
+        if draft is not None:
+            drafts.append(draft)
+        newer = old
+
+    stated = {normalise_value(f.value) for f in members if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED)}
+    for plan in _distinct_values(by_status.get(FactStatus.PLAN, [])):
+        if normalise_value(plan.value) in stated:
+            continue  # what was planned is what the documents later state as done
+        kind = _KIND_OF.get(plan.modality, "a plan")
+        text = (
+            f"{_title(plan, context)} ({_written(plan)}) describes {kind} for {label} to be {plan.value}; "
+            "none of the documents says it happened."
+        )
+        draft = _draft(text, [plan], context)
+        if draft is not None:
+            drafts.append(draft)
+            break
+    for negated in _distinct_values(by_status.get(FactStatus.NEGATED, []))[:1]:
+        draft = _draft(
+            f"{_title(negated, context)} ({_written(negated)}) says {label} is not {negated.value}.", [negated], context
+        )
+        if draft is not None:
+            drafts.append(draft)
+    return drafts, conflict
+
+
+def _representatives(facts: Sequence[Fact]) -> list[Fact]:
+    """One fact per distinct value, in the order given: the one that dates the value (its latest
+    `valid_from`), else the first."""
+    groups: dict[str, list[Fact]] = {}
+    for fact in facts:
+        groups.setdefault(normalise_value(fact.value), []).append(fact)
+    return [
+        max(group, key=lambda f: (f.valid_from is not None, f.valid_from or date.min, -group.index(f)))
+        for group in groups.values()
+    ]
+
+
+def _distinct_values(facts: Sequence[Fact]) -> list[Fact]:
+    seen: set[str] = set()
+    out: list[Fact] = []
+    for fact in facts:
+        value = normalise_value(fact.value)
+        if value not in seen:
+            seen.add(value)
+            out.append(fact)
+    return out
+
+
+def _corroborated_support(lead: Fact, members: Sequence[Fact]) -> float:
+    """The extractor's confidence, raised when other documents give the same value."""
+    same = [m for m in members if normalise_value(m.value) == normalise_value(lead.value) and m.status is lead.status]
+    sources = {c for m in same for c in m.evidence_chunk_ids}
+    return min(1.0, lead.confidence + 0.1 * (len(sources) - 1))
+
+
+# --- relations ----------------------------------------------------------------------------------------------
+
+
+def _relation_drafts(
+    members: list[Fact], context: AnswerContext, lead_yes_no: bool
+) -> tuple[list[_Draft], Conflict | None]:
+    ordered = sorted(members, key=lambda f: f.written_at or date.min, reverse=True)
+    positive = [f for f in ordered if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED)]
+    negated = [f for f in ordered if f.status is FactStatus.NEGATED]
+    plans = [f for f in ordered if f.status is FactStatus.PLAN]
+    drafts: list[_Draft] = []
+    conflict: Conflict | None = None
+    stated_negations = [f for f in negated if f.modality in (Modality.FACT, Modality.REPORTED)]
+    if positive and stated_negations and positive[0].written_at == stated_negations[0].written_at:
+        sides = [positive[0], stated_negations[0]]
+        label = f"{members[0].predicate} {members[0].value}"
+        draft = _draft(
+            f"The sources disagree on whether {members[0].subject} {_verb(members[0])} {members[0].value}: "
+            f"{_title(sides[0], context)} ({_written(sides[0])}) says it does, "
+            f"{_title(sides[1], context)} ({_written(sides[1])}) says it does not.",
+            sides,
+            context,
+        )
+        if draft is not None:
+            drafts.append(draft)
+            conflict = _conflict(members[0], label, sides, context, values=("yes", "no"))
+    if conflict is None:
+        newest_yes = positive[0].written_at if positive else None
+        newest_no = negated[0].written_at if negated else None
+        answer_no = bool(negated) and (newest_yes is None or (newest_no or date.min) >= newest_yes)
+        answer_yes = bool(positive) and not answer_no
+        if negated:
+            drafts += _first_stated(negated, context, prefix="No: " if lead_yes_no and answer_no else "")
+        ended = positive[0].valid_to if positive and positive[0].status is FactStatus.SUPERSEDED else None
+        if ended is not None:
+            old = positive[0]
+            other = old.subject if named_in(context.question, old.value) else old.value
+            drafts += _first_stated(positive, context, prefix=f"Until {_long(ended)} it was {other}: ")
+        elif positive:
+            drafts += _first_stated(positive, context, prefix="Yes: " if lead_yes_no and answer_yes else "")
+        if plans and not positive:  # a plan beside a stated fact is the fact's past, not news
+            # The first time the documents described it, in the first evidence that states it in a sentence.
+            kind = _KIND_OF.get(plans[-1].modality, "a plan")
+            tail = "; none of the documents says it happened"
+            drafts += _first_stated(plans[::-1], context, frame=f" describes {kind}", tail=tail)
+    return drafts, conflict
+
+
+def _first_stated(facts: Sequence[Fact], context: AnswerContext, **frame: str) -> list[_Draft]:
+    """The first of these facts (in the order given) whose evidence states it in a sentence of prose."""
+    for fact in facts:
+        stated = _stated(fact, context, **frame)
+        if stated:
+            return stated
+    return []
+
+
+def _stated(fact: Fact, context: AnswerContext, *, prefix: str = "", frame: str = "", tail: str = "") -> list[_Draft]:
+    """The fact in its own document's words: the sentence of its evidence that states it, with that
+    document's title and date."""
+    quote = _relation_sentence(fact, context)
+    if quote is None:
+        return []
+    text = quote.text.rstrip()
+    body = text[:-1] if text.endswith(".") else text
+    day = quote.hit.doc_time.date() if quote.hit.doc_time else fact.written_at
+    written = f"written {_long(day)}" if day else "undated"
+    source = f"“{quote.hit.title}” ({written})" if quote.hit.title else f"A source ({written})"
+    return [_Draft(f"{prefix}{source}{frame}: {body}{tail}.", [quote], [fact], fact.confidence)]
+
+
+def _relation_sentence(fact: Fact, context: AnswerContext) -> _Quote | None:
+    q_terms = set(content_terms(context.question))
+    cues = (
+        _NEGATION_CUES
+        if fact.status is FactStatus.NEGATED
+        else _PLAN_CUES
+        if fact.status is FactStatus.PLAN
+        else frozenset()
+    )
+    ends = [fact.subject.casefold(), fact.value.casefold()]
+    best: tuple[float, _Quote] | None = None
+    for chunk_id in fact.evidence_chunk_ids:
+        hit = context.evidence.get(chunk_id)
+        if hit is None:
+            continue
+        for sentence in split_sentences(hit.text):
+            if not is_prose(hit, sentence):
+                continue
+            lowered = sentence.text.casefold()
+            named = sum(end in lowered for end in ends)
+            if named == 0:
+                continue
+            terms = set(content_terms(sentence.text))
+            score = 2 * named + len(terms & q_terms) + (1 if terms & cues else 0)
+            if best is None or score > best[0]:
+                quote = _Quote(
+                    hit, hit.start_byte + sentence.start_byte, hit.start_byte + sentence.end_byte, sentence.text
+                )
+                best = (score, quote)
+    return best[1] if best else None
+
+
+def _verb(fact: Fact) -> str:
+    return fact.predicate.replace("_", " ").lower()
+
+
+# --- shared -------------------------------------------------------------------------------------------------
+
+
+def _draft(text: str, facts: Sequence[Fact], context: AnswerContext) -> _Draft | None:
+    """A sentence citing each fact's claim quote; None when a quote cannot be located in its chunk."""
+    quotes: list[_Quote] = []
+    for fact in facts:
+        quote = _claim_quote(fact, context)
+        if quote is None:
+            return None
+        quotes.append(quote)
+    return _Draft(text, quotes, list(facts), min(f.confidence for f in facts))
+
+
+def _claim_quote(fact: Fact, context: AnswerContext) -> _Quote | None:
+    if fact.kind == "relation":
+        return _relation_sentence(fact, context)
+    hit = context.evidence.get(fact.evidence_chunk_ids[0])
+    if hit is None:
+        return None
+    needle = fact.quote.strip()
+    position = hit.text.find(needle) if needle else -1
+    if position >= 0:
+        start = hit.start_byte + len(hit.text[:position].encode("utf-8"))
+        return _Quote(hit, start, start + len(needle.encode("utf-8")), needle)
+    # The extractor's quote is checked against the chunk with whitespace and dashes normalised: cite the
+    # sentence holding it instead.
+    wanted = normalise_for_quote(needle)
+    for sentence in split_sentences(hit.text):
+        if wanted and wanted in normalise_for_quote(sentence.text):
+            return _Quote(hit, hit.start_byte + sentence.start_byte, hit.start_byte + sentence.end_byte, sentence.text)
+    return None
+
+
+def _conflict(
+    first: Fact,
+    label: str,
+    sides: Sequence[Fact],
+    context: AnswerContext,
+    *,
+    values: Sequence[str] | None = None,
+) -> Conflict:
+    out: list[ConflictValue] = []
+    for i, fact in enumerate(sides):
+        hits = [context.evidence[c] for c in fact.evidence_chunk_ids if c in context.evidence]
+        out.append(
+            ConflictValue(
+                value=values[i] if values else fact.value,
+                sources=tuple((h.doc_id, h.chunk_id, h.title) for h in hits),
+                written_at=tuple(fact.written_at.isoformat() if fact.written_at else None for _ in hits),
+                fact_ids=(fact.fact_id,),
+            )
+        )
+    note = f"The sources disagree on {label} and none of them is newer; both are shown with their sources."
+    return Conflict(first.subject, first.predicate if first.kind == "claim" else label, first.kind, tuple(out), note)
+
+
+def _supporting(base: Answer) -> list[tuple[AnswerSentence, list[Citation]]]:
+    by_id = {c.id: c for c in base.citations}
+    return [(s, [by_id[c] for c in s.citation_ids]) for s in base.sentences]
+
+
+def _assemble(
+    context: AnswerContext, drafts: Sequence[_Draft], conflicts: Sequence[Conflict], evidence_ids: tuple[str, ...]
+) -> Answer:
+    citations: list[Citation] = []
+    ids: dict[tuple[str, int, int], int] = {}
+    sentences: list[AnswerSentence] = []
+    for draft in drafts:
+        cited: list[int] = []
+        for q in draft.quotes:
+            key = (q.hit.chunk_id, q.start_byte, q.end_byte)
+            if key not in ids:
+                ids[key] = len(citations) + 1
+                citations.append(
+                    Citation(
+                        ids[key], q.hit.chunk_id, q.hit.doc_id, q.hit.title, q.hit.uri, q.start_byte, q.end_byte, q.text
+                    )
+                )
+            if ids[key] not in cited:
+                cited.append(ids[key])
+        sentences.append(AnswerSentence(draft.text, tuple(cited), tuple(f.fact_id for f in draft.facts)))
+    used = {f.fact_id: f for d in drafts for f in d.facts}
+    sources = {q.hit.doc_id for d in drafts for q in d.quotes}
+    grade = confidence.grade(
+        [d.support for d in drafts],
+        conflicts=len(conflicts),
+        truncated=context.truncated,
+        corroborated=len(sources) >= 2 and not conflicts,
+    )
+    fact_chunks = tuple(c for f in used.values() for c in f.evidence_chunk_ids if c not in evidence_ids)
+    return Answer(
+        question=context.question,
+        mode=AnswerMode.EXTRACTIVE,
+        sentences=tuple(sentences),
+        citations=tuple(citations),
+        notice=NOTICE,
+        confidence=grade,
+        evidence_chunk_ids=evidence_ids + tuple(dict.fromkeys(fact_chunks)),
+        conflicts=tuple(conflicts),
+        facts=tuple(f.as_dict() for f in used.values()),
+    )
+
+
+def _title(fact: Fact, context: AnswerContext) -> str:
+    hit = next((context.evidence[c] for c in fact.evidence_chunk_ids if c in context.evidence), None)
+    return f"“{hit.title}”" if hit is not None and hit.title else "a source"
+
+
+def _written(fact: Fact) -> str:
+    return f"written {_long(fact.written_at)}" if fact.written_at else "undated"
+
+
+def _long(day: date) -> str:
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+__all__ = ["NOTICE", "NO_ANSWER", "ComposeSettings", "composed_answer"]

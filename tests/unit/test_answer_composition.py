@@ -1,0 +1,305 @@
+"""Composed extractive answers (kgrag_core.answering.compose) on hand-built contexts: current value with its
+date then its history, plans reported as plans, negations kept, conflicts with both sides, `as_of` from the
+timeline, and headings never passing as sentences. Every citation must be the exact bytes of its document."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import date, datetime
+
+from kgrag_core.answering.compose import composed_answer
+from kgrag_core.answering.context import AnswerContext, FactStatus, build_context
+from kgrag_core.answering.extractive import extractive_answer
+from kgrag_core.answering.model import Answer
+from kgrag_core.extraction.model import Modality, Polarity, Tier
+from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
+from kgrag_core.graph.model import Edge, EntityRef
+from kgrag_core.graph_retrieval.searcher import EstimatedTokens
+from kgrag_core.search import SearchHit
+
+# Each document is one chunk after a short preamble, so spans are document offsets, not chunk offsets.
+PREAMBLE = "Intro line.\n\n"
+
+
+def _doc(doc_id: str, title: str, text: str, written: date) -> tuple[SearchHit, bytes]:
+    body = (PREAMBLE + text).encode("utf-8")
+    start = len(PREAMBLE.encode("utf-8"))
+    hit = SearchHit(
+        f"ch_{doc_id}",
+        doc_id,
+        title,
+        f"test://{doc_id}",
+        "wiki",
+        (title,),
+        start,
+        len(body),
+        text,
+        1.0,
+        doc_time=datetime(written.year, written.month, written.day),
+    )
+    return hit, body
+
+
+def _claim(
+    hit: SearchHit,
+    value: str,
+    quote: str,
+    *,
+    attribute: str = "capacity_pallets",
+    entity: str = "LEJ-2",
+    status: ClaimStatus = ClaimStatus.CURRENT,
+    modality: Modality = Modality.FACT,
+    polarity: Polarity = Polarity.POSITIVE,
+    valid_from: date | None = None,
+    valid_to: date | None = None,
+    superseded_by: str | None = None,
+    conflicts_with: tuple[str, ...] = (),
+    claim_id: str | None = None,
+) -> ClaimRecord:
+    assert hit.doc_time is not None
+    return ClaimRecord(
+        claim_id=claim_id or f"clm_{hit.doc_id}_{value}",
+        entity_id=f"ent_{entity}",
+        entity_name=entity,
+        entity_type="Site",
+        attribute=attribute,
+        value=value,
+        quote=quote,
+        modality=modality,
+        polarity=polarity,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        written_at=hit.doc_time.date(),
+        chunk_id=hit.chunk_id,
+        doc_id=hit.doc_id,
+        acl_class_id="acl_public",
+        tier=Tier.LLM,
+        confidence=0.9,
+        status=status,
+        superseded_by=superseded_by,
+        conflicts_with=conflicts_with,
+    )
+
+
+def _context(question: str, hits: list[SearchHit], claims: list[ClaimRecord], **kw: object) -> AnswerContext:
+    return build_context(question, hits, claims=claims, counter=EstimatedTokens(), **kw)  # type: ignore[arg-type]
+
+
+def _assert_exact_bytes(answer: Answer, bodies: dict[str, bytes]) -> None:
+    assert answer.citations
+    for c in answer.citations:
+        assert bodies[c.doc_id][c.start_byte : c.end_byte].decode("utf-8") == c.quote, c
+
+
+NEW, NEW_BODY = _doc(
+    "profile-2024",
+    "LEJ-2 site profile (July 2024)",
+    "Capacity: 24,500 pallet positions after the mezzanine expansion completed in June 2024.",
+    date(2024, 7, 22),
+)
+OLD, OLD_BODY = _doc(
+    "profile-2023",
+    "LEJ-2 site profile",
+    "Capacity: 18,000 pallet positions, of which 2,000 are chilled.",
+    date(2023, 2, 1),
+)
+BODIES = {NEW.doc_id: NEW_BODY, OLD.doc_id: OLD_BODY}
+CURRENT = _claim(NEW, "24,500", "Capacity: 24,500 pallet positions", valid_from=date(2024, 6, 14), claim_id="clm_new")
+OUTDATED = _claim(
+    OLD, "18,000", "Capacity: 18,000 pallet positions", status=ClaimStatus.SUPERSEDED, superseded_by="clm_new"
+)
+
+
+def test_current_value_leads_with_its_date_and_citation_then_its_history() -> None:
+    answer = composed_answer(_context("What is the pallet capacity of LEJ-2?", [OLD, NEW], [OUTDATED, CURRENT]))
+    first, second = answer.sentences[0], answer.sentences[1]
+    assert "24,500" in first.text and "14 June 2024" in first.text and "18,000" not in first.text
+    assert [answer.citations[i - 1].doc_id for i in first.citation_ids] == [NEW.doc_id]
+    assert second.text == "Until 14 June 2024 it was 18,000."
+    assert [answer.citations[i - 1].doc_id for i in second.citation_ids] == [OLD.doc_id]
+    assert answer.conflicts == ()
+    _assert_exact_bytes(answer, BODIES)
+
+
+def test_the_sentences_style_quotes_the_outdated_figure_without_saying_so() -> None:
+    # The comparison the eval runs: today's answerer quotes both figures, neither marked as history.
+    old_style = extractive_answer("What is the pallet capacity of LEJ-2?", [OLD, NEW])
+    quoted = " ".join(s.text for s in old_style.sentences)
+    assert "18,000" in quoted and "Until" not in quoted
+
+
+def test_a_plan_is_reported_as_a_plan_and_never_as_done() -> None:
+    hit, body = _doc(
+        "rfc", "RFC: Beacon database", "We will upgrade Beacon to PostgreSQL 16 in October.", date(2024, 5, 2)
+    )
+    plan = _claim(
+        hit,
+        "PostgreSQL 16",
+        "We will upgrade Beacon to PostgreSQL 16 in October.",
+        entity="Beacon",
+        attribute="database",
+        modality=Modality.PLAN,
+        status=ClaimStatus.NOT_A_FACT,
+    )
+    answer = composed_answer(_context("Which database does Beacon use?", [hit], [plan]))
+    text = answer.render()
+    assert "describes a plan" in text and "none of the documents says it happened" in text
+    assert "database is PostgreSQL 16" not in text
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
+def test_a_negation_is_kept() -> None:
+    hit, body = _doc("memo", "Capacity memo", "The site capacity is not 30,000 pallet positions.", date(2024, 3, 1))
+    negated = _claim(
+        hit,
+        "30,000",
+        "The site capacity is not 30,000 pallet positions.",
+        polarity=Polarity.NEGATIVE,
+        status=ClaimStatus.NOT_A_FACT,
+    )
+    answer = composed_answer(_context("What is the pallet capacity of LEJ-2?", [hit], [negated]))
+    text = answer.render()
+    assert "LEJ-2's capacity pallets is not 30,000" in text
+    assert "capacity pallets is 30,000" not in text
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
+def test_a_conflict_shows_both_sides_with_sources_and_dates_and_says_they_disagree() -> None:
+    day = date(2024, 9, 3)
+    a, a_body = _doc("ops-mail", "Ops e-mail", "LEJ-2 now holds 24,500 pallet positions.", day)
+    b, b_body = _doc("finance-sheet", "Finance sheet", "LEJ-2 holds 22,000 pallet positions.", day)
+    first = _claim(
+        a, "24,500", "LEJ-2 now holds 24,500 pallet positions.", status=ClaimStatus.CONFLICT, claim_id="c1",
+        conflicts_with=("c2",),
+    )  # fmt: skip
+    second = _claim(
+        b, "22,000", "LEJ-2 holds 22,000 pallet positions.", status=ClaimStatus.CONFLICT, claim_id="c2",
+        conflicts_with=("c1",),
+    )  # fmt: skip
+    answer = composed_answer(_context("What is the pallet capacity of LEJ-2?", [a, b], [first, second]))
+    lead = answer.sentences[0]
+    assert "disagree" in lead.text and "24,500" in lead.text and "22,000" in lead.text
+    assert {answer.citations[i - 1].doc_id for i in lead.citation_ids} == {"ops-mail", "finance-sheet"}
+    (conflict,) = answer.conflicts
+    assert conflict.attribute == "capacity_pallets" and conflict.subject == "LEJ-2"
+    sides = {v.value: v for v in conflict.values}
+    assert set(sides) == {"24,500", "22,000"}
+    assert sides["22,000"].sources[0][0] == "finance-sheet" and sides["22,000"].written_at == ("2024-09-03",)
+    assert "disagree" in conflict.note
+    assert answer.confidence != "HIGH"  # a conflict never reads as a sure answer
+    _assert_exact_bytes(answer, {a.doc_id: a_body, b.doc_id: b_body})
+
+
+def test_as_of_answers_from_the_timeline_as_the_documents_stood() -> None:
+    context = _context("What is the pallet capacity of LEJ-2?", [OLD, NEW], [OUTDATED, CURRENT], as_of=date(2024, 1, 1))
+    assert [f.status for f in context.facts] == [FactStatus.CURRENT]  # re-read as of the day: 18,000 was current
+    answer = composed_answer(context)
+    text = answer.render()
+    assert text.startswith("As of 1 January 2024:") and "18,000" in text
+    assert "24,500" not in text  # written later: not what the documents said that day
+    _assert_exact_bytes(answer, BODIES)
+
+
+def test_headings_subject_lines_titles_and_questions_are_not_sentences() -> None:
+    text = (
+        "# Project Lodestar: migrating Beacon to CockroachDB\n\n"
+        "Subject: Beacon move to CockroachDB\n\n"
+        "Should Beacon move to CockroachDB at all?\n\n"
+        "Beacon will not move to CockroachDB, the decision record says.\n"
+    )
+    hit, body = _doc("plan", "Project Lodestar: migrating Beacon to CockroachDB", text, date(2024, 2, 20))
+    old_style = extractive_answer("Did Beacon move to CockroachDB?", [hit])
+    # The demo's complaint, reproduced: today's answerer quotes a subject line and a question as answers.
+    assert {"Subject: Beacon move to CockroachDB", "Should Beacon move to CockroachDB at all?"} <= {
+        s.text for s in old_style.sentences
+    }
+    answer = composed_answer(AnswerContext("Did Beacon move to CockroachDB?", (hit,)))
+    assert [s.text for s in answer.sentences] == ["Beacon will not move to CockroachDB, the decision record says."]
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
+def _edge(rel_id: str, hit: SearchHit, polarity: Polarity, modality: Modality) -> Edge:
+    assert hit.doc_time is not None
+    return Edge(
+        rel_id,
+        EntityRef("ent_beacon", "Beacon", "System"),
+        "MIGRATES_TO",
+        EntityRef("ent_crdb", "CockroachDB", "System"),
+        polarity,
+        modality,
+        None,
+        None,
+        (hit.chunk_id,),
+        0.9,
+        latest_written=hit.doc_time.date(),
+        first_written=hit.doc_time.date(),
+    )
+
+
+def test_a_yes_no_question_about_a_cancelled_plan_answers_no_and_reports_the_plan_as_one() -> None:
+    plan_hit, plan_body = _doc(
+        "plan",
+        "Project Lodestar: migrating Beacon to CockroachDB",
+        "# Project Lodestar: migrating Beacon to CockroachDB\n\nProject Lodestar is the plan to move Beacon to "
+        "a CockroachDB cluster.",
+        date(2023, 5, 15),
+    )
+    record, record_body = _doc(
+        "decision",
+        "Decision record: Project Lodestar cancelled",
+        "Project Lodestar is cancelled. Beacon will not move to CockroachDB.",
+        date(2024, 2, 20),
+    )
+    edges = [
+        _edge("rel_plan", plan_hit, Polarity.POSITIVE, Modality.PLAN),
+        _edge("rel_no", record, Polarity.NEGATIVE, Modality.FACT),
+    ]
+    context = build_context(
+        "Did Beacon move to CockroachDB?",
+        [plan_hit, record],
+        edges=edges,
+        counter=EstimatedTokens(),
+    )
+    answer = composed_answer(context)
+    first, second = answer.sentences[0], answer.sentences[1]
+    assert first.text.startswith("No: “Decision record: Project Lodestar cancelled” (written 20 February 2024)")
+    assert "Beacon will not move to CockroachDB" in first.text
+    assert "describes a plan" in second.text and "none of the documents says it happened" in second.text
+    assert all("migrating" not in c.quote for c in answer.citations)  # the heading is never the quoted answer
+    assert first.fact_ids and answer.facts
+    _assert_exact_bytes(answer, {plan_hit.doc_id: plan_body, record.doc_id: record_body})
+
+
+def test_a_fact_whose_evidence_was_not_loaded_is_left_out() -> None:
+    # The evidence map is what passed the ACL recheck: a claim on any other chunk must neither show nor cite.
+    hidden, _ = _doc("salary", "Compensation bands", "LEJ-2 capacity is 99,999 pallet positions.", date(2024, 8, 1))
+    secret = _claim(hidden, "99,999", "LEJ-2 capacity is 99,999 pallet positions.", claim_id="clm_secret")
+    context = _context("What is the pallet capacity of LEJ-2?", [OLD], [OUTDATED, secret])
+    assert all(f.value != "99,999" for f in context.facts)
+    assert "99,999" not in composed_answer(context).render()
+
+
+def test_the_budget_leaves_facts_out_and_says_so() -> None:
+    context = _context(
+        "What is the pallet capacity of LEJ-2?", [OLD, NEW], [OUTDATED, CURRENT], budget_tokens=60, fact_share=0.1
+    )
+    assert context.facts_left_out >= 1 and context.truncated
+    assert context.left_out()["facts"] == context.facts_left_out
+
+
+def test_namesakes_do_not_mix_the_answer_follows_the_sense_the_question_links_to_best() -> None:
+    other, _ = _doc("namesake", "LEJ-2 forklift", "Forklift LEJ-2 holds 9 pallet positions.", date(2024, 8, 1))
+    namesake = replace(
+        _claim(other, "9", "Forklift LEJ-2 holds 9 pallet positions."), entity_id="ent_forklift", claim_id="clm_9"
+    )
+    weights = {"ent_LEJ-2": 0.6, "ent_forklift": 0.3}
+    context = _context(
+        "What is the pallet capacity of LEJ-2?",
+        [OLD, NEW, other],
+        [OUTDATED, CURRENT, namesake],
+        entity_weights=weights,
+    )
+    answer = composed_answer(context)
+    assert answer.sentences[0].text.startswith("LEJ-2's capacity pallets is 24,500")
+    assert all(" 9 " not in s.text and not s.text.endswith(" 9.") for s in answer.sentences[:2])
+    assert all(f["value"] != "9" for f in answer.facts)
