@@ -48,14 +48,21 @@ def _reply(text: str) -> str:
 def test_the_llm_answer_confidence_is_computed_not_constant() -> None:
     hits = [_hit("atlas", QUOTE)]
     restated = generative_answer("Who is on call for Atlas?", hits, ScriptedChatModel([_reply(QUOTE)]))
+    loose = generative_answer(
+        "Who is on call for Atlas?",
+        hits,
+        ScriptedChatModel([_reply("Priya Raman answers the pager whenever alarms ring during nights and weekends.")]),
+    )
     embroidered = generative_answer(
         "Who is on call for Atlas?",
         hits,
         ScriptedChatModel([_reply("Priya Raman, hired from Globex in 2019 to run five Berlin teams, owns Atlas.")]),
     )
-    assert restated.mode.value == "llm" and embroidered.mode.value == "llm"  # both quotes are found…
+    assert restated.mode.value == "llm" and loose.mode.value == "llm"  # both quotes are found…
     assert restated.confidence == "HIGH"
-    assert embroidered.confidence == "LOW"  # …but most of the second sentence is in no quote
+    assert loose.confidence == "LOW"  # …but most of the second sentence is in no quote
+    # Names and numbers no quote holds: verification removes the sentence, nothing is left to grade.
+    assert embroidered.mode.value == "refused" and embroidered.removed_sentences == 1
 
 
 def test_the_prompt_lists_the_facts_with_the_sources_they_rest_on() -> None:
