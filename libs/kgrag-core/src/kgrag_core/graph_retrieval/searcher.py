@@ -34,7 +34,7 @@ from kgrag_core.graph_retrieval.linking import (
     passage_seeds,
     seed_entities,
 )
-from kgrag_core.graph_retrieval.router import QuestionKind, Route, route
+from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, Route, RuleRouter
 from kgrag_core.limits import TOP_K
 from kgrag_core.ports import AclStore, TokenCounter
 from kgrag_core.retrieval.fusion import FusedCandidate, reciprocal_rank_fusion
@@ -171,7 +171,9 @@ class GraphAssistedSearcher:
         embedding_search: EmbeddingSearch | None = None,
         token_counter: TokenCounter | None = None,
         clock: Callable[[], float] = time.monotonic,
+        router: QuestionRouter | None = None,
     ) -> None:
+        self.router: QuestionRouter = router or RuleRouter()
         self.hybrid = hybrid
         self.graph = graph
         self.settings = settings or GraphSearchSettings()
@@ -179,10 +181,13 @@ class GraphAssistedSearcher:
         self.token_counter: TokenCounter = token_counter or EstimatedTokens()
         self.clock = clock
 
-    def search(self, query: str, caller: Caller, top_k: int | None = None) -> GraphSearchResponse:
-        chosen = route(query)
+    def search(
+        self, query: str, caller: Caller, top_k: int | None = None, *, chosen: Route | None = None
+    ) -> GraphSearchResponse:
+        """`chosen`: a route decided by the caller (a request's `mode`, `route_for_mode`) instead of the router's."""
+        chosen = chosen or self.router.route(query)
         k = TOP_K.resolve(top_k)
-        if chosen.kind is QuestionKind.LOOKUP:
+        if chosen.strategies == (QuestionKind.LOOKUP,):
             plain = self.hybrid.search(query, caller, top_k=k)
             return self._plain(plain, chosen, reason=None, why_not="lookup")
 
@@ -205,7 +210,7 @@ class GraphAssistedSearcher:
                 return self._plain(base, chosen, reason=None, why_not="no entity linked", k=k)
             may_boost = _current_claim_chunks(findings.lines)
             keep_head = 0
-            if chosen.kind is QuestionKind.MULTI_HOP:
+            if QuestionKind.MULTI_HOP in chosen.strategies:
                 relevance = relation_relevance(base.query, cfg.expansion.relation_cues)
                 may_boost |= _chain_chunks(findings.traversal, relevance)
                 keep_head = cfg.keep_head
@@ -241,6 +246,20 @@ class GraphAssistedSearcher:
         )
 
     def _graph_findings(self, base: SearchResponse, chosen: Route, allowed: Sequence[str]) -> _GraphFindings | None:
+        """The findings of each graph strategy the route runs; two (a low-confidence route and its runner-up)
+        are fused: their chunks by RRF, their lines in turn, the first strategy's links and walk reported."""
+        kinds = [kind for kind in chosen.strategies if kind is not QuestionKind.LOOKUP]
+        found = [f for f in (self._findings_for(base, kind, allowed) for kind in kinds) if f is not None]
+        if len(found) < 2:
+            return found[0] if found else None
+        first, second = found
+        fused = reciprocal_rank_fusion({"a": first.chunks, "b": second.chunks}, k=self.hybrid.rrf_k)
+        chunks = tuple(RouteHit(c.chunk_id, c.score, rank) for rank, c in enumerate(fused, start=1))
+        seen = {line.text for line in first.lines}
+        lines = first.lines + tuple(line for line in second.lines if line.text not in seen)
+        return _GraphFindings(first.links, first.traversal, lines, chunks[: self.settings.graph_candidates])
+
+    def _findings_for(self, base: SearchResponse, kind: QuestionKind, allowed: Sequence[str]) -> _GraphFindings | None:
         cfg = self.settings
         text = base.query
         links = link_entities(
@@ -251,7 +270,7 @@ class GraphAssistedSearcher:
             max_candidates=cfg.max_link_candidates,
         )
         seeds = seed_entities(links)
-        if chosen.kind is QuestionKind.MULTI_HOP or not seeds:
+        if kind is QuestionKind.MULTI_HOP or not seeds:
             named = {s.entity.entity_id for s, _ in seeds}
             passages = [h.text for h in base.hits[: cfg.passage_seed_hits]]
             anchored = passage_seeds(passages, self.graph, allowed, weight=cfg.passage_seed_weight)
@@ -259,7 +278,7 @@ class GraphAssistedSearcher:
         if not seeds:
             return None
         traversal = expand(
-            seeds, self.graph, allowed, question=text, kind=chosen.kind, settings=cfg.expansion, clock=self.clock
+            seeds, self.graph, allowed, question=text, kind=kind, settings=cfg.expansion, clock=self.clock
         )
         weights: dict[str, float] = {s.entity.entity_id: score for s, score in seeds}
         for step in traversal.steps:
@@ -272,7 +291,7 @@ class GraphAssistedSearcher:
             traversal,
             claims,
             question=text,
-            kind=chosen.kind,
+            kind=kind,
             entity_weights=weights,
             max_chunks=cfg.graph_candidates,
         )
