@@ -58,8 +58,12 @@ def test_unfaithful_sentences_on_real_quotes_are_unsupported_and_their_citations
     assert sentence_supported("The cluster cost about €57,000 per month.", [quote])
     assert not sentence_supported("The cluster cost about €75,000 per month.", [quote])  # number changed
     assert not sentence_supported("Beacon moved to CockroachDB.", ["Beacon did not move to CockroachDB."])  # polarity
-    assert not sentence_supported("Halden moved to CockroachDB.", ["Beacon moved to CockroachDB."])  # entity swapped
+    swapped = sentence_supported("The team moved Halden to CockroachDB.", ["The team moved Beacon to CockroachDB."])
+    assert not swapped  # entity swapped
     assert not sentence_supported("The cluster cost €57,000.", [])  # cites nothing
+    # Numbers keep what is glued to them: "2nd" is found as "2nd", and "3rd" is not.
+    assert sentence_supported("Invoices go out on the 2nd working day.", ["generated on the 2nd working day"])
+    assert not sentence_supported("Invoices go out on the 3rd working day.", ["generated on the 2nd working day"])
     q = _q(type="lookup", answer_values=["€57,000"])
     mixed = _answer(("It cost €57,000 per month.", quote), ("It cost €75,000 per month.", quote))
     scored = answer_metrics(q, mixed)

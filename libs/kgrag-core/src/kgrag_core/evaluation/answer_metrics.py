@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.evaluation.questions import EvalQuestion
 
@@ -39,8 +40,9 @@ _PLANNED = re.compile(
     r"exploratory|discussed|studied)\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"[€$£]?\d(?:[\d.,:/]*\d)?%?")
-# A name: a capitalised word that is not a common sentence opener (openers are capitalised anyway).
+# A number with what is glued to it ("2nd", "99.9%", "€2.40", "18–24"), less trailing punctuation.
+_NUMBER = re.compile(r"[€$£]?\d[\w.,:/%\-–]*")
+# A name: a capitalised word that is not a common sentence opener.
 _NAME = re.compile(r"\b[A-ZÀ-Þ][\w\-]*\w")
 _NOT_NAMES = frozenset(
     [
@@ -134,8 +136,15 @@ def _sentences(answer: Mapping[str, object]) -> list[_Sentence]:
 
 def checkable_tokens(sentence: str) -> list[str]:
     """The sentence's numbers, amounts and dates, and its names: what its quotes must contain."""
-    numbers = _NUMBER.findall(sentence)
-    names = [n for n in _NAME.findall(sentence) if n not in _NOT_NAMES]
+    numbers = [n.rstrip(".,:/-–") for n in _NUMBER.findall(sentence)]
+    # The opening word is capitalised anyway: it counts as a name only with a capital or digit inside it.
+    opener = re.match(r"\s*([\w\-]+)", sentence)
+    first = opener.group(1) if opener else ""
+    skip_first = bool(first) and not re.search(r"[A-ZÀ-Þ0-9]", first[1:])
+    found = _NAME.findall(sentence)
+    if skip_first and found and found[0] == first:
+        found = found[1:]
+    names = [n for n in found if n not in _NOT_NAMES]
     return [*numbers, *names]
 
 
@@ -156,9 +165,16 @@ def _same_polarity(sentence: str, quotes: str) -> bool:
     return _negated(sentence) == _negated(closest)
 
 
+def _quoted(sentence: str, quote: str) -> bool:
+    """A sentence that is its quote, word for word (as extractive sentences are), is supported by it."""
+    return bool(sentence.strip()) and normalise_for_quote(sentence.strip()) in normalise_for_quote(quote)
+
+
 def sentence_supported(sentence: str, quotes: Sequence[str]) -> bool:
     if not quotes:
         return False
+    if any(_quoted(sentence, q) for q in quotes):
+        return True
     window = "\n".join(quotes)
     if not _same_polarity(sentence, window):
         return False
@@ -166,6 +182,8 @@ def sentence_supported(sentence: str, quotes: Sequence[str]) -> bool:
 
 
 def citation_precise(sentence: str, quote: str, *, only_citation: bool) -> bool:
+    if _quoted(sentence, quote):
+        return True
     if not _same_polarity(sentence, quote):
         return False
     tokens = checkable_tokens(sentence)

@@ -16,7 +16,7 @@ from pathlib import Path
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
 from kgrag_core.answering.model import Answer
-from kgrag_core.errors import KgragError
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.evaluation.answer_metrics import answer_metrics
 from kgrag_core.evaluation.metrics import mean, sign_test
 from kgrag_core.evaluation.questions import EvalQuestion
@@ -35,12 +35,43 @@ COMPARED = ("answer_ok", "value_accuracy", "outdated_as_current", "plan_as_done"
 LOWER_IS_BETTER = frozenset({"outdated_as_current", "plan_as_done", "unsupported_rate"})
 
 
-def default_answerers(app: KgragApp) -> dict[str, Answerer]:
-    out: dict[str, Answerer] = {"extractive": lambda q, r: extractive_answer(q, r.hits)}
+def _llm(app: KgragApp) -> Answerer:
     model = app.llm
-    if model is not None:
-        out["llm"] = lambda q, r: generative_answer(q, r.hits, model)
-    return out
+    if model is None:
+        raise KgragError(
+            ErrorCode.CONFIGURATION_INVALID,
+            "The llm answerer needs an answering model.",
+            hint="Set KGRAG_LLM_REPLAY_DIR to recorded replies (or KGRAG_LLM_BASE_URL and KGRAG_LLM_MODEL).",
+        )
+    return lambda q, r: generative_answer(q, r.hits, model)
+
+
+# Answerers by name, each built for an app; a new composer registers here to be compared by name.
+ANSWERERS: dict[str, Callable[[KgragApp], Answerer]] = {
+    "extractive": lambda app: lambda q, r: extractive_answer(q, r.hits),
+    "llm": _llm,
+}
+
+
+def register_answerer(name: str, factory: Callable[[KgragApp], Answerer]) -> None:
+    ANSWERERS[name] = factory
+
+
+def default_answerers(app: KgragApp) -> dict[str, Answerer]:
+    """`extractive`, and `llm` when the app has an answering model."""
+    names = ["extractive", *(["llm"] if app.llm is not None else [])]
+    return answerers_named(app, names)
+
+
+def answerers_named(app: KgragApp, names: Sequence[str]) -> dict[str, Answerer]:
+    unknown = [n for n in names if n not in ANSWERERS]
+    if unknown:
+        raise KgragError(
+            ErrorCode.INVALID_QUERY,
+            f"No answerer {unknown[0]!r}.",
+            hint=f"Answerers: {', '.join(sorted(ANSWERERS))}.",
+        )
+    return {name: ANSWERERS[name](app) for name in names}
 
 
 def evaluate_answers(
