@@ -114,3 +114,45 @@ def test_the_report_compares_two_answerers_per_split_and_the_routers(tmp_path: P
     assert sign["wins"] == 1 and sign["losses"] == 0
     assert report["router"]["rules"]["test"] == {"accuracy": 1.0, "n": 1}
     assert set(report["per_split"]) == {"dev", "test"}
+
+
+def test_a_replayed_model_is_scored_next_to_the_extractive_answer(tmp_path: Path) -> None:
+    """A recorded reply that quotes real text under a changed number: generation keeps it (its quote exists),
+    the answer metrics do not. A question with no recording is a named failure, scored as saying nothing."""
+    from kgrag_adapters.llm.replay import ReplayChatModel, request_document, request_key, write_recording
+    from kgrag_core.acl import Caller
+    from kgrag_core.answering.generative import ANSWER_SCHEMA, build_messages
+
+    question = "What is the current pallet capacity of LEJ-2?"
+    rows = [
+        {"id": "t1", "question": question, "type": "temporal", "split": "test", "gold": {"doc_c_new": 2},
+         "answer_values": ["24,500"], "outdated_values": ["18,000"], "principal": ADMIN},
+        {"id": "l1", "question": "What is the standard laptop refresh cycle?", "type": "lookup", "split": "test",
+         "gold": {"doc_d_direct": 2}, "answer_values": ["four years"], "principal": ADMIN},
+    ]  # fmt: skip
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    app = _app()
+    hits = app.search(question, Caller(user="ann"), top_k=8, graph=True).hits
+    messages = build_messages(question, hits)
+    source = 1 + next(i for i, h in enumerate(hits) if "24,500" in h.text)
+    reply = {
+        "insufficient_evidence": False,
+        "sentences": [
+            {"text": "LEJ-2 holds 18,000 pallet positions.", "evidence": [{"source": source, "quote": "24,500"}]}
+        ],
+    }
+    key = request_key("recorded", messages, ANSWER_SCHEMA)
+    write_recording(tmp_path / "replies", key, request_document("recorded", messages, ANSWER_SCHEMA),
+                    json.dumps(reply), "recorded")  # fmt: skip
+    app.llm = ReplayChatModel(tmp_path / "replies", "recorded")
+    from kgrag_runtime.evaluation.answers import evaluate_answers
+
+    # The answers alone: the rest of the run asks through the app, which has no recording for those requests.
+    answers: Any = evaluate_answers(app, parse_questions(path.read_text("utf-8").splitlines()), graph=True)
+    assert answers["answerers"] == ["extractive", "llm"]
+    llm = answers["per_question"]["llm"]
+    assert llm["t1"]["unsupported_rate"] == 1.0 and llm["t1"]["outdated_as_current"] == 1.0
+    assert answers["failures"] == {"llm": {"l1": "LLM_UNAVAILABLE"}} and llm["l1"]["abstained"] == 1.0
+    assert answers["per_question"]["extractive"]["l1"]["abstained"] == 0.0  # the positive control
+    assert answers["sign_tests"]["llm vs extractive (answer_ok, test)"]["losses"] >= 1
