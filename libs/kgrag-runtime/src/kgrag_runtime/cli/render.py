@@ -292,7 +292,7 @@ def answers_report(console: Console, report: Mapping[str, Any]) -> None:
             console.print(f"[yellow]answerer {answerer} failed on {len(failed)} questions: {dict(failed)}[/]")
     for name, row in (report.get("router") or {}).items():
         splits = ", ".join(f"{s} {v['accuracy']:.3f} (n={v['n']})" for s, v in row.items() if isinstance(v, Mapping))
-        console.print(f"router {name} [{row['version']}]: {splits}")
+        console.print(f"router {name} ({row['version']}): {splits}")
 
 
 def _fmt(value: object) -> str:

@@ -156,16 +156,18 @@ def _in(questions: Sequence[EvalQuestion], split: str) -> list[EvalQuestion]:
     return list(questions) if split == ALL else [q for q in questions if q.split == split]
 
 
-def _by_type(questions: Sequence[EvalQuestion], rows: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+def _by_type(
+    questions: Sequence[EvalQuestion], rows: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float | int]]:
     grouped: dict[str, list[Mapping[str, float]]] = defaultdict(list)
     for q in questions:
         grouped[q.type].append(rows[q.id])
         grouped["ALL"].append(rows[q.id])
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float | int]] = {}
     for qtype in sorted(grouped, key=lambda t: (t == "ALL", t)):
         items = grouped[qtype]
         keys = sorted({k for item in items for k in item})
-        out[qtype] = {"n": float(len(items)), **{k: round(mean([i[k] for i in items if k in i]), 3) for k in keys}}
+        out[qtype] = {"n": len(items), **{k: round(mean([i[k] for i in items if k in i]), 3) for k in keys}}
     return out
 
 
