@@ -44,6 +44,8 @@ def test_a_plan_stated_as_done_is_caught_and_a_plan_reported_as_one_is_not() -> 
     assert answer_metrics(q, done)["plan_as_done"] == 1.0
     reported = _answer(("Beacon will not move to CockroachDB.", "Beacon will not move to CockroachDB."))
     assert answer_metrics(q, reported)["plan_as_done"] == 0.0
+    wished = _answer(("Staff most requested CockroachDB.", "Staff most requested CockroachDB."))
+    assert answer_metrics(q, wished)["plan_as_done"] == 0.0  # a wish is not an event
 
 
 def test_a_conflict_is_surfaced_only_when_every_side_is_named() -> None:
