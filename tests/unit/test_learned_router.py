@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,17 @@ def test_a_bad_router_set_is_rejected_with_the_line(lines: list[str], code: Erro
     with pytest.raises(KgragError) as caught:
         parse_router_examples(lines)
     assert caught.value.code is code and message in str(caught.value)
+
+
+def test_the_configured_router_is_built_and_a_missing_set_is_a_clear_error(tmp_path: Path) -> None:
+    from kgrag_runtime.graph import build_router
+    from kgrag_runtime.settings import KgragSettings
+
+    assert isinstance(build_router(KgragSettings(router="rules"), BagOfWords()), RuleRouter)
+    learned_set = tmp_path / "router.jsonl"
+    learned_set.write_text("\n".join(json.dumps({"question": e.question, "kind": e.kind.value}) for e in EXAMPLES))
+    built = build_router(KgragSettings(router="learned", router_questions_file=learned_set), BagOfWords())
+    assert isinstance(built, LearnedRouter) and built.version == LearnedRouter(BagOfWords(), EXAMPLES).version
+    with pytest.raises(KgragError) as caught:
+        build_router(KgragSettings(router="learned", router_questions_file=tmp_path / "none.jsonl"), BagOfWords())
+    assert caught.value.code is ErrorCode.SOURCE_UNREADABLE and "KGRAG_ROUTER" in (caught.value.hint or "")
