@@ -48,6 +48,8 @@ COPY pyproject.toml uv.lock ./
 COPY schemas/ schemas/
 COPY libs/ libs/
 COPY services/ services/
+# The learned question router trains from this set at first use (KGRAG_ROUTER=learned).
+COPY corpora/router/ corpora/router/
 RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --frozen --all-packages --no-dev \
     && python -m compileall -q libs services \

@@ -236,13 +236,18 @@ def check_questions(qs: list[dict], docs: dict, min_per_type: int, *, bundled: b
                 problem(f"{where}: key fact has {n_words} words (want 8-25): {fact[:70]!r}")
         if len(facts) > 3:
             problem(f"{where}: more than 3 key facts")
-        for name in ("answer_values", "outdated_values"):
+        if q.get("split") is not None and q.get("split") not in ("dev", "test"):
+            problem(f"{where}: split must be 'dev' or 'test'")
+        if len(q.get("conflict_values") or []) == 1:
+            problem(f"{where}: conflict_values needs at least two competing values")
+        for name in ("answer_values", "outdated_values", "plan_values", "conflict_values"):
             values = q.get(name, [])
             if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
                 problem(f"{where}: {name} must be a list of non-empty strings")
         if q.get("outdated_values") and not q.get("answer_values"):
             problem(f"{where}: outdated_values without answer_values")
-        for value in q.get("answer_values", []) + q.get("outdated_values", []):
+        named = ("answer_values", "outdated_values", "plan_values", "conflict_values")
+        for value in [v for name in named for v in q.get(name, [])]:
             if isinstance(value, str) and not any(value_in(value, t) for t in texts):
                 problem(f"{where}: answer value {value!r} is in no gold document")
     for t in QTYPES:

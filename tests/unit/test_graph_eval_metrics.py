@@ -23,6 +23,7 @@ from kgrag_core.evaluation.metrics import (
     values_found,
 )
 from kgrag_core.evaluation.questions import parse_questions
+from kgrag_core.graph_retrieval.router import RuleRouter
 from kgrag_core.graph_retrieval.searcher import GRAPH_MODE, GraphAssistedSearcher
 from kgrag_core.search import SearchHit
 from kgrag_runtime.app import KgragApp
@@ -195,6 +196,9 @@ def _app() -> KgragApp:
     )
 
 
+RULES = {"rules": RuleRouter()}  # the learned router needs a real embedding model (tests/pipeline)
+
+
 @pytest.fixture
 def questions_file(tmp_path: Path) -> Path:
     path = tmp_path / "questions.jsonl"
@@ -203,7 +207,7 @@ def questions_file(tmp_path: Path) -> Path:
 
 
 def test_runner_reports_hybrid_plus_graph_next_to_hybrid(questions_file: Path) -> None:
-    report = run_evaluation(_app(), questions_file, budget_tokens=2000, progress_console=None)
+    report = run_evaluation(_app(), questions_file, budget_tokens=2000, progress_console=None, routers=RULES)
     per_type: Any = report["per_type"]
     assert set(per_type) == {"bm25", "dense", "hybrid", GRAPH_MODE}
     # The lookup went to plain hybrid: identical scores, no graph work.
@@ -239,7 +243,9 @@ def test_runner_reports_hybrid_plus_graph_next_to_hybrid(questions_file: Path) -
 
 
 def test_runner_without_the_graph_layer_keeps_the_three_configurations(questions_file: Path) -> None:
-    report = run_evaluation(_app(), questions_file, budget_tokens=2000, progress_console=None, graph=False)
+    report = run_evaluation(
+        _app(), questions_file, budget_tokens=2000, progress_console=None, graph=False, routers=RULES
+    )
     per_type: Any = report["per_type"]
     assert set(per_type) == {"bm25", "dense", "hybrid"}
     assert "graph" not in report

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.expansion import ExpansionSettings
+from kgrag_core.graph_retrieval.router import QuestionRouter, RuleRouter
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchSettings
 from kgrag_core.ports import Embedder, TokenCounter
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -19,6 +21,7 @@ if TYPE_CHECKING:  # resolution is built for ingestion and curation; a search im
 
 # Same folder as kgrag_runtime.extraction.SCHEMAS, without importing the extraction tiers for it.
 DEFAULT_OVERRIDES = Path(__file__).resolve().parent / "schemas" / "resolution" / "overrides.yaml"
+BUNDLED_ROUTER_SET = Path(__file__).resolve().parents[4] / "corpora" / "router" / "questions.jsonl"
 
 
 def build_resolution(
@@ -49,7 +52,25 @@ def build_graph_searcher(
         expansion=ExpansionSettings(time_budget_s=settings.graph_expansion_budget_s),
         graph_timeout_s=settings.graph_timeout_s,
     )
-    return GraphAssistedSearcher(hybrid, graph, settings=search, token_counter=counter)
+    return GraphAssistedSearcher(
+        hybrid, graph, settings=search, token_counter=counter, router=build_router(settings, embedder)
+    )
+
+
+def build_router(settings: KgragSettings, embedder: Embedder) -> QuestionRouter:
+    """The configured question router; the learned one trains on first use, from the shipped set."""
+    if settings.router == "rules":
+        return RuleRouter()
+    from kgrag_core.graph_retrieval.learned_router import LearnedRouter, parse_router_examples
+
+    path = settings.router_questions_file or BUNDLED_ROUTER_SET
+    if not path.is_file():
+        raise KgragError(
+            ErrorCode.SOURCE_UNREADABLE,
+            f"No router training set at {path}.",
+            hint="Set KGRAG_ROUTER_QUESTIONS_FILE to a copy of corpora/router/questions.jsonl, or KGRAG_ROUTER=rules.",
+        )
+    return LearnedRouter(embedder, parse_router_examples(path.read_text(encoding="utf-8").splitlines()))
 
 
 def build_resolver_handler(settings: KgragSettings, service: ResolutionService, *, name: str = "entity-resolver"

@@ -115,6 +115,14 @@ class KgragSettings(BaseSettings):
     graph_timeout_s: float = Field(
         1.0, gt=0, description="Budget of the whole graph layer; over it the answer is hybrid's, flagged degraded."
     )
+    router: Literal["rules", "learned"] = Field(
+        "rules",
+        description="Question router of the graph layer: the pattern list, or a classifier over the embedding "
+        "model trained (once per process, deterministic) from router_questions_file.",
+    )
+    router_questions_file: Path | None = Field(
+        None, description="The learned router's training set; unset: the bundled corpora/router/questions.jsonl."
+    )
     resolution_enabled: bool = Field(True, description="Resolve entities after every extraction.")
     entity_id_key: SecretStr | None = Field(
         None,

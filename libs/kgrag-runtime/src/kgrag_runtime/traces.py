@@ -92,7 +92,7 @@ class VersionSource:
             embedding_model=self.searcher.embedder.model_id,
             extractor=self.extractor_version,
             ontology=self._ontology_version(),
-            router=ROUTER_VERSION,
+            router=self.graph_searcher.router.version if self.graph_searcher is not None else ROUTER_VERSION,
             fusion=fusion,
             llm_model=self.llm.model_id if self.llm is not None else None,
             prompt_sha256=prompt_fingerprint() if self.llm is not None else None,

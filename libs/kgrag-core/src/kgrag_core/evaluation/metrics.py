@@ -100,6 +100,11 @@ def _first_offset(window: str, value: str) -> int | None:
     return found.start() if found else None
 
 
+def value_in(text: str, value: str) -> bool:
+    """Whether `value` occurs in `text` as whole tokens (case-folded, thousands separators ignored)."""
+    return _first_offset(_for_values(text), value) is not None
+
+
 def values_found(read_texts: Sequence[str], values: Sequence[str]) -> float:
     """Share of the answer's values ("Zoë Müller", "24,500") that occur in the texts read."""
     if not values:

@@ -9,6 +9,7 @@ from kgrag_core.acl import Caller
 from kgrag_core.errors import ErrorCode, KgragError
 
 QUESTION_TYPES = ("lookup", "entity", "multi_hop", "temporal", "modality", "global", "unanswerable")
+SPLITS = ("dev", "test")  # dev: what is tuned on; test: reported, never tuned on
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,11 @@ class EvalQuestion:
     # what a reader must find in the context, and must meet before any older value.
     answer_values: tuple[str, ...] = ()
     outdated_values: tuple[str, ...] = ()
+    # What was only planned, proposed or hedged ("CockroachDB"): an answer must not state it as done.
+    plan_values: tuple[str, ...] = ()
+    # Values the sources disagree on ("Lars", "Mei"): an answer must name every one of them.
+    conflict_values: tuple[str, ...] = ()
+    split: str | None = None  # None: the file has no split
 
     @property
     def answerable(self) -> bool:
@@ -45,6 +51,12 @@ def parse_questions(lines: list[str]) -> list[EvalQuestion]:
             qtype = str(raw["type"])
             if qtype not in QUESTION_TYPES:
                 raise ValueError(f"unknown type {qtype!r}; expected one of {', '.join(QUESTION_TYPES)}")
+            split = raw.get("split")
+            if split is not None and split not in SPLITS:
+                raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+            conflict = _strings(raw, "conflict_values")
+            if len(conflict) == 1:
+                raise ValueError("conflict_values needs at least two competing values")
             out.append(
                 EvalQuestion(
                     id=str(raw["id"]),
@@ -60,6 +72,9 @@ def parse_questions(lines: list[str]) -> list[EvalQuestion]:
                     acl_denied=bool(raw.get("acl_denied", False)),
                     answer_values=_strings(raw, "answer_values"),
                     outdated_values=_strings(raw, "outdated_values"),
+                    plan_values=_strings(raw, "plan_values"),
+                    conflict_values=conflict,
+                    split=split,
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:

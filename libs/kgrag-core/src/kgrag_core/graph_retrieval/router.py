@@ -14,6 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 
 class QuestionKind(StrEnum):
@@ -30,9 +31,34 @@ class Route:
     kind: QuestionKind
     confidence: float  # 0..1: how clearly the winning rules beat the others
     signals: tuple[str, ...]  # "kind:cue" for every rule that fired, strongest first
+    # A low-confidence route's runner-up: the graph searcher runs both strategies and fuses them.
+    alternative: QuestionKind | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind.value, "confidence": round(self.confidence, 3), "signals": list(self.signals)}
+        out: dict[str, object] = {
+            "kind": self.kind.value,
+            "confidence": round(self.confidence, 3),
+            "signals": list(self.signals),
+        }
+        if self.alternative is not None:
+            out["alternative"] = self.alternative.value
+        return out
+
+    @property
+    def strategies(self) -> tuple[QuestionKind, ...]:
+        """Every kind whose strategy runs: the route's, then its runner-up when it has one."""
+        if self.alternative is None or self.alternative is self.kind:
+            return (self.kind,)
+        return (self.kind, self.alternative)
+
+
+class QuestionRouter(Protocol):
+    """Anything that routes a question (the rules below, `LearnedRouter`); `version` names it in traces."""
+
+    @property
+    def version(self) -> str: ...
+
+    def route(self, question: str) -> Route: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,3 +214,37 @@ def _fingerprint() -> str:
 
 
 ROUTER_VERSION = _fingerprint()
+
+
+class RuleRouter:
+    """The pattern list above as a `QuestionRouter`."""
+
+    version = ROUTER_VERSION
+
+    def route(self, question: str) -> Route:
+        return route(question)
+
+
+# The request's `mode` (seed 003 §3) as a route: AUTO asks the router; the others override it.
+_MODE_KINDS = {
+    "VECTOR": QuestionKind.LOOKUP,
+    "MULTI_HOP": QuestionKind.MULTI_HOP,
+    "GLOBAL": QuestionKind.GLOBAL,
+}
+
+
+def route_for_mode(mode: str | None, question: str, router: QuestionRouter) -> Route:
+    """The route a request's mode asks for. GRAPH_ASSISTED keeps the router's kind unless that is a lookup,
+    then takes its runner-up graph kind (an entity question when it has none); unknown modes are a ValueError."""
+    name = (mode or "AUTO").upper()
+    if name == "AUTO":
+        return router.route(question)
+    if name in _MODE_KINDS:
+        return Route(_MODE_KINDS[name], 1.0, (f"mode:{name}",))
+    if name == "GRAPH_ASSISTED":
+        routed = router.route(question)
+        if routed.kind is not QuestionKind.LOOKUP:
+            return Route(routed.kind, routed.confidence, (f"mode:{name}", *routed.signals))
+        graph_kind = routed.alternative if routed.alternative not in (None, QuestionKind.LOOKUP) else None
+        return Route(graph_kind or QuestionKind.ENTITY, routed.confidence, (f"mode:{name}", *routed.signals))
+    raise ValueError(f"unknown mode {mode!r}")

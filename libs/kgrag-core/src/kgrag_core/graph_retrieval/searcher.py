@@ -39,7 +39,7 @@ from kgrag_core.graph_retrieval.linking import (
     seed_entities,
 )
 from kgrag_core.graph_retrieval.paths import GraphPath, graph_paths
-from kgrag_core.graph_retrieval.router import QuestionKind, Route, route
+from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, Route, RuleRouter
 from kgrag_core.limits import TOP_K
 from kgrag_core.ports import AclStore, TokenCounter
 from kgrag_core.retrieval.fusion import FusedCandidate, reciprocal_rank_fusion
@@ -207,7 +207,9 @@ class GraphAssistedSearcher:
         embedding_search: EmbeddingSearch | None = None,
         token_counter: TokenCounter | None = None,
         clock: Callable[[], float] = time.monotonic,
+        router: QuestionRouter | None = None,
     ) -> None:
+        self.router: QuestionRouter = router or RuleRouter()
         self.hybrid = hybrid
         self.graph = graph
         self.settings = settings or GraphSearchSettings()
@@ -226,16 +228,18 @@ class GraphAssistedSearcher:
         max_hops: int | None = None,
         include_paths: bool = False,
         graph_required: bool = False,
+        chosen: Route | None = None,
     ) -> GraphSearchResponse:
         """`filters` run inside every route, the graph's included (only admitted evidence counts); `kind`
         overrides the router (a requested mode); `graph_required` reads a routed lookup as a question about
         the entities it names (GRAPH_ASSISTED); `max_hops` caps the expansion depth; `include_paths` adds the
-        walk's readable chains (`paths`)."""
-        chosen = route(query) if kind is None else forced_route(kind)
+        walk's readable chains (`paths`); `chosen`: a route decided by the caller instead of the router's."""
+        if chosen is None:
+            chosen = self.router.route(query) if kind is None else forced_route(kind)
         if graph_required and chosen.kind is QuestionKind.LOOKUP:
             chosen = Route(QuestionKind.ENTITY, chosen.confidence, (*chosen.signals, "mode:graph_assisted"))
         k = TOP_K.resolve(top_k)
-        if chosen.kind is QuestionKind.LOOKUP:
+        if chosen.strategies == (QuestionKind.LOOKUP,):
             plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
             return self._plain(plain, chosen, reason=None, why_not="lookup")
 
@@ -268,7 +272,7 @@ class GraphAssistedSearcher:
                 return self._plain(base, chosen, reason=None, why_not="no entity linked", k=k)
             may_boost = _current_claim_chunks(findings.lines)
             keep_head = 0
-            if chosen.kind is QuestionKind.MULTI_HOP:
+            if QuestionKind.MULTI_HOP in chosen.strategies:
                 relevance = relation_relevance(base.query, cfg.expansion.relation_cues)
                 may_boost |= _chain_chunks(findings.traversal, relevance)
                 keep_head = cfg.keep_head
@@ -400,6 +404,40 @@ class GraphAssistedSearcher:
         graph: GraphReader | None = None,
         max_hops: int | None = None,
     ) -> _GraphFindings | None:
+        """The findings of each graph strategy the route runs; two (a low-confidence route and its runner-up)
+        are fused: their chunks by RRF, their lines in turn, the first strategy's links and walk reported."""
+        kinds = [kind for kind in chosen.strategies if kind is not QuestionKind.LOOKUP]
+        found = [
+            f
+            for f in (self._findings_for(base, kind, allowed, graph=graph, max_hops=max_hops) for kind in kinds)
+            if f is not None
+        ]
+        if len(found) < 2:
+            return found[0] if found else None
+        first, second = found
+        fused = reciprocal_rank_fusion({"a": first.chunks, "b": second.chunks}, k=self.hybrid.rrf_k)
+        chunks = tuple(RouteHit(c.chunk_id, c.score, rank) for rank, c in enumerate(fused, start=1))
+        seen = {line.text for line in first.lines}
+        lines = first.lines + tuple(line for line in second.lines if line.text not in seen)
+        claims = first.claims + tuple(c for c in second.claims if c not in first.claims)
+        return _GraphFindings(
+            first.links,
+            first.traversal,
+            lines,
+            chunks[: self.settings.graph_candidates],
+            claims,
+            {**second.weights, **first.weights},
+        )
+
+    def _findings_for(
+        self,
+        base: SearchResponse,
+        kind: QuestionKind,
+        allowed: Sequence[str],
+        *,
+        graph: GraphReader | None = None,
+        max_hops: int | None = None,
+    ) -> _GraphFindings | None:
         cfg = self.settings
         reader = graph or self.graph
         text = base.query
@@ -411,17 +449,15 @@ class GraphAssistedSearcher:
             max_candidates=cfg.max_link_candidates,
         )
         seeds = seed_entities(links)
-        if chosen.kind is QuestionKind.MULTI_HOP or not seeds:
+        if kind is QuestionKind.MULTI_HOP or not seeds:
             named = {s.entity.entity_id for s, _ in seeds}
             passages = [h.text for h in base.hits[: cfg.passage_seed_hits]]
             anchored = passage_seeds(passages, reader, allowed, weight=cfg.passage_seed_weight)
             seeds += [(e, score) for e, score in anchored if e.entity.entity_id not in named]
         if not seeds:
             return None
-        expansion = cfg.expansion if max_hops is None else _capped(cfg.expansion, chosen.kind, max_hops)
-        traversal = expand(
-            seeds, reader, allowed, question=text, kind=chosen.kind, settings=expansion, clock=self.clock
-        )
+        expansion = cfg.expansion if max_hops is None else _capped(cfg.expansion, kind, max_hops)
+        traversal = expand(seeds, reader, allowed, question=text, kind=kind, settings=expansion, clock=self.clock)
         weights: dict[str, float] = {s.entity.entity_id: score for s, score in seeds}
         for step in traversal.steps:
             for end in (step.edge.subject, step.edge.object):
@@ -433,7 +469,7 @@ class GraphAssistedSearcher:
             traversal,
             claims,
             question=text,
-            kind=chosen.kind,
+            kind=kind,
             entity_weights=weights,
             max_chunks=cfg.graph_candidates,
         )

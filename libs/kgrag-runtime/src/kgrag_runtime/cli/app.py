@@ -300,11 +300,27 @@ def eval_command(
             "stand-in for a model, e.g. corpora/northwind/extraction/corpus_replies.jsonl)."
         ),
     ] = None,
+    extra_questions: Annotated[
+        list[Path] | None,
+        typer.Option(help="More question files scored in the same run (e.g. corpora/northwind/questions-test.jsonl)."),
+    ] = None,
+    answerers: Annotated[
+        str | None,
+        typer.Option(
+            help="Answerers scored on the same hits, comma-separated (extractive, llm); default: extractive, "
+            "and llm when a model (or KGRAG_LLM_REPLAY_DIR) is configured."
+        ),
+    ] = None,
+    compare: Annotated[
+        str | None, typer.Option(help="OLD,NEW: the answerers the sign tests compare (default: the first two).")
+    ] = None,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Score retrieval and answers per question type (recall, MRR, nDCG, key facts, abstention, ablations),
-    and with --extraction-gold, extraction precision/recall per tier and the dedup rate."""
+    """Score retrieval and answers per question type and split (recall, MRR, nDCG, key facts, answer metrics,
+    ablations, router accuracy), and with --extraction-gold, extraction precision/recall per tier and the
+    dedup rate."""
+    from kgrag_runtime.evaluation.answers import answerers_named
     from kgrag_runtime.evaluation.runner import run_evaluation
 
     if questions is None and extraction_gold is None:
@@ -338,8 +354,17 @@ def eval_command(
                 items = list(iter_path(path))
                 with _progress(state, len(items), f"Ingesting {path.name}") as advance:
                     kg.ingest(items, progress=advance)
+            pair = tuple(n.strip() for n in compare.split(",")) if compare else None
+            if pair is not None and len(pair) != 2:
+                raise KgragError(ErrorCode.INVALID_QUERY, "--compare takes two answerer names: OLD,NEW.")
+            names = [n.strip() for n in answerers.split(",") if n.strip()] if answerers else None
             report = run_evaluation(
-                kg, questions, budget_tokens=budget_tokens, progress_console=None if state.as_json else state.console
+                kg,
+                [questions, *(extra_questions or [])],
+                budget_tokens=budget_tokens,
+                progress_console=None if state.as_json else state.console,
+                answerers=answerers_named(kg, names) if names else None,
+                compare=(pair[0], pair[1]) if pair is not None else None,
             )
     if extraction_gold is not None:
         from kgrag_runtime.evaluation.extraction_runner import run_extraction_evaluation

@@ -327,6 +327,39 @@ def eval_report(console: Console, report: Mapping[str, Any]) -> None:
             f"graph layer: router accuracy {graph['router_accuracy']}, used on {graph['graph_used']} of "
             f"{graph['questions']} questions, degraded {graph['degraded']}"
         )
+    answers_report(console, report)
+
+
+def answers_report(console: Console, report: Mapping[str, Any]) -> None:
+    """The answer metrics: a table per split and answerer, the sign tests, and router accuracy per split."""
+    answers = report.get("answers")
+    if isinstance(answers, Mapping):
+        for split, by_answerer in answers["per_split"].items():
+            for answerer, rows in by_answerer.items():
+                metrics = sorted({k for m in rows.values() for k in m}, key=lambda c: (c != "n", c))
+                table = Table(
+                    title=f"answers: {answerer}, split {split}",
+                    title_justify="left",
+                    box=box.SIMPLE_HEAD,
+                    pad_edge=False,
+                    collapse_padding=True,
+                )
+                table.add_column("metric", no_wrap=True, min_width=max((len(m) for m in metrics), default=6))
+                for qtype in rows:
+                    table.add_column(_SHORT_TYPES.get(qtype, qtype), justify="right")
+                for metric in metrics:
+                    table.add_row(metric, *[_fmt(rows[t][metric]) if metric in rows[t] else "–" for t in rows])
+                console.print(table)
+        for name, test in (answers.get("sign_tests") or {}).items():
+            console.print(
+                f"sign test {name}: {test['wins']} wins, {test['losses']} losses, {test['ties']} ties, "
+                f"p = {test['p_value']:.3f}"
+            )
+        for answerer, failed in (answers.get("failures") or {}).items():
+            console.print(f"[yellow]answerer {answerer} failed on {len(failed)} questions: {dict(failed)}[/]")
+    for name, row in (report.get("router") or {}).items():
+        splits = ", ".join(f"{s} {v['accuracy']:.3f} (n={v['n']})" for s, v in row.items() if isinstance(v, Mapping))
+        console.print(f"router {name} ({row['version']}): {splits}")
 
 
 def _fmt(value: object) -> str:

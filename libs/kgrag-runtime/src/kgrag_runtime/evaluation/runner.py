@@ -39,10 +39,12 @@ from kgrag_core.evaluation.metrics import (
 )
 from kgrag_core.evaluation.questions import EvalQuestion, parse_questions
 from kgrag_core.graph_retrieval.evidence import GraphLine, pack_context
+from kgrag_core.graph_retrieval.router import QuestionRouter
 from kgrag_core.graph_retrieval.searcher import GRAPH_MODE, EstimatedTokens, GraphSearchResponse
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import SearchHit
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.evaluation.answers import Answerer, comparison_routers, evaluate_answers, router_accuracy
 
 DEPTH = 20
 HYBRID = SearchMode.HYBRID.value
@@ -52,18 +54,25 @@ _COMPARED = ("ndcg@10", "recall@10", "mrr")
 
 def run_evaluation(
     app: KgragApp,
-    questions_path: Path,
+    questions_path: Path | Sequence[Path],
     *,
     budget_tokens: int,
     progress_console: Console | None,
     graph: bool | None = None,
     only: Collection[str] | None = None,
     meter: Callable[[], float] | None = None,
+    answers: bool = True,
+    answerers: Mapping[str, Answerer] | None = None,
+    compare: tuple[str, str] | None = None,
+    routers: Mapping[str, QuestionRouter] | None = None,
 ) -> dict[str, object]:
     """Score every configuration; `graph=None` adds hybrid+graph whenever the app has a graph layer.
     `only`: score just these question ids. `meter`: what the answering model has cost so far (read before
-    and after each answer, for the cost per query in `queries`)."""
-    questions = parse_questions(questions_path.read_text(encoding="utf-8").splitlines())
+    and after each answer, for the cost per query in `queries`). `answers`: also the answer metrics per
+    answerer and split (`evaluation/answers.py`; `answerers` and `compare` as there) and router accuracy
+    per split (`routers`; by default the rules against the learned router)."""
+    paths = [questions_path] if isinstance(questions_path, Path) else list(questions_path)
+    questions = [q for path in paths for q in parse_questions(path.read_text(encoding="utf-8").splitlines())]
     if only is not None:
         questions = [q for q in questions if q.id in only]
     spent = meter or (lambda: 0.0)
@@ -134,6 +143,17 @@ def run_evaluation(
         latency[f"{GRAPH_MODE} (graph used)"] = _percentiles(graph_latencies)
         report["graph"] = _graph_summary(questions, per_question, routes, budget_tokens)
         report["routes"] = routes
+    splits = sorted({q.split for q in questions if q.split is not None})
+    if splits:
+        report["per_split"] = {
+            split: {
+                cfg: _aggregate([q for q in questions if q.split == split], rows) for cfg, rows in per_question.items()
+            }
+            for split in splits
+        }
+    if answers:
+        report["answers"] = evaluate_answers(app, questions, graph=with_graph, answerers=answerers, compare=compare)
+        report["router"] = router_accuracy(questions, routers if routers is not None else comparison_routers(app))
     return report
 
 

@@ -142,6 +142,9 @@ def evaluate_suite(
         "sign_tests": report["sign_tests"],
         "latency_ms": report["latency_ms"],
         "graph": graph,  # router accuracy and confusion, degraded and graph-used counts, wins/losses per type
+        "per_split": report.get("per_split"),
+        "answers": _without_per_question(report.get("answers")),  # answer metrics per answerer, split, type
+        "router": report.get("router"),  # rules against the learned router, per split
         "queries": queries,
         "cost": {
             "llm": metered.model_id if metered is not None else None,
@@ -251,6 +254,12 @@ def _answers(queries: object) -> int:
     if not isinstance(queries, list):
         return 0
     return sum(len(q["ask_ms"]) for q in queries if isinstance(q, dict) and isinstance(q.get("ask_ms"), dict))
+
+
+def _without_per_question(answers: object) -> object:
+    if not isinstance(answers, Mapping):
+        return answers
+    return {k: v for k, v in answers.items() if k != "per_question"}
 
 
 def _new_id() -> str:

@@ -1,0 +1,48 @@
+"""The learned router with the real embedding model, on the held-out questions it was never trained or tuned on
+(docs/evaluation.md, the dev/test split): it must beat the pattern list there. Prints both accuracies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgrag_core.graph_retrieval.learned_router import LearnedRouter, parse_router_examples
+from kgrag_core.graph_retrieval.router import QuestionRouter, RuleRouter
+from kgrag_runtime.graph import BUNDLED_ROUTER_SET, build_router
+from kgrag_runtime.settings import KgragSettings
+
+pytestmark = pytest.mark.pipeline
+CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "northwind"
+EVAL_FILES = ("questions.jsonl", "questions-test.jsonl")
+
+
+def _typed(split: str) -> list[dict[str, str]]:
+    rows = [json.loads(line) for name in EVAL_FILES for line in (CORPUS / name).read_text("utf-8").splitlines() if line]
+    return [q for q in rows if q.get("split") == split and q["type"] != "unanswerable"]
+
+
+def _accuracy(router: QuestionRouter, questions: list[dict[str, str]]) -> float:
+    return sum(router.route(q["question"]).kind.value == q["type"] for q in questions) / len(questions)
+
+
+def test_the_router_set_copies_no_eval_question() -> None:
+    examples = parse_router_examples(BUNDLED_ROUTER_SET.read_text("utf-8").splitlines())
+    asked = {q["question"].casefold() for split in ("dev", "test") for q in _typed(split)}
+    assert len(examples) >= 150
+    assert not {e.question.casefold() for e in examples} & asked
+
+
+def test_the_learned_router_beats_the_rules_on_the_test_split(embedder, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    learned = build_router(KgragSettings(router="learned"), embedder)
+    assert isinstance(learned, LearnedRouter)
+    rules = RuleRouter()
+    test, dev = _typed("test"), _typed("dev")
+    scores = {name: (_accuracy(r, dev), _accuracy(r, test)) for name, r in (("rules", rules), ("learned", learned))}
+    with capsys.disabled():
+        for name, (on_dev, on_test) in scores.items():
+            print(f"\nrouter {name}: dev {on_dev:.3f} ({len(dev)}), test {on_test:.3f} ({len(test)})")
+    assert len(test) >= 50
+    assert scores["learned"][1] > scores["rules"][1]
+    assert scores["learned"][1] >= 0.75

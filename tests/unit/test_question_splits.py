@@ -1,0 +1,68 @@
+"""The dev/test split of the bundled questions and the held-out question file (docs/evaluation.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.evaluation.questions import parse_questions
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "northwind"
+
+
+def _load(name: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (CORPUS / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_the_bundled_split_is_the_scripted_assignment() -> None:
+    done = subprocess.run(
+        [sys.executable, str(CORPUS / "split_questions.py"), "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_split_is_stratified_and_every_type_has_test_questions() -> None:
+    bundled = _load("questions.jsonl")
+    by_type = Counter(str(q["type"]) for q in bundled)
+    held_out = Counter(str(q["type"]) for q in bundled if q["split"] == "test")
+    for qtype, n in by_type.items():
+        assert held_out[qtype] == round(n / 3), qtype
+
+
+def test_the_held_out_file_is_all_test_with_new_ids_and_the_design_examples() -> None:
+    bundled, extra = _load("questions.jsonl"), _load("questions-test.jsonl")
+    assert len(extra) >= 40
+    assert {q["split"] for q in extra} == {"test"}
+    assert not {q["id"] for q in extra} & {q["id"] for q in bundled}
+    assert not {q["question"] for q in extra} & {q["question"] for q in bundled}
+    asked = {str(q["question"]) for q in extra}
+    assert "Which customers are affected by vendors that had a security incident in 2024?" in asked
+    assert "Which vendors supply the customers that use Atlas?" in asked
+    parsed = parse_questions((CORPUS / "questions-test.jsonl").read_text(encoding="utf-8").splitlines())
+    assert any(q.conflict_values for q in parsed) and any(q.plan_values for q in parsed)
+
+
+def test_the_held_out_file_passes_the_corpus_checker() -> None:
+    done = subprocess.run(
+        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-test.jsonl"),
+         "--min-per-type", "0"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [({"split": "train"}, "unknown split"), ({"conflict_values": ["Lars"]}, "at least two")],
+)
+def test_a_bad_split_or_a_one_sided_conflict_is_a_missing_field(extra: dict[str, object], message: str) -> None:
+    line = json.dumps({"id": "x", "question": "q?", "type": "lookup", **extra})
+    with pytest.raises(KgragError) as caught:
+        parse_questions([line])
+    assert caught.value.code is ErrorCode.MISSING_FIELD and message in str(caught.value)
