@@ -14,7 +14,7 @@ import pytest
 
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph_retrieval.learned_router import LearnedRouter, RouterExample, parse_router_examples
-from kgrag_core.graph_retrieval.router import QuestionKind, Route, RuleRouter, route_for_mode
+from kgrag_core.graph_retrieval.router import QuestionKind, Route, RuleRouter
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher
 from tests.unit.test_graph_retrieval_doubles import READER, FakeClock, FakeStore, chain_graph, hybrid_over
 
@@ -103,20 +103,6 @@ def test_the_runner_up_strategy_runs_when_the_route_is_unsure() -> None:
     alone = searcher.search(question, READER, top_k=10, chosen=Route(K.ENTITY, 0.9, ()))
     assert both.mode == alone.mode == "hybrid+graph"
     assert {line.text for line in alone.graph_lines} <= {line.text for line in both.graph_lines}
-
-
-def test_mode_overrides_the_router() -> None:
-    router = RuleRouter()
-    lookup = "What is the standard laptop refresh cycle?"
-    assert route_for_mode(None, lookup, router) == router.route(lookup)
-    assert route_for_mode("VECTOR", "Who leads the team that owns Atlas?", router).kind is K.LOOKUP
-    assert route_for_mode("multi_hop", lookup, router).kind is K.MULTI_HOP
-    assert route_for_mode("GLOBAL", lookup, router).signals == ("mode:GLOBAL",)
-    assisted = route_for_mode("GRAPH_ASSISTED", lookup, router)
-    assert assisted.kind is K.ENTITY and assisted.signals[0] == "mode:GRAPH_ASSISTED"
-    assert route_for_mode("GRAPH_ASSISTED", "Summarise the recurring themes.", router).kind is K.GLOBAL
-    with pytest.raises(ValueError, match="unknown mode"):
-        route_for_mode("FASTEST", lookup, router)
 
 
 @pytest.mark.parametrize(

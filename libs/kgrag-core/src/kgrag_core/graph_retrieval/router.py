@@ -223,28 +223,3 @@ class RuleRouter:
 
     def route(self, question: str) -> Route:
         return route(question)
-
-
-# The request's `mode` (seed 003 §3) as a route: AUTO asks the router; the others override it.
-_MODE_KINDS = {
-    "VECTOR": QuestionKind.LOOKUP,
-    "MULTI_HOP": QuestionKind.MULTI_HOP,
-    "GLOBAL": QuestionKind.GLOBAL,
-}
-
-
-def route_for_mode(mode: str | None, question: str, router: QuestionRouter) -> Route:
-    """The route a request's mode asks for. GRAPH_ASSISTED keeps the router's kind unless that is a lookup,
-    then takes its runner-up graph kind (an entity question when it has none); unknown modes are a ValueError."""
-    name = (mode or "AUTO").upper()
-    if name == "AUTO":
-        return router.route(question)
-    if name in _MODE_KINDS:
-        return Route(_MODE_KINDS[name], 1.0, (f"mode:{name}",))
-    if name == "GRAPH_ASSISTED":
-        routed = router.route(question)
-        if routed.kind is not QuestionKind.LOOKUP:
-            return Route(routed.kind, routed.confidence, (f"mode:{name}", *routed.signals))
-        graph_kind = routed.alternative if routed.alternative not in (None, QuestionKind.LOOKUP) else None
-        return Route(graph_kind or QuestionKind.ENTITY, routed.confidence, (f"mode:{name}", *routed.signals))
-    raise ValueError(f"unknown mode {mode!r}")
