@@ -93,7 +93,7 @@ def test_the_report_compares_two_answerers_per_split_and_the_routers(tmp_path: P
     def quoting(value: str) -> Any:
         """An answerer that answers with the one retrieved chunk holding `value`."""
 
-        def answer(question: str, response: Any) -> Answer:
+        def answer(question: str, caller: Any, response: Any) -> Answer:
             hit = next((h for h in response.hits if value in h.text), response.hits[0])
             cite = Citation(1, hit.chunk_id, hit.doc_id, "t", "u", 0, len(hit.text), hit.text)
             return Answer(question, AnswerMode.LLM, (AnswerSentence(hit.text, (1,)),), (cite,), "", "HIGH")
@@ -123,7 +123,7 @@ def test_a_replayed_model_is_scored_next_to_the_extractive_answer(tmp_path: Path
     the answer metrics do not. A question with no recording is a named failure, scored as saying nothing."""
     from kgrag_adapters.llm.replay import ReplayChatModel, request_document, request_key, write_recording
     from kgrag_core.acl import Caller
-    from kgrag_core.answering.generative import ANSWER_SCHEMA, build_messages
+    from kgrag_core.answering.generative import ANSWER_SCHEMA, build_messages, context_sources
 
     question = "What is the current pallet capacity of LEJ-2?"
     rows = [
@@ -135,8 +135,11 @@ def test_a_replayed_model_is_scored_next_to_the_extractive_answer(tmp_path: Path
     path = tmp_path / "q.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     app = _app()
-    hits = app.search(question, Caller(user="ann"), top_k=8, graph=True).hits
-    messages = build_messages(question, hits)
+    # The prompt the app sends: the search's hits and the structured context's facts (and their sources).
+    response = app.search(question, Caller(user="ann"), top_k=8, graph=True)
+    context = app.answer_context(question, Caller(user="ann"), response)
+    hits = context_sources(response.hits, context)
+    messages = build_messages(question, hits, context)
     source = 1 + next(i for i, h in enumerate(hits) if "24,500" in h.text)
     reply = {
         "insufficient_evidence": False,
@@ -151,10 +154,14 @@ def test_a_replayed_model_is_scored_next_to_the_extractive_answer(tmp_path: Path
     from kgrag_runtime.evaluation.answers import evaluate_answers
 
     # The answers alone: the rest of the run asks through the app, which has no recording for those requests.
-    answers: Any = evaluate_answers(app, parse_questions(path.read_text("utf-8").splitlines()), graph=True)
-    assert answers["answerers"] == ["extractive", "llm"]
+    questions = parse_questions(path.read_text("utf-8").splitlines())
+    answers: Any = evaluate_answers(app, questions, graph=True, compare=("extractive", "llm"))
+    assert answers["answerers"] == ["extractive", "composed", "llm"]
     llm = answers["per_question"]["llm"]
-    assert llm["t1"]["unsupported_rate"] == 1.0 and llm["t1"]["outdated_as_current"] == 1.0
+    # The replayed reply states the outdated 18,000 on a quote that says 24,500: verification removes that
+    # sentence, so the model's answer abstains instead of stating the old value as current.
+    assert llm["t1"]["abstained"] == 1.0 and llm["t1"]["outdated_as_current"] == 0.0
+    assert "unsupported_rate" not in llm["t1"]  # no sentence left to grade
     assert answers["failures"] == {"llm": {"l1": "LLM_UNAVAILABLE"}} and llm["l1"]["abstained"] == 1.0
     assert answers["per_question"]["extractive"]["l1"]["abstained"] == 0.0  # the positive control
     assert answers["sign_tests"]["llm vs extractive (answer_ok, test)"]["losses"] >= 1

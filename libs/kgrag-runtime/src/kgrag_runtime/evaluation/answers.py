@@ -13,9 +13,11 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from kgrag_core.acl import Caller
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
 from kgrag_core.answering.model import Answer
+from kgrag_core.answering.verification import verify_answer
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.evaluation.answer_metrics import answer_metrics
 from kgrag_core.evaluation.metrics import mean, sign_test
@@ -25,10 +27,11 @@ from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, Rule
 from kgrag_core.graph_retrieval.searcher import GraphSearchResponse
 from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.search import SearchResponse
+from kgrag_runtime.answer_flow import answer_verified, supporting_facts
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.graph import BUNDLED_ROUTER_SET
 
-Answerer = Callable[[str, SearchResponse | GraphSearchResponse], Answer]
+Answerer = Callable[[str, Caller, SearchResponse | GraphSearchResponse], Answer]
 ALL = "all"
 # Compared question by question between two answerers: lower is better for the last three.
 COMPARED = ("answer_ok", "value_accuracy", "outdated_as_current", "plan_as_done", "unsupported_rate")
@@ -43,12 +46,29 @@ def _llm(app: KgragApp) -> Answerer:
             "The llm answerer needs an answering model.",
             hint="Set KGRAG_LLM_REPLAY_DIR to recorded replies (or KGRAG_LLM_BASE_URL and KGRAG_LLM_MODEL).",
         )
-    return lambda q, r: generative_answer(q, r.hits, model)
+
+    def answer(question: str, caller: Caller, response: SearchResponse | GraphSearchResponse) -> Answer:
+        # The app's prompt and verification, but no fallback: a model failure is counted as one, by code.
+        context = app.answer_context(question, caller, response)
+        facts = supporting_facts(response, context)
+        return verify_answer(generative_answer(question, response.hits, model, facts=facts, context=context), facts)
+
+    return answer
+
+
+def _composed(app: KgragApp) -> Answerer:
+    def answer(question: str, caller: Caller, response: SearchResponse | GraphSearchResponse) -> Answer:
+        return answer_verified(question, response, None, context=app.answer_context(question, caller, response))
+
+    return answer
 
 
 # Answerers by name, each built for an app; a new composer registers here to be compared by name.
+# `extractive` is the best-sentence picker (the `sentences` style, the answerer before the composed one):
+# the baseline `composed` is compared against.
 ANSWERERS: dict[str, Callable[[KgragApp], Answerer]] = {
-    "extractive": lambda app: lambda q, r: extractive_answer(q, r.hits),
+    "extractive": lambda app: lambda q, caller, r: extractive_answer(q, r.hits),
+    "composed": _composed,
     "llm": _llm,
 }
 
@@ -58,8 +78,8 @@ def register_answerer(name: str, factory: Callable[[KgragApp], Answerer]) -> Non
 
 
 def default_answerers(app: KgragApp) -> dict[str, Answerer]:
-    """`extractive`, and `llm` when the app has an answering model."""
-    names = ["extractive", *(["llm"] if app.llm is not None else [])]
+    """`extractive` (the old answerer), `composed` (the new), and `llm` when the app has an answering model."""
+    names = ["extractive", "composed", *(["llm"] if app.llm is not None else [])]
     return answerers_named(app, names)
 
 
@@ -95,7 +115,7 @@ def evaluate_answers(
         response = app.search(q.question, q.caller, top_k=n, graph=graph)
         for name, answerer in chosen.items():
             try:
-                answer = answerer(q.question, response).as_dict()
+                answer = answerer(q.question, q.caller, response).as_dict()
             except KgragError as err:  # a failed answer is an answer that says nothing: counted, and named
                 failures[name][q.id] = err.code.value
                 answer = {"answered": False, "sentences": [], "citations": []}
