@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,15 +43,17 @@ import numpy as np
 
 from kgrag_adapters.postgres.embedded import EmbeddedPostgres
 from kgrag_adapters.postgres.store import PostgresStore
-from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
+from kgrag_adapters.qdrant_edge.vector_index import EdgeTuning, EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.acl import PUBLIC_ACL, AclClass, Caller, acl_from_source, readable_classes
 from kgrag_core.documents import Chunk, DocumentStatus, StoredDocument
 from kgrag_core.ids import chunk_id_for, content_hash
+from kgrag_core.limits import CANDIDATES_PER_ROUTE
 from kgrag_core.ports import Embedder
+from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import KeywordDoc, VectorPoint
-from kgrag_core.tracing.timing import measuring
+from kgrag_core.tracing.timing import measuring, stage
 from kgrag_runtime.benchmarks.prose import prose_documents
 from kgrag_runtime.benchmarks.runner import _machine
 from kgrag_runtime.settings import KgragSettings
@@ -69,6 +72,9 @@ class ScaleConfig:
     pool: int = 2048
     noise: float = 0.02
     seed: int = 2026
+    # Index-only: no PostgreSQL; searches time the routes and their fusion, not the hydration (below).
+    index_only: bool = False
+    optimize_after_points: int = EdgeTuning().optimize_after_points
 
 
 class _MemorySampler:
@@ -137,9 +143,12 @@ def _tree(root: int) -> list[int]:
     return found
 
 
+_FINANCE = acl_from_source({"groups": ["finance"]})
+
+
 def _documents(cfg: ScaleConfig) -> Iterator[tuple[str, AclClass, list[str]]]:
     """(doc_id, ACL, chunk texts) for `cfg.chunks` chunks, streamed: nothing of the corpus is kept."""
-    finance = acl_from_source({"groups": ["finance"]})
+    finance = _FINANCE
     paragraphs = (d.body.decode("utf-8") for d in prose_documents(cfg.chunks, seed=cfg.seed))
     doc = 0
     while True:
@@ -184,7 +193,7 @@ class _BuildTimes:
 
 def _build(
     cfg: ScaleConfig,
-    stores: tuple[PostgresStore, PostgresStore],
+    stores: tuple[PostgresStore, PostgresStore] | None,
     vindex: EdgeVectorIndex,
     kindex: TantivyKeywordIndex,
     pool: np.ndarray,
@@ -197,7 +206,8 @@ def _build(
     seen = 0
     batch: list[tuple[str, AclClass, list[str]]] = []
 
-    def commit(store: PostgresStore, items: list[tuple[str, AclClass, list[Chunk], list[str]]]) -> None:
+    def commit(store: PostgresStore, items: list[tuple[str, AclClass, list[Chunk], list[str]]]) -> float:
+        started = time.perf_counter()
         for doc_id, acl, chunks, texts in items:
             body = "\n\n".join(texts).encode("utf-8")
             stored = StoredDocument(
@@ -213,6 +223,7 @@ def _build(
                 byte_length=len(body),
             )
             store.commit_document(stored, acl, chunks)
+        return time.perf_counter() - started
 
     def flush() -> None:
         nonlocal seen
@@ -223,8 +234,7 @@ def _build(
         chunks_of = [chunks for _, _, chunks, _ in items]
         # PostgreSQL (its own server processes) commits on two connections beside the in-process index
         # writes, as two indexer replicas would; each phase's time is its own wall time.
-        pg_started = time.perf_counter()
-        postgres = [committer.submit(commit, store, items[i::2]) for i, store in enumerate(stores)]
+        postgres = [committer.submit(commit, store, items[i::2]) for i, store in enumerate(stores or ())]
         vectors = _derived_vectors(pool, first, sum(len(c) for c in chunks_of), cfg.noise, cfg.seed)
         row = 0
         for chunks in chunks_of:
@@ -242,9 +252,8 @@ def _build(
         started = time.perf_counter()
         kindex.upsert(docs)
         times.keywords_s += time.perf_counter() - started
-        for future in postgres:
-            future.result()  # re-raises a failed commit here
-        times.postgres_s += time.perf_counter() - pg_started
+        # The slower connection's wall time (result() re-raises a failed commit here).
+        times.postgres_s += max((future.result() for future in postgres), default=0.0)
         seen += row
         batch.clear()
         if log:
@@ -329,17 +338,20 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
 
 
 def _search(searcher: HybridSearcher, queries: list[str], caller: Caller) -> dict[str, dict[str, float]]:
+    return _timed(lambda q, mode: bool(searcher.search(q, caller, top_k=10, mode=mode).hits), queries)
+
+
+def _timed(search: Callable[[str, SearchMode], bool], queries: list[str]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for mode in MODES:
         for q in queries[:5]:
-            searcher.search(q, caller, top_k=10, mode=mode)  # warm-up (caches, mmap pages) outside the timing
+            search(q, mode)  # warm-up (caches, mmap pages) outside the timing
         totals: list[float] = []
         stages: dict[str, list[float]] = {}
         found = 0
         for q in queries:
             with measuring() as t:
-                hits = searcher.search(q, caller, top_k=10, mode=mode).hits
-            found += bool(hits)
+                found += search(q, mode)
             totals.append(t.ms["total"])
             for name, ms in t.ms.items():
                 stages.setdefault(name, []).append(ms)
@@ -351,14 +363,37 @@ def _search(searcher: HybridSearcher, queries: list[str], caller: Caller) -> dic
     return out
 
 
+def _routes_only(
+    vindex: EdgeVectorIndex, kindex: TantivyKeywordIndex, embedder: Embedder, queries: list[str], caller: Caller
+) -> dict[str, dict[str, float]]:
+    """What `HybridSearcher.search` does before hydrating, stage by stage: the index-only mode's latency."""
+    allowed = readable_classes([PUBLIC_ACL, _FINANCE], caller)
+    per_route = CANDIDATES_PER_ROUTE.resolve(None)
+
+    def one(q: str, mode: SearchMode) -> int:
+        routes = {}
+        if mode in (SearchMode.HYBRID, SearchMode.DENSE):
+            with stage("embed"):
+                vector = embedder.embed_query(q)
+            with stage("dense"):
+                routes["dense"] = vindex.search(vector, allowed, per_route)
+        if mode in (SearchMode.HYBRID, SearchMode.BM25):
+            with stage("bm25"):
+                routes["bm25"] = kindex.search(q, allowed, per_route)
+        with stage("fusion"):
+            return len(reciprocal_rank_fusion(routes)[:10])
+
+    return _timed(lambda q, mode: one(q, mode) > 0, queries)
+
+
 def _dense_recall(
-    searcher: HybridSearcher, vindex: EdgeVectorIndex, queries: list[str], caller: Caller, k: int = 10
+    embedder: Embedder, vindex: EdgeVectorIndex, queries: list[str], caller: Caller, k: int = 10
 ) -> float:
     """Mean overlap of the index's top k with an exact scan's top k over the same readable chunks."""
-    allowed = readable_classes(searcher.acls.acl_classes(), caller)
+    allowed = readable_classes([PUBLIC_ACL, _FINANCE], caller)
     overlaps = []
     for q in queries:
-        vector = searcher.embedder.embed_query(q)
+        vector = embedder.embed_query(q)
         approx = {h.chunk_id for h in vindex.search(vector, allowed, k)}
         exact = {h.chunk_id for h in vindex.search(vector, allowed, k, exact=True)}
         overlaps.append(len(approx & exact) / max(1, len(exact)))
@@ -371,35 +406,40 @@ def run(cfg: ScaleConfig, *, log: bool = True) -> dict[str, object]:
     load_start = os.getloadavg()[0]
     pool, model_rate = _model_rate_and_pool(embedder, cfg)
     caller = Caller(user="bench", groups=("engineering",))
-    with tempfile.TemporaryDirectory(prefix="kgrag-scale-") as tmp, _MemorySampler() as memory:
-        with (
-            EmbeddedPostgres(Path(tmp) / "pg") as pg,
-            PostgresStore.connect(pg.dsn) as store,
-            PostgresStore.connect(pg.dsn) as second,
-        ):
+    tuning = EdgeTuning(optimize_after_points=cfg.optimize_after_points)
+    with tempfile.TemporaryDirectory(prefix="kgrag-scale-") as tmp, _MemorySampler() as memory, ExitStack() as stack:
+        stores: tuple[PostgresStore, PostgresStore] | None = None
+        if not cfg.index_only:
+            pg = stack.enter_context(EmbeddedPostgres(Path(tmp) / "pg"))
+            stores = (
+                stack.enter_context(PostgresStore.connect(pg.dsn)),
+                stack.enter_context(PostgresStore.connect(pg.dsn)),
+            )
             memory.watch_postgres(Path(tmp) / "pg")
-            with (
-                EdgeVectorIndex(Path(tmp) / "qdrant", embedder.dimension) as vindex,
-                TantivyKeywordIndex(Path(tmp) / "bm25") as kindex,
-            ):
-                started = time.perf_counter()
-                times, sample = _build(cfg, (store, second), vindex, kindex, pool, log)
-                build_s = time.perf_counter() - started
-                build_peak_mb = memory.peak_total_mb
-                searcher = HybridSearcher(store, store, vindex, kindex, embedder)
-                queries = _queries(sample, cfg.seed)
-                search = _search(searcher, queries, caller)
-                recall = _dense_recall(searcher, vindex, queries[:50], caller)
-                disk_mb = {
-                    name: sum(f.stat().st_size for f in (Path(tmp) / name).rglob("*") if f.is_file()) / 2**20
-                    for name in ("pg", "qdrant", "bm25")
-                }
+        vindex = stack.enter_context(EdgeVectorIndex(Path(tmp) / "qdrant", embedder.dimension, tuning=tuning))
+        kindex = stack.enter_context(TantivyKeywordIndex(Path(tmp) / "bm25"))
+        started = time.perf_counter()
+        times, sample = _build(cfg, stores, vindex, kindex, pool, log)
+        build_s = time.perf_counter() - started
+        build_peak_mb = memory.peak_total_mb
+        queries = _queries(sample, cfg.seed)
+        if stores is None:
+            search = _routes_only(vindex, kindex, embedder, queries, caller)
+        else:
+            search = _search(HybridSearcher(stores[0], stores[0], vindex, kindex, embedder), queries, caller)
+        recall = _dense_recall(embedder, vindex, queries[:50], caller)
+        disk_mb = {
+            name: sum(f.stat().st_size for f in (Path(tmp) / name).rglob("*") if f.is_file()) / 2**20
+            for name in ("pg", "qdrant", "bm25")
+        }
     return {
         "machine": _machine(),
         "chunks": cfg.chunks,
         "documents": -(-cfg.chunks // CHUNKS_PER_DOC),
         "pool": min(cfg.pool, cfg.chunks),
         "noise": cfg.noise,
+        "index_only": cfg.index_only,
+        "optimize_after_points": cfg.optimize_after_points,
         "model_chunks_per_s": model_rate,
         "build_s": build_s,
         "build_with_model_s": build_s + cfg.chunks / model_rate,
@@ -435,7 +475,9 @@ def markdown(r: dict[str, object]) -> str:
         "",
         f"{r['chunks']:,} chunks in {r['documents']:,} documents; vectors: the model's on the first {r['pool']:,} "
         f"chunks, those + N(0, {r['noise']}) noise after; model alone {r['model_chunks_per_s']:.1f} chunks/s; "
-        f"dense recall@10 against an exact scan {r['dense_recall_at_10']:.3f}",
+        f"dense recall@10 against an exact scan {r['dense_recall_at_10']:.3f}"
+        + (" · INDEX ONLY: no PostgreSQL, latency = routes + fusion, no hydration" if r["index_only"] else "")
+        + f" · vector optimizer every {r['optimize_after_points']:,} points",
         "",
         "| mode | p50 ms | p95 ms | embed p50 ms | dense p50 ms | bm25 p50 ms | hydrate p50 ms | queries with hits "
         "| load avg |",
@@ -469,13 +511,27 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--pool", type=int, default=2048, help="chunks embedded with the real model")
     parser.add_argument("--noise", type=float, default=0.02, help="per-dimension noise on derived vectors")
+    parser.add_argument(
+        "--index-only", action="store_true", help="no PostgreSQL: time the routes and fusion, not hydration"
+    )
+    parser.add_argument(
+        "--optimize-every",
+        type=int,
+        default=EdgeTuning().optimize_after_points,
+        help="points written between the vector index's optimizer runs (the shipped default, or a bulk load's)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results/scale"))
     ns = parser.parse_args()
-    result = run(ScaleConfig(ns.chunks, ns.queries, ns.pool, ns.noise))
+    result = run(
+        ScaleConfig(
+            ns.chunks, ns.queries, ns.pool, ns.noise, index_only=ns.index_only, optimize_after_points=ns.optimize_every
+        )
+    )
     ns.out.mkdir(parents=True, exist_ok=True)
-    (ns.out / f"scale-{ns.chunks}.json").write_text(json.dumps(result, indent=2))
+    name = f"scale-{ns.chunks}{'-index-only' if ns.index_only else ''}"
+    (ns.out / f"{name}.json").write_text(json.dumps(result, indent=2))
     table = markdown(result)
-    (ns.out / f"scale-{ns.chunks}.md").write_text(table)
+    (ns.out / f"{name}.md").write_text(table)
     print(table)
 
 
