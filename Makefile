@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 DEMO_DIR ?= .kgrag-demo
 RUN := $(UV) run --frozen
 
-.PHONY: install demo test lint typecheck services services-stop stack stack-stop eval eval-graph bench bench-distributed serve clean
+.PHONY: install demo test lint typecheck services services-stop stack stack-stop eval eval-graph bench bench-distributed bench-scale serve clean
 
 # --quiet: `make demo` shows the demo, not the list of every installed package; errors still print.
 install:  ## Create .venv and install every workspace package from uv.lock
@@ -59,6 +59,10 @@ bench: install  ## Benchmarks (tables with same-run baselines) into bench-result
 bench-distributed: install services  ## Freshness under load, 1 vs 2 replicas, Neo4j vs PostgreSQL traversal on the real servers
 	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed
 	$(RUN) python -m kgrag_runtime.benchmarks.graph_stores --entities 100000 --out bench-results/graph-stores
+
+bench-scale: install  ## Search at 100k and 1M chunks on the embedded stores (docs/benchmarks.md, section 9; an hour or more)
+	$(RUN) python -m kgrag_runtime.benchmarks.scale --chunks 100000 --out bench-results/scale
+	$(RUN) python -m kgrag_runtime.benchmarks.scale --chunks 1000000 --index-only --optimize-every 1000000 --pool 512 --out bench-results/scale
 
 serve: install  ## HTTP API with OpenAPI docs at http://127.0.0.1:8000/docs
 	$(RUN) kgrag serve --data-dir $(DEMO_DIR)

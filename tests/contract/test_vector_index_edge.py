@@ -93,3 +93,21 @@ def test_another_process_sees_the_data_after_close(tmp_path: Path) -> None:
     assert done.stdout.strip() == "2 ['c1', 'c2']"
     with EdgeVectorIndex(where, DIMENSION) as index:
         assert chunk_ids(index.search(vec(1.0), [ALLOWED], 1)) == ["c1"]
+
+
+def test_the_optimizer_runs_once_enough_points_were_written(tmp_path: Path) -> None:
+    # Without an optimizer run the engine never builds its HNSW graph and every search scans every vector.
+    from unittest import mock
+
+    from kgrag_adapters.qdrant_edge.vector_index import EdgeTuning
+
+    with EdgeVectorIndex(tmp_path / "v", DIMENSION, tuning=EdgeTuning(optimize_after_points=5)) as index:
+        with mock.patch.object(index, "optimize", wraps=index.optimize) as optimize:
+            index.upsert([point(f"c{i}", vec(1.0, i)) for i in range(4)])
+            assert optimize.call_count == 0
+            index.upsert([point("c4", vec(1.0, 4)), point("c5", vec(1.0, 5))])
+            assert optimize.call_count == 1
+            index.upsert([point("c6", vec(1.0, 6))])
+            assert optimize.call_count == 1  # the count starts again after a run
+        assert chunk_ids(index.search(vec(1.0, 6), [ALLOWED], 1)) == ["c6"]
+        assert chunk_ids(index.search(vec(1.0, 6), [ALLOWED], 1, exact=True)) == ["c6"]

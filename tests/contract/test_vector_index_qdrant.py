@@ -197,9 +197,15 @@ def test_collection_is_created_from_the_schema_file(tmp_path: Path) -> None:
             QdrantVectorIndex(client, COLLECTION, DIMENSION)
         create.assert_called_once_with(
             COLLECTION,
-            vectors_config=models.VectorParams(size=DIMENSION, distance=models.Distance.COSINE),
-            hnsw_config=models.HnswConfigDiff(m=16, ef_construct=100),
-            on_disk_payload=False,
+            vectors_config=models.VectorParams(size=DIMENSION, distance=models.Distance.COSINE, on_disk=True),
+            shard_number=2,
+            replication_factor=1,
+            hnsw_config=models.HnswConfigDiff(m=16, ef_construct=100, full_scan_threshold=10000),
+            optimizers_config=models.OptimizersConfigDiff(indexing_threshold=20000, max_segment_size=2000000),
+            quantization_config=models.ScalarQuantization(
+                scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+            ),
+            on_disk_payload=True,
         )
         requested = {c.args[1]: c.kwargs["field_schema"] for c in index.call_args_list}
         assert requested == {
@@ -222,6 +228,31 @@ def test_schema_file_has_one_home() -> None:
     raw = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     assert schema.collection == raw["collection"] == "kgrag_chunks"
     assert schema.size == 384  # the default dimension of connect()
+
+
+def test_searches_send_the_schema_search_params(tmp_path: Path) -> None:
+    # HNSW breadth and rescoring on the float32 originals (scores stay exact cosines under int8 quantisation).
+    client = QdrantClient(path=str(tmp_path / "q"))
+    try:
+        index = QdrantVectorIndex(client, COLLECTION, DIMENSION)
+        index.upsert([point("c1", vec(1.0))])
+        with mock.patch.object(client, "query_points", wraps=client.query_points) as query:
+            assert [h.chunk_id for h in index.search(vec(1.0), [ALLOWED], 5)] == ["c1"]
+        sent = query.call_args.kwargs["search_params"]
+        assert sent == models.SearchParams(
+            hnsw_ef=128, quantization=models.QuantizationSearchParams(rescore=True, oversampling=1.5)
+        )
+    finally:
+        client.close()
+
+
+def test_only_scalar_quantisation_is_accepted_in_schema(tmp_path: Path) -> None:
+    raw = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    raw["quantization_config"] = {"product": {"compression": "x16"}}
+    bad = tmp_path / "chunks.json"
+    bad.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(ValueError, match="scalar"):
+        load_schema(bad)
 
 
 def test_unknown_index_type_in_schema_is_rejected(tmp_path: Path) -> None:

@@ -64,6 +64,12 @@ class CollectionSchema:
     hnsw_config: models.HnswConfigDiff
     on_disk_payload: bool
     payload_indexes: Mapping[str, models.KeywordIndexParams | models.DatetimeIndexParams]
+    vectors_on_disk: bool | None = None
+    shard_number: int | None = None
+    replication_factor: int | None = None
+    quantization_config: models.ScalarQuantization | None = None
+    optimizers_config: models.OptimizersConfigDiff | None = None
+    search_params: models.SearchParams | None = None
 
 
 def load_schema(path: Path = SCHEMA_FILE) -> CollectionSchema:
@@ -74,6 +80,11 @@ def load_schema(path: Path = SCHEMA_FILE) -> CollectionSchema:
         if params is None:
             raise ValueError(f"{path}: unsupported payload index type {spec['type']!r} for {field!r}")
         indexes[field] = params(**spec)
+    quantization = raw.get("quantization_config")
+    if quantization is not None and set(quantization) != {"scalar"}:
+        raise ValueError(f"{path}: quantization_config supports only 'scalar', got {sorted(quantization)}")
+    optimizers = raw.get("optimizers_config")
+    search = raw.get("search_params")
     return CollectionSchema(
         collection=str(raw["collection"]),
         size=int(raw["vectors"]["size"]),
@@ -81,6 +92,16 @@ def load_schema(path: Path = SCHEMA_FILE) -> CollectionSchema:
         hnsw_config=models.HnswConfigDiff(**raw["hnsw_config"]),
         on_disk_payload=bool(raw["on_disk_payload"]),
         payload_indexes=indexes,
+        vectors_on_disk=raw["vectors"].get("on_disk"),
+        shard_number=raw.get("shard_number"),
+        replication_factor=raw.get("replication_factor"),
+        quantization_config=(
+            models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(**quantization["scalar"]))
+            if quantization is not None
+            else None
+        ),
+        optimizers_config=models.OptimizersConfigDiff(**optimizers) if optimizers is not None else None,
+        search_params=models.SearchParams(**search) if search is not None else None,
     )
 
 
@@ -97,7 +118,9 @@ class QdrantVectorIndex(Closeable):
         self._collection = collection
         self._dimension = dimension
         self._owns_client = False
-        _ensure_collection(client, collection, dimension, load_schema())
+        schema = load_schema()
+        self._search_params = schema.search_params
+        _ensure_collection(client, collection, dimension, schema)
 
     @classmethod
     def connect(
@@ -196,6 +219,7 @@ class QdrantVectorIndex(Closeable):
                 self._collection,
                 query=query_vector,
                 query_filter=acl_filter,
+                search_params=self._search_params,
                 limit=size,
                 with_payload=["chunk_id"],
                 with_vectors=False,
@@ -258,8 +282,14 @@ def _ensure_collection(client: QdrantClient, collection: str, dimension: int, sc
         try:
             client.create_collection(
                 collection,
-                vectors_config=models.VectorParams(size=dimension, distance=schema.distance),
+                vectors_config=models.VectorParams(
+                    size=dimension, distance=schema.distance, on_disk=schema.vectors_on_disk
+                ),
+                shard_number=schema.shard_number,
+                replication_factor=schema.replication_factor,
                 hnsw_config=schema.hnsw_config,
+                optimizers_config=schema.optimizers_config,
+                quantization_config=schema.quantization_config,
                 on_disk_payload=schema.on_disk_payload,
             )
         except (UnexpectedResponse, ValueError):

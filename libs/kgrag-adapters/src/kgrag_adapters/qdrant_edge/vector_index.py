@@ -6,6 +6,14 @@ payload index), so denied chunks never take a place in the top-k.
 The shard keeps its write-ahead log enabled: the engine then holds an exclusive lock on the directory,
 so one process (and one instance) owns a path at a time; another process loads it once this one has
 closed it. Every upsert/delete is flushed before it returns, so nothing acknowledged is lost on a crash.
+
+Scale (docs/benchmarks.md, "Search at 1M chunks"): the engine builds an HNSW graph and int8 quantised
+vectors only when its optimizer runs, which on Qdrant Edge happens only on `optimize()`; until then every
+search scans every vector. So `upsert` runs the optimizer once `EdgeTuning.optimize_after_points` points
+were written since the last run. The engine holds the GIL while it optimizes (measured: a thread of the
+same process did not run for the whole call), so a search of the same process waits for it; a bulk load
+pays it in the loading thread, every `optimize_after_points` points, in pieces no larger than a segment
+(`max_segment_kb`), so no single run rebuilds the whole index.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +43,45 @@ _INDEXED_FIELDS = ("acl_class_id", "doc_id", "source")
 _DATETIME_FIELDS = ("doc_time",)  # the document date, filtered on by SearchFilters
 
 
+@dataclass(frozen=True, slots=True)
+class EdgeTuning:
+    """How the shard indexes vectors; the defaults were measured at 100k and 1M chunks (docs/benchmarks.md).
+
+    Changing them on an existing shard is allowed: the engine stores the new config and the next optimizer
+    run builds the index with it."""
+
+    hnsw_m: int = 16
+    hnsw_ef_construct: int = 64
+    # Candidates explored per search; the result's top-k comes from these, rescored on the original vectors.
+    hnsw_ef: int = 128
+    # Below this many KB of matching vectors a filtered search scans them instead of walking the graph.
+    full_scan_threshold_kb: int = 10_000
+    # int8 copies (a quarter of the memory of the float32 originals) for the graph walk, kept in RAM.
+    int8_quantisation: bool = True
+    # Bounds what one optimizer run rebuilds (about 200k vectors of 384 dimensions).
+    max_segment_kb: int = 300_000
+    optimize_after_points: int = 50_000
+
+    def config(self, dimension: int) -> qe.EdgeConfig:
+        quantisation = (
+            qe.ScalarQuantizationConfig(type=qe.ScalarType.Int8, quantile=0.99, always_ram=True)
+            if self.int8_quantisation
+            else None
+        )
+        return qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+            hnsw_config=qe.HnswIndexConfig(
+                m=self.hnsw_m, ef_construct=self.hnsw_ef_construct, full_scan_threshold=self.full_scan_threshold_kb
+            ),
+            quantization_config=quantisation,
+            optimizers=qe.EdgeOptimizersConfig(max_segment_size=self.max_segment_kb),
+        )
+
+    def search_params(self) -> qe.SearchParams:
+        # Rescoring makes every returned score the exact cosine, as without quantisation (ties, fusion).
+        return qe.SearchParams(hnsw_ef=self.hnsw_ef, quantization=qe.QuantizationSearchParams(rescore=True))
+
+
 def point_id_for(chunk_id: str) -> str:
     """The engine's point ID for a chunk (the engine accepts only integers and UUIDs)."""
     return str(uuid.uuid5(_POINT_NAMESPACE, chunk_id))
@@ -42,12 +90,15 @@ def point_id_for(chunk_id: str) -> str:
 class EdgeVectorIndex(Closeable):
     """Cosine-similarity index of chunk vectors in a Qdrant Edge shard at `path`."""
 
-    def __init__(self, path: Path, dimension: int) -> None:
+    def __init__(self, path: Path, dimension: int, *, tuning: EdgeTuning | None = None) -> None:
         if dimension < 1:
             raise ValueError(f"dimension must be positive, got {dimension}")
         self._path = Path(path)
         self._dimension = dimension
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine))
+        self._tuning = tuning or EdgeTuning()
+        self._search_params = self._tuning.search_params()
+        self._written_since_optimize = 0
+        config = self._tuning.config(dimension)
         if _holds_shard(self._path):
             # Passing the config makes the engine reject a shard built for another dimension.
             shard = qe.EdgeShard.load(str(self._path), config)
@@ -83,6 +134,20 @@ class EdgeVectorIndex(Closeable):
         for start in range(0, len(prepared), _WRITE_BATCH):
             shard.update(qe.UpdateOperation.upsert_points(prepared[start : start + _WRITE_BATCH]))
         shard.flush()
+        self._written_since_optimize += len(prepared)
+        if self._written_since_optimize >= self._tuning.optimize_after_points:
+            self.optimize()
+
+    def optimize(self) -> bool:
+        """Build the HNSW graph and quantised vectors of what was written since the last run (blocking).
+
+        True when the engine changed segments. A bulk load calls it once at the end, so that the points
+        written after the last automatic run are indexed too."""
+        shard = self._live()
+        changed = shard.optimize()
+        shard.flush()
+        self._written_since_optimize = 0
+        return changed
 
     def delete(self, chunk_ids: Sequence[str]) -> None:
         _reject_bare_string(chunk_ids, "chunk_ids")
@@ -117,7 +182,10 @@ class EdgeVectorIndex(Closeable):
         limit: int,
         *,
         filters: SearchFilters | None = None,
+        exact: bool = False,
     ) -> list[RouteHit]:
+        """The `limit` nearest readable chunks the filters admit; `exact` scans every vector instead (to
+        measure recall)."""
         check_limit(limit)
         query_vector = self._checked_vector(vector)
         _reject_bare_string(acl_class_ids, "acl_class_ids")
@@ -139,6 +207,7 @@ class EdgeVectorIndex(Closeable):
         if bounds is not None:
             conditions.append(qe.FieldCondition(key="doc_time", range=qe.RangeDateTime(**bounds)))
         acl_filter = qe.Filter(must=conditions)
+        params = qe.SearchParams(exact=True) if exact else self._search_params
 
         def fetch(size: int) -> list[tuple[str, float]]:
             found = shard.query(
@@ -146,6 +215,7 @@ class EdgeVectorIndex(Closeable):
                     limit=size,
                     query=qe.Query.Nearest(query_vector),
                     filter=acl_filter,
+                    params=params,
                     with_payload=["chunk_id"],
                     with_vector=False,
                 )
