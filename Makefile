@@ -60,7 +60,7 @@ bench-distributed: install services  ## Freshness under load, 1 vs 2 replicas, N
 	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed
 	$(RUN) python -m kgrag_runtime.benchmarks.graph_stores --entities 100000 --out bench-results/graph-stores
 
-bench-scale: install  ## Search at 100k and 1M chunks on the embedded stores (docs/benchmarks.md, section 9; an hour or more)
+bench-scale: install  ## Search at 100k and 1M chunks on the embedded stores (docs/benchmarks.md, section 10; an hour or more)
 	$(RUN) python -m kgrag_runtime.benchmarks.scale --chunks 100000 --out bench-results/scale
 	$(RUN) python -m kgrag_runtime.benchmarks.scale --chunks 1000000 --index-only --optimize-every 1000000 --pool 512 --out bench-results/scale
 
