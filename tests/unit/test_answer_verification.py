@@ -116,3 +116,18 @@ def test_verify_answer_checks_any_answerer_and_abstains_when_nothing_is_left() -
     assert none_left.mode is AnswerMode.ABSTAINED and none_left.removed_sentences == 1
     untouched = _extractive([(OWNER, OWNER)])
     assert verify_answer(untouched) is untouched
+
+
+CALLED_OFF = "Project Lodestar, the planned migration of Beacon to CockroachDB, is cancelled."
+
+
+def test_a_yes_no_verdict_is_checked_apart_from_the_statement_it_opens() -> None:
+    # "No:" answers the question; the statement after it is checked on its own and keeps its support.
+    assert check_sentence(f"No: {CALLED_OFF}", [CALLED_OFF]) is None
+    assert check_sentence("No: Beacon did not move to CockroachDB.", ["Beacon did not move to CockroachDB."]) is None
+    # A "No" that no source backs (nothing denied or called off), and a statement the quote does not hold.
+    assert check_sentence("No: Beacon moved to CockroachDB.", ["Beacon moved to CockroachDB."]) == POLARITY_MISMATCH
+    assert check_sentence(f"No: {CALLED_OFF}".replace("Beacon", "Harbor"), [CALLED_OFF]) == UNSUPPORTED_ENTITY
+    assert check_sentence("Yes: Beacon moved to CockroachDB.", ["Beacon did not move to CockroachDB."]) == (
+        POLARITY_MISMATCH
+    )

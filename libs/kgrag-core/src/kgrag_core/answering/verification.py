@@ -156,10 +156,26 @@ _GENERIC_OPENERS = frozenset(
 )
 
 
+# A yes/no question's verdict opening a sentence ("No: <what the source says>"): it answers the question and
+# negates nothing in the sentence, so the statement after it is checked on its own. "No" still needs a source
+# that denies or calls something off; "Yes" needs nothing more than the statement's own support.
+_VERDICT = re.compile(r"^(yes|no)\s*:\s+", re.IGNORECASE)
+_CALLED_OFF = frozenset(
+    ["cancelled", "canceled", "cancel", "abandoned", "shelved", "rejected", "dropped", "scrapped", "withdrawn"]
+)
+
+
 def check_sentence(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) -> str | None:
     """None when `quotes` (and `facts`) support `text`, else the first reason they do not."""
     if not quotes and not facts:
         return NO_CITATION
+    verdict = _VERDICT.match(text)
+    if verdict is not None:
+        if verdict.group(1).lower() == "no" and not any(
+            t in _NEGATIONS or t.endswith("n't") or t in _CALLED_OFF for q in quotes for t in _tokens(q)
+        ):
+            return POLARITY_MISMATCH  # "No" where no quote denies or calls anything off
+        text = text[verdict.end() :]
     sentence = normalise_for_quote(text)
     quoted = [normalise_for_quote(q) for q in [*quotes, *facts]]
     if sentence.rstrip(".!?;: ") in {q.rstrip(".!?;: ") for q in quoted}:
