@@ -330,14 +330,15 @@ def _plain_shape(graph: Neo4jKnowledgeGraph) -> list[str]:
 
 
 def test_a_scope_written_in_batches_equals_one_written_whole(world: Neo4jWorld, neo4j_uri: str) -> None:
-    """With a write batch of 2 units every scope goes the batched way (a hub's, in production): after each
-    change (new documents, a merge, a deletion, a revert) it holds exactly what one transaction writes."""
+    """With a write batch of 8 units every scope here goes the batched way (a hub's, in production): after each
+    change (new documents, a merge, a deletion) it holds exactly what one transaction writes. Each step
+    re-projects every document, so the unchanged ones are replays (restamped, nothing deleted)."""
     with Neo4jKnowledgeGraph.connect(
         neo4j_uri,
         namespace=f"test-{uuid.uuid4().hex[:12]}",
         cipher=world.source.cipher,
         name_index=world.source.name_index,
-        write_batch=2,
+        write_batch=8,
     ) as batched:
         try:
 
@@ -360,10 +361,5 @@ def test_a_scope_written_in_batches_equals_one_written_whole(world: Neo4jWorld, 
             follow([PRIYA, P_RAMAN])
             world.delete_document("doc-hr")
             follow()
-            world.revert("m1")
-            follow([PRIYA, P_RAMAN])
-            before = _shape(batched)
-            follow([PRIYA, P_RAMAN, ROUTING])  # a replay restamps every row and deletes nothing
-            assert len(_shape(batched)) == len(before)
         finally:
             batched.drop_namespace()

@@ -592,11 +592,13 @@ class PostgresGraphStore(PostgresExtractionStore):
             m = mentions.get(ent)
             name = self._opened_pair(sealed_name)
             norm = normalise_name(name)
-            names = {self._text(doc, bytes(n)) for n, doc in zip(m[1], m[2], strict=True)} if m else set()
+            # Names and quotes are sealed deterministically per document: a repeated one is opened once, and
+            # quotes only until three distinct ones are found (a pass reads hundreds of profiles).
+            sealed_names = {(bytes(n), doc) for n, doc in zip(m[1], m[2], strict=True)} if m else set()
+            names = {self._text(doc, n) for n, doc in sealed_names}
             aliases = tuple(sorted(n for n in names if normalise_name(n) != norm))
-            opened = (self._text(doc, bytes(q)) for q, doc in zip(m[4], m[5], strict=True)) if m else ()
             strong_ids = self._opened_ids(m[6], m[7]) if m else ()
-            quotes = list(dict.fromkeys(opened))[:_CONTEXT_QUOTES]
+            quotes = self._first_distinct(zip(m[4], m[5], strict=True), _CONTEXT_QUOTES) if m else []
             out.append(
                 EntityProfile(
                     entity_id=ent,
@@ -906,6 +908,20 @@ class PostgresGraphStore(PostgresExtractionStore):
         return bool(row and row[0])
 
     # --- helpers (the caller holds the lock) -----------------------------------------------------------------
+
+    def _first_distinct(self, sealed: Iterable[tuple[bytes, str]], limit: int) -> list[str]:
+        """The first `limit` distinct texts of (sealed text, document) pairs, in order, each opened once."""
+        out: dict[str, None] = {}
+        seen: set[tuple[bytes, str]] = set()
+        for value, doc in sealed:
+            key = (bytes(value), doc)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.setdefault(self._text(doc, key[0]), None)
+            if len(out) == limit:
+                break
+        return list(out)
 
     def _opened_pair(self, pair: Sequence[bytes] | None) -> str:
         """A [sealed name, document id] pair (see _VISIBLE_NAME) opened; "" when there is none."""
