@@ -3,6 +3,7 @@ canonical choice, and blocking that never compares all pairs."""
 
 from __future__ import annotations
 
+import collections
 import random
 from pathlib import Path
 
@@ -76,6 +77,9 @@ def test_resolution_on_the_labelled_set(
     profiles = [row.profile for row in labelled]
     with_context = Resolver().resolve(profiles, vectors)
     with_chunks = Resolver().resolve(profiles, chunk_vectors)
+    # As a pass gives them (each vector with the chunk vectors it averages): no labelled pair shares a chunk.
+    per_chunk = {entity: [vector] for entity, vector in chunk_vectors.items()}
+    assert Resolver().resolve(profiles, chunk_vectors, context_chunks=per_chunk).canonical == with_chunks.canonical
     names_only = Resolver().resolve(profiles)
     full = score_resolution(with_context.canonical, gold)
     chunked = score_resolution(with_chunks.canonical, gold)
@@ -120,6 +124,38 @@ def test_incremental_resolution_matches_a_full_pass(
     assert incremental.canonical == full.canonical  # the canonical choice is stable too
     assert incremental.stats.new_profiles == len(profiles) - len(first_batch)
     assert incremental.stats.compared_pairs < full.stats.compared_pairs
+
+
+def test_incremental_passes_scoring_only_changed_pairs_match_a_full_pass(
+    labelled: list[LabelledProfile], vectors: dict[str, list[float]]
+) -> None:
+    """As ingest runs it: three batches, each pass scoring only pairs with an entity of its batch."""
+    profiles = [row.profile for row in labelled]
+    shuffled = profiles[:]
+    random.Random(11).shuffle(shuffled)
+    resolver, compared = Resolver(), 0
+    seen: list[EntityProfile] = []
+    canonical: dict[str, str] = {}
+    for start in range(0, len(shuffled), len(shuffled) // 3 + 1):
+        batch = shuffled[start : start + len(shuffled) // 3 + 1]
+        seen += batch
+        sizes = collections.Counter(canonical.values())
+        existing = {e: c for e, c in canonical.items() if sizes[c] > 1}  # the clusters so far, as the store has them
+        plan = resolver.resolve(
+            seen,
+            {p.entity_id: vectors[p.entity_id] for p in seen},
+            existing=existing,
+            changed={p.entity_id for p in batch},
+        )
+        canonical, compared = plan.canonical, compared + plan.stats.compared_pairs
+    full = resolver.resolve(profiles, vectors)
+    assert partition(canonical) == partition(full.canonical)
+    every_pass = 0  # the same passes without `changed`: every unresolved pair in the scope, again and again
+    seen = []
+    for start in range(0, len(shuffled), len(shuffled) // 3 + 1):
+        seen += shuffled[start : start + len(shuffled) // 3 + 1]
+        every_pass += resolver.resolve(seen, {p.entity_id: vectors[p.entity_id] for p in seen}).stats.compared_pairs
+    assert compared < every_pass
 
 
 def test_merge_records_describe_each_cluster(labelled: list[LabelledProfile]) -> None:

@@ -4,13 +4,14 @@ entity with none (and then each distinct context once while the process runs).""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
 
 from kgrag_core.graph.model import DocumentProfile, EntityProfile, MergeRecord, PairDecision
-from kgrag_core.resolution.features import mean_direction
+from kgrag_core.graph.ports import ResolutionScope
+from kgrag_core.resolution.features import mean_direction, own_context_directions
 from kgrag_core.resolution.resolver import Overrides, ResolutionPlan, Resolver
 from kgrag_core.resolution.service import CONTEXT_CHUNKS, ResolutionService
 
@@ -25,12 +26,18 @@ class Store:
 
     rows: list[EntityProfile]
     merges: list[MergeRecord] = field(default_factory=list)
+    changed: tuple[str, ...] | None = None  # what the documents name (None: every row)
+    documents_asked: list[list[str]] = field(default_factory=list)
 
     def profiles(self, entity_ids: Sequence[str] | None = None) -> list[EntityProfile]:
         return [p for p in self.rows if entity_ids is None or p.entity_id in entity_ids]
 
     def entities_near_documents(self, doc_ids: Sequence[str]) -> list[str]:
         return sorted(p.entity_id for p in self.rows)
+
+    def incremental_scope(self, doc_ids: Sequence[str], max_token_entities: int) -> ResolutionScope:
+        everyone = tuple(self.entities_near_documents(doc_ids))
+        return ResolutionScope(everyone if self.changed is None else self.changed, everyone)
 
     def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]:
         return {e: e for e in entity_ids}
@@ -45,6 +52,7 @@ class Store:
         return 0
 
     def document_profiles(self, entity_ids: Sequence[str]) -> list[DocumentProfile]:
+        self.documents_asked.append(list(entity_ids))
         return []  # every profile is named in one document: no namesakes to split
 
     def kept_apart(self) -> list[tuple[str, str]]:
@@ -91,6 +99,8 @@ class RecordingResolver(Resolver):
     def __init__(self) -> None:
         super().__init__()
         self.vectors: list[dict[str, tuple[float, ...]]] = []
+        self.changed: list[list[str] | None] = []
+        self.plans: list[ResolutionPlan] = []
 
     def resolve(
         self,
@@ -98,9 +108,14 @@ class RecordingResolver(Resolver):
         vectors: Mapping[str, Sequence[float]] | None = None,
         existing: Mapping[str, str] | None = None,
         overrides: Overrides | None = None,
+        changed: Collection[str] | None = None,
+        context_chunks: Mapping[str, Sequence[Sequence[float]]] | None = None,
     ) -> ResolutionPlan:
         self.vectors.append({k: tuple(v) for k, v in (vectors or {}).items()})
-        return super().resolve(profiles, vectors, existing, overrides)
+        self.changed.append(None if changed is None else sorted(changed))
+        plan = super().resolve(profiles, vectors, existing, overrides, changed, context_chunks)
+        self.plans.append(plan)
+        return plan
 
 
 def test_context_vectors_come_from_chunk_vectors_and_the_model_embeds_only_what_has_none() -> None:
@@ -133,6 +148,53 @@ def test_without_a_model_there_are_no_context_vectors() -> None:
     report = ResolutionService(Store([MARIA, WEI]), resolver, context_source=chunks).run()
     assert (report.context_from_chunks, report.embedded) == (0, 0)
     assert resolver.vectors == [{}] and chunks.requests == []  # the model id names the cached vectors
+
+
+def test_an_incremental_pass_scores_only_pairs_with_an_entity_its_documents_name() -> None:
+    # Maria Chen, M. Chen and Wei Chen share "chen"; the documents name only Wei Chen.
+    store, resolver = Store([MARIA, M_CHEN, WEI], changed=("ent_wei",)), RecordingResolver()
+    report = ResolutionService(store, resolver).run(["doc-wei"])
+    assert resolver.changed == [["ent_wei"]] and report.profiles == 3  # the others are read as its block-mates
+    assert report.compared_pairs == 2  # Wei with each of the others; Maria with M. Chen was scored before
+    assert store.documents_asked == [["ent_wei"]]  # namesakes only among the changed entities
+    # Positive control: the same store with every entity changed scores the Maria / M. Chen pair too and
+    # merges it, as a full pass does.
+    everyone, full_resolver = Store([MARIA, M_CHEN, WEI]), RecordingResolver()
+    full = ResolutionService(everyone, full_resolver).run(["doc-wei"])
+    assert full.compared_pairs == 3 and full.merges == 1
+    assert {m.canonical_id for m in everyone.merges} == {"ent_maria"}
+    assert full_resolver.plans[0].canonical == Resolver().resolve([MARIA, M_CHEN, WEI]).canonical
+    assert ResolutionService(Store([MARIA, M_CHEN, WEI]), RecordingResolver()).run().compared_pairs == 3
+
+
+def test_entities_named_in_the_same_chunk_are_not_alike_by_that_chunk() -> None:
+    """Pavel and Samuel Novak, siblings of one biography: one chunk vector each, the same one. The context feature
+    compares the chunks they do not share (none: no context evidence), and the pair is not queued for review."""
+    pavel = EntityProfile("ent_pavel", "Person", "Pavel Novak", context="Pavel Novak and Samuel Novak.", mentions=2)
+    samuel = EntityProfile("ent_samuel", "Person", "Samuel Novak", context="Pavel Novak and Samuel Novak.", mentions=2)
+    biography = (0.6, 0.8, 0.0)
+    queued: list[PairDecision] = []
+
+    class Queue(Store):
+        def queue_for_review(self, pairs: Sequence[PairDecision]) -> None:
+            queued.extend(pairs)
+
+    alone = ChunkVectors({"ent_pavel": [biography], "ent_samuel": [biography]})
+    report = ResolutionService(Queue([pavel, samuel]), Resolver(), embedder=CountingModel(), context_source=alone).run()
+    assert report.compared_pairs == 1 and report.review == 0 and queued == []
+    # Positive control: the same vectors without the chunks they came from read as the same context and
+    # lift the pair into review (what the review queue filled up with).
+    vectors = {"ent_pavel": biography, "ent_samuel": biography}
+    lifted = Resolver().resolve([pavel, samuel], vectors)
+    assert [(d.a, d.b) for d in lifted.review] == [("ent_pavel", "ent_samuel")]
+    assert dict(lifted.review[0].features)["context"] == 1.0
+
+
+def test_own_context_directions_leave_out_the_shared_chunks() -> None:
+    shared, a_own, b_own = (1.0, 0.0, 0.0), (0.0, 3.0, 0.0), (0.0, 0.0, 2.0)
+    assert own_context_directions([shared, a_own], [shared, b_own]) == ((0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    assert own_context_directions([shared], [shared, b_own]) is None  # the first has no chunk of its own
+    assert own_context_directions([a_own], [b_own]) == ((0.0, 1.0, 0.0), (0.0, 0.0, 1.0))  # nothing shared
 
 
 def test_mean_direction() -> None:

@@ -35,13 +35,23 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Any, LiteralString, TypeVar
 
-from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Session, basic_auth
+from neo4j import (
+    Driver,
+    GraphDatabase,
+    ManagedTransaction,
+    NotificationMinimumSeverity,
+    Record,
+    Session,
+    basic_auth,
+)
 
 from kgrag_adapters.neo4j.lexical_graph import DEFAULT_NAMESPACE, Neo4jLexicalGraph
+from kgrag_adapters.neo4j.write_batches import bounded_batches, entity_cost, row_cost, scope_cost, split_entity_row
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.claims import timeline
 from kgrag_core.extraction.identity import normalise_name, relation_id
@@ -59,6 +69,10 @@ from kgrag_core.handlers.knowledge_projection import (
 from kgrag_core.shredding import ContentCipher, open_text
 
 _T = TypeVar("_T")
+
+# Units of work (write_batches.py) one projection transaction may hold: a scope over it is written in
+# batches. 5,000 edges with their evidence arrays stay far below the dev server's 512 MiB heap.
+DEFAULT_WRITE_BATCH = 5000
 
 # --- Cypher: reads ----------------------------------------------------------------------------------------
 
@@ -317,6 +331,94 @@ CALL () {
 }
 """
 
+# --- Cypher: a scope written in bounded batches (write_batches.py) ----------------------------------------
+# Each batch upserts its rows stamped with the projection's generation ($gen); once every row is written,
+# whatever in the scope carries another stamp (or none: written whole) is stale and is deleted, again in
+# bounded batches. At every step the scope holds the old state, the new one, or rows of both: never less
+# than the new state, and a reader falls back to PostgreSQL meanwhile (the watermark moves after the batch).
+
+_SCOPE_ENTITY_IDS: LiteralString = """
+CALL () {
+  UNWIND $ids AS id
+  MATCH (e:KgEntity {ns: $ns, entity_id: id})
+  RETURN e
+  UNION
+  UNWIND $cids AS cid
+  MATCH (e:KgEntity {ns: $ns, canonical_id: cid})
+  RETURN e
+}
+RETURN e.entity_id AS entity_id
+"""
+
+_STAMP_ENTITIES: LiteralString = """
+UNWIND $rows AS row
+MERGE (e:KgEntity {ns: $ns, entity_id: row.entity_id})
+SET e.canonical_id = row.canonical_id, e.name = row.name, e.name_doc = row.name_doc, e.type = row.type,
+    e.norm_name = row.norm_name,
+    e.strong_ids = row.strong_ids, e.seen_acl = row.seen_acl, e.seen_active = row.seen_active, e.gen = $gen
+WITH e, row
+CALL (e, row) {
+  UNWIND row.docs AS doc_id
+  MERGE (d:KgDoc {ns: $ns, doc_id: doc_id})
+  MERGE (e)-[s:SEEN_IN]->(d)
+  SET s.gen = $gen
+}
+CALL (e, row) {
+  UNWIND row.aliases AS a
+  MERGE (n:KgName {ns: $ns, norm: a.norm})
+  MERGE (e)-[k:KNOWN_AS {name: a.name, acl: a.acl, active: a.active, doc: a.doc}]->(n)
+  SET k.uses = a.uses, k.strong_ids = a.strong_ids, k.gen = $gen
+}
+"""
+
+# SET x = ...: an edge re-written in place keeps no property of its old version.
+_STAMP_EDGES: LiteralString = """
+UNWIND $rows AS row
+MERGE (s:KgCanonical {ns: $ns, canonical_id: row.subject_id})
+MERGE (o:KgCanonical {ns: $ns, canonical_id: row.object_id})
+MERGE (s)-[x:KG_EDGE {relation_id: row.relation_id}]->(o)
+SET x = row.props, x.relation_id = row.relation_id, x.gen = $gen
+"""
+
+_STAMP_CLAIMS: LiteralString = """
+UNWIND $rows AS row
+MERGE (c:KgClaim {ns: $ns, claim_id: row.claim_id})
+SET c = row.props, c.ns = $ns, c.claim_id = row.claim_id, c.gen = $gen
+"""
+
+_STALE_EDGES: LiteralString = """
+UNWIND $cids AS cid
+MATCH (:KgCanonical {ns: $ns, canonical_id: cid})-[x:KG_EDGE]-(far:KgCanonical)
+WHERE x.gen IS NULL OR x.gen <> $gen
+WITH DISTINCT x, far LIMIT $limit
+DELETE x
+RETURN collect(DISTINCT far.canonical_id) AS fars, count(*) AS deleted
+"""
+
+_STALE_LINKS: LiteralString = """
+UNWIND $ids AS id
+MATCH (:KgEntity {ns: $ns, entity_id: id})-[r:SEEN_IN|KNOWN_AS]->(n)
+WHERE r.gen IS NULL OR r.gen <> $gen
+WITH r, n LIMIT $limit
+DELETE r
+RETURN collect(DISTINCT n.doc_id) AS docs, collect(DISTINCT n.norm) AS norms, count(*) AS deleted
+"""
+
+_STALE_NODES: LiteralString = """
+CALL () {
+  UNWIND $ids AS id
+  MATCH (c:KgClaim {ns: $ns, entity_id: id}) WHERE c.gen IS NULL OR c.gen <> $gen
+  RETURN c AS x
+  UNION
+  UNWIND $ids AS id
+  MATCH (e:KgEntity {ns: $ns, entity_id: id}) WHERE e.gen IS NULL OR e.gen <> $gen
+  RETURN e AS x
+}
+WITH x LIMIT $limit
+DETACH DELETE x
+RETURN count(*) AS deleted
+"""
+
 _DROP_HUBS: LiteralString = "MATCH (h:KgHub {ns: $ns}) WHERE NOT h.entity_id IN $ids DELETE h"
 
 _PUT_HUBS: LiteralString = """
@@ -356,6 +458,7 @@ class Neo4jKnowledgeGraph:
         namespace: str = DEFAULT_NAMESPACE,
         cipher: ContentCipher | None = None,
         name_index: Callable[[str], str] | None = None,
+        write_batch: int = DEFAULT_WRITE_BATCH,
     ) -> None:
         if not namespace:
             raise ValueError("namespace must be a non-empty string")
@@ -367,6 +470,9 @@ class Neo4jKnowledgeGraph:
         self._database = database
         self._ns = namespace
         self._owns_driver = False
+        if write_batch < 2:
+            raise ValueError(f"write_batch must be at least 2, got {write_batch}")
+        self._write_batch = write_batch
 
     @classmethod
     def connect(
@@ -379,6 +485,7 @@ class Neo4jKnowledgeGraph:
         namespace: str = DEFAULT_NAMESPACE,
         cipher: ContentCipher | None = None,
         name_index: Callable[[str], str] | None = None,
+        write_batch: int | None = None,
     ) -> Neo4jKnowledgeGraph:
         """A projection on the server at `uri` with the schema applied (schemas/neo4j/constraints.cypher)."""
         if (user is None) != (password is None):
@@ -389,7 +496,8 @@ class Neo4jKnowledgeGraph:
             driver.verify_connectivity()
             # One schema file serves both graphs; the lexical graph's loader applies it (races absorbed).
             Neo4jLexicalGraph(driver, database).ensure_schema()
-            graph = cls(driver, database, namespace=namespace, cipher=cipher, name_index=name_index)
+            batch = DEFAULT_WRITE_BATCH if write_batch is None else write_batch
+            graph = cls(driver, database, namespace=namespace, cipher=cipher, name_index=name_index, write_batch=batch)
         except BaseException:
             driver.close()
             raise
@@ -534,7 +642,8 @@ class Neo4jKnowledgeGraph:
         return self._read(work)
 
     def project(self, snapshot: KnowledgeSnapshot) -> None:
-        """Replace the projection's state of the snapshot's scope with the snapshot, in one transaction."""
+        """Replace the projection's state of the snapshot's scope with the snapshot: in one transaction, or for
+        a scope over `write_batch` units of work (a hub's) in bounded batches (`_project_in_batches`)."""
         ns = self._ns
         cids = list(snapshot.canonical_ids)
         entity_rows = [self._entity_row(e) for e in snapshot.entities]
@@ -542,6 +651,9 @@ class Neo4jKnowledgeGraph:
         claim_rows = [self._claim_row(c) for c in snapshot.claims]
         attributes = [a for a, _ in snapshot.cardinality]
         cardinalities = [c.value for _, c in snapshot.cardinality]
+        if scope_cost(entity_rows, edge_rows, claim_rows) > self._write_batch:
+            self._project_in_batches(snapshot, entity_rows, edge_rows, claim_rows)
+            return
 
         def work(tx: ManagedTransaction) -> None:
             old = [r.data() for r in tx.run(_SCOPE_ENTITIES, ns=ns, ids=list(snapshot.entity_ids), cids=cids)]
@@ -559,6 +671,54 @@ class Neo4jKnowledgeGraph:
 
         with self._session() as session:
             session.execute_write(work)
+
+    def _project_in_batches(
+        self,
+        snapshot: KnowledgeSnapshot,
+        entity_rows: Sequence[dict[str, Any]],
+        edge_rows: Sequence[dict[str, Any]],
+        claim_rows: Sequence[dict[str, Any]],
+    ) -> None:
+        """Upsert every row stamped with a fresh generation, then delete what of the scope is stale, each in
+        transactions of at most `write_batch` units. Idempotent: interrupted anywhere, projecting the scope
+        again converges (the caller holds the namespace's writer lock throughout)."""
+        limit = self._write_batch
+        params: dict[str, Any] = {"ns": self._ns, "gen": uuid.uuid4().hex, "limit": limit}
+        cids = list(snapshot.canonical_ids)
+        with self._session() as session:
+
+            def write(query: LiteralString, **more: Any) -> Record | None:
+                def work(tx: ManagedTransaction) -> Record | None:
+                    return tx.run(query, {**params, **more}).single()
+
+                return session.execute_write(work)
+
+            def read_ids(tx: ManagedTransaction) -> list[str]:
+                found = tx.run(_SCOPE_ENTITY_IDS, ns=self._ns, ids=list(snapshot.entity_ids), cids=cids)
+                return [r["entity_id"] for r in found]
+
+            ids = sorted(set(session.execute_read(read_ids)) | set(snapshot.entity_ids))
+            pieces = [piece for row in entity_rows for piece in split_entity_row(row, limit)]
+            for batch in bounded_batches(pieces, entity_cost, limit):
+                write(_STAMP_ENTITIES, rows=batch)
+            for query, rows in ((_STAMP_EDGES, edge_rows), (_STAMP_CLAIMS, claim_rows)):
+                for batch in bounded_batches(rows, row_cost, limit):
+                    write(query, rows=batch)
+            attributes = [a for a, _ in snapshot.cardinality]
+            write(_PUT_ONTOLOGY, attributes=attributes, cardinalities=[c.value for _, c in snapshot.cardinality])
+            fars: set[str] = set()
+            docs: set[str] = set()
+            norms: set[str] = set()
+            while (found := write(_STALE_EDGES, cids=cids)) is not None and found["deleted"]:
+                fars.update(found["fars"])
+            while (found := write(_STALE_LINKS, ids=ids)) is not None and found["deleted"]:
+                docs.update(found["docs"])
+                norms.update(found["norms"])
+            while (found := write(_STALE_NODES, ids=ids)) is not None and found["deleted"]:
+                pass  # each round deletes up to `limit` stale claims and entities
+            sweep = {"norms": sorted(norms), "docs": sorted(docs), "cids": sorted(fars | set(cids))}
+            for start in range(0, max(len(v) for v in sweep.values()), limit):
+                write(_SWEEP, **{k: v[start : start + limit] for k, v in sweep.items()})
 
     def project_hubs(self, hubs: Mapping[str, int]) -> None:
         ids = sorted(hubs)

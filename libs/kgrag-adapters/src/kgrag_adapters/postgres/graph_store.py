@@ -48,6 +48,7 @@ from kgrag_core.graph.model import (
     SenseSplit,
     document_profile,
 )
+from kgrag_core.graph.ports import ResolutionScope
 from kgrag_core.shredding import open_text
 
 _DECIDERS = frozenset({"auto", "review", "override"})
@@ -241,8 +242,8 @@ _CLAIMS_OF: LiteralString = (
 # entities sharing a name token (two characters or more) or a strong identifier with them, their clusters.
 # Tokens and identifiers are compared by their blind indexes (migration 0010: stored normalised, so plain
 # equality is the comparison entity ids make).
-_NEAR_DOCUMENTS: LiteralString = """
-WITH seed AS (
+_SEED_CTE: LiteralString = """
+seed AS (
   SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id
   WHERE c.doc_id = ANY(%(docs)s::text[])
   UNION SELECT r.subject_id FROM kg_relations r JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id
@@ -251,20 +252,13 @@ WITH seed AS (
   JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = ANY(%(docs)s::text[])
   UNION SELECT cl.entity_id FROM kg_claims cl JOIN kg_claim_evidence cv ON cv.claim_id = cl.claim_id
   JOIN chunks c ON c.chunk_id = cv.chunk_id WHERE c.doc_id = ANY(%(docs)s::text[])
-), tokens AS (
-  SELECT COALESCE(array_agg(DISTINCT t), '{}') AS ts FROM (
-    SELECT unnest(e.name_tokens) AS t FROM kg_entities e JOIN seed USING (entity_id)
-    UNION SELECT unnest(m.name_tokens) FROM kg_mentions m JOIN seed USING (entity_id)) AS named
 ), ids AS (
   SELECT DISTINCT p->>0 AS kind, p->>1 AS value
   FROM kg_entities e JOIN seed USING (entity_id), jsonb_array_elements(e.strong_ids) AS p
-), near AS (
-  SELECT entity_id FROM seed
-  UNION SELECT e.entity_id FROM kg_entities e, tokens WHERE e.name_tokens && tokens.ts
-  UNION SELECT m.entity_id FROM kg_mentions m, tokens WHERE m.name_tokens && tokens.ts
-  UNION SELECT e.entity_id FROM kg_entities e, jsonb_array_elements(e.strong_ids) AS p
-  JOIN ids ON ids.kind = p->>0 AND ids.value = p->>1
-), clusters AS (
+)"""
+
+_SCOPE_TAIL: LiteralString = """
+, clusters AS (
   SELECT DISTINCT COALESCE(ec.canonical_id, n.entity_id) AS cid FROM near n
   LEFT JOIN er_canonical ec ON ec.entity_id = n.entity_id
 )
@@ -273,6 +267,65 @@ UNION SELECT ec.entity_id FROM er_canonical ec JOIN clusters ON clusters.cid = e
 UNION SELECT cid FROM clusters
 ORDER BY 1
 """
+
+_NEAR_DOCUMENTS: LiteralString = (
+    "WITH "
+    + _SEED_CTE
+    + """, tokens AS (
+  SELECT COALESCE(array_agg(DISTINCT t), '{}') AS ts FROM (
+    SELECT unnest(e.name_tokens) AS t FROM kg_entities e JOIN seed USING (entity_id)
+    UNION SELECT unnest(m.name_tokens) FROM kg_mentions m JOIN seed USING (entity_id)) AS named
+), near AS (
+  SELECT entity_id FROM seed
+  UNION SELECT e.entity_id FROM kg_entities e, tokens WHERE e.name_tokens && tokens.ts
+  UNION SELECT m.entity_id FROM kg_mentions m, tokens WHERE m.name_tokens && tokens.ts
+  UNION SELECT e.entity_id FROM kg_entities e, jsonb_array_elements(e.strong_ids) AS p
+  JOIN ids ON ids.kind = p->>0 AND ids.value = p->>1
+)"""
+    + _SCOPE_TAIL
+)
+
+# ResolutionStore.incremental_scope: as _NEAR_DOCUMENTS, each (type, token) of the seeds followed only while
+# at most %(cap)s entities of that type hold it (counted up to cap + 1: a common token costs cap + 1 rows,
+# not its whole posting list). Blocking skips a block over the cap, and blocks are per type, so what these
+# leave out could only have paired through the embedding neighbours (which the periodic full pass covers).
+_TOKEN_HOLDERS: LiteralString = """
+  SELECT e.entity_id FROM kg_entities e WHERE e.type = st.type AND e.name_tokens @> ARRAY[st.t]
+  UNION SELECT m.entity_id FROM kg_mentions m JOIN kg_entities e ON e.entity_id = m.entity_id
+  WHERE e.type = st.type AND m.name_tokens @> ARRAY[st.t]"""
+
+_INCREMENTAL_SCOPE: LiteralString = (
+    "WITH "
+    + _SEED_CTE
+    + """, seed_tokens AS (
+  SELECT e.type, unnest(e.name_tokens) AS t FROM kg_entities e JOIN seed USING (entity_id)
+  UNION SELECT e.type, unnest(m.name_tokens) FROM kg_mentions m JOIN seed USING (entity_id)
+  JOIN kg_entities e ON e.entity_id = m.entity_id
+), kept AS (
+  SELECT st.type, st.t FROM seed_tokens st
+  WHERE (SELECT count(*) FROM ("""
+    + _TOKEN_HOLDERS
+    + """ LIMIT %(cap)s::int + 1) AS holders) <= %(cap)s::int
+), near AS (
+  SELECT entity_id FROM seed
+  UNION SELECT h.entity_id FROM kept st, LATERAL ("""
+    + _TOKEN_HOLDERS
+    + """) AS h
+  UNION SELECT e.entity_id FROM kg_entities e, jsonb_array_elements(e.strong_ids) AS p
+  JOIN ids ON ids.kind = p->>0 AND ids.value = p->>1
+)"""
+    + """, clusters AS (
+  SELECT DISTINCT COALESCE(ec.canonical_id, n.entity_id) AS cid FROM near n
+  LEFT JOIN er_canonical ec ON ec.entity_id = n.entity_id
+), scope AS (
+  SELECT entity_id FROM near
+  UNION SELECT ec.entity_id FROM er_canonical ec JOIN clusters ON clusters.cid = ec.canonical_id
+  UNION SELECT cid FROM clusters
+)
+SELECT s.entity_id, s.entity_id IN (SELECT entity_id FROM seed) FROM scope s ORDER BY 1
+"""
+)
+
 
 _PROFILE_ENTITIES: LiteralString = (
     "SELECT e.entity_id, e.type, " + _VISIBLE_NAME + " FROM kg_entities e"
@@ -539,11 +592,13 @@ class PostgresGraphStore(PostgresExtractionStore):
             m = mentions.get(ent)
             name = self._opened_pair(sealed_name)
             norm = normalise_name(name)
-            names = {self._text(doc, bytes(n)) for n, doc in zip(m[1], m[2], strict=True)} if m else set()
+            # Names and quotes are sealed deterministically per document: a repeated one is opened once, and
+            # quotes only until three distinct ones are found (a pass reads hundreds of profiles).
+            sealed_names = {(bytes(n), doc) for n, doc in zip(m[1], m[2], strict=True)} if m else set()
+            names = {self._text(doc, n) for n, doc in sealed_names}
             aliases = tuple(sorted(n for n in names if normalise_name(n) != norm))
-            opened = (self._text(doc, bytes(q)) for q, doc in zip(m[4], m[5], strict=True)) if m else ()
             strong_ids = self._opened_ids(m[6], m[7]) if m else ()
-            quotes = list(dict.fromkeys(opened))[:_CONTEXT_QUOTES]
+            quotes = self._first_distinct(zip(m[4], m[5], strict=True), _CONTEXT_QUOTES) if m else []
             out.append(
                 EntityProfile(
                     entity_id=ent,
@@ -635,6 +690,13 @@ class PostgresGraphStore(PostgresExtractionStore):
             return []
         with self._lease:
             return [r[0] for r in self._conn.execute(_NEAR_DOCUMENTS, {"docs": list(doc_ids)})]
+
+    def incremental_scope(self, doc_ids: Sequence[str], max_token_entities: int) -> ResolutionScope:
+        if not doc_ids:
+            return ResolutionScope((), ())
+        with self._lease:
+            rows = self._conn.execute(_INCREMENTAL_SCOPE, {"docs": list(doc_ids), "cap": max_token_entities}).fetchall()
+        return ResolutionScope(tuple(r[0] for r in rows if r[1]), tuple(r[0] for r in rows))
 
     def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]:
         """Each ID's canonical ID; an ID in no cluster (or unknown) is its own."""
@@ -846,6 +908,20 @@ class PostgresGraphStore(PostgresExtractionStore):
         return bool(row and row[0])
 
     # --- helpers (the caller holds the lock) -----------------------------------------------------------------
+
+    def _first_distinct(self, sealed: Iterable[tuple[bytes, str]], limit: int) -> list[str]:
+        """The first `limit` distinct texts of (sealed text, document) pairs, in order, each opened once."""
+        out: dict[str, None] = {}
+        seen: set[tuple[bytes, str]] = set()
+        for value, doc in sealed:
+            key = (bytes(value), doc)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.setdefault(self._text(doc, key[0]), None)
+            if len(out) == limit:
+                break
+        return list(out)
 
     def _opened_pair(self, pair: Sequence[bytes] | None) -> str:
         """A [sealed name, document id] pair (see _VISIBLE_NAME) opened; "" when there is none."""

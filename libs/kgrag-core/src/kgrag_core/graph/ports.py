@@ -4,6 +4,7 @@ Neo4j serves the reads in distributed mode. Every adapter passes `kgrag_testing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from kgrag_core.extraction.records import ClaimRecord
@@ -72,6 +73,14 @@ class ContextVectorSource(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ResolutionScope:
+    """What an incremental pass reads (`entities`) and which of those its documents changed (`changed`)."""
+
+    changed: tuple[str, ...]  # the entities the documents' chunks name now
+    entities: tuple[str, ...]  # those, their block-mates and their clusters' members, sorted
+
+
 @runtime_checkable
 class ResolutionStore(Protocol):
     def profiles(self, entity_ids: Sequence[str] | None = None) -> list[EntityProfile]:
@@ -82,6 +91,12 @@ class ResolutionStore(Protocol):
         """What an incremental pass after these documents changed must compare: the entities their chunks
         name now, every entity whose name or surface form shares a name token with theirs or that shares a
         strong identifier with one of them, and every member of those entities' clusters; sorted."""
+        ...
+
+    def incremental_scope(self, doc_ids: Sequence[str], max_token_entities: int) -> ResolutionScope:
+        """As `entities_near_documents`, but a name token is followed only within the entity's type and only
+        while at most `max_token_entities` entities of that type hold it (blocking skips a larger block, so
+        its members could never pair through it), and the documents' own entities are told apart."""
         ...
 
     def canonical_of(self, entity_ids: Sequence[str]) -> dict[str, str]: ...

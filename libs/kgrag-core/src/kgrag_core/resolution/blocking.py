@@ -65,12 +65,19 @@ def block_keys(profile: EntityProfile, settings: BlockingSettings = BlockingSett
     return {f"{profile.type}|{key}" for key in keys}
 
 
-def _accept(pair: Pair, new_ids: Collection[str] | None) -> bool:
-    return new_ids is None or pair[0] in new_ids or pair[1] in new_ids
+def _accept(pair: Pair, new_ids: Collection[str] | None, changed: Collection[str] | None = None) -> bool:
+    """A pair with a member not yet resolved and, when `changed` is given, a member in it."""
+    return (new_ids is None or pair[0] in new_ids or pair[1] in new_ids) and (
+        changed is None or pair[0] in changed or pair[1] in changed
+    )
 
 
 def _key_blocks(
-    profiles: Iterable[EntityProfile], settings: BlockingSettings, new_ids: Collection[str] | None, out: Blocking
+    profiles: Iterable[EntityProfile],
+    settings: BlockingSettings,
+    new_ids: Collection[str] | None,
+    out: Blocking,
+    changed: Collection[str] | None = None,
 ) -> None:
     members: dict[str, list[str]] = defaultdict(list)
     for profile in profiles:
@@ -85,7 +92,7 @@ def _key_blocks(
         out.blocks += 1
         for a, b in combinations(ids, 2):
             pair = ordered(a, b)
-            if a != b and _accept(pair, new_ids):
+            if a != b and _accept(pair, new_ids, changed):
                 out.pairs.add(pair)
 
 
@@ -95,6 +102,7 @@ def _embedding_neighbours(
     settings: BlockingSettings,
     new_ids: Collection[str] | None,
     out: Blocking,
+    changed: Collection[str] | None = None,
 ) -> None:
     with_vectors = [p for p in profiles if p.entity_id in vectors]
     if len(with_vectors) < 2:
@@ -134,7 +142,7 @@ def _embedding_neighbours(
             if similarity < settings.embedding_min_cosine:
                 break
             pair = ordered(with_vectors[index].entity_id, with_vectors[other].entity_id)
-            if _accept(pair, new_ids):
+            if _accept(pair, new_ids, changed):
                 out.pairs.add(pair)
 
 
@@ -143,10 +151,13 @@ def candidate_pairs(
     vectors: Mapping[str, Sequence[float]] | None = None,
     settings: BlockingSettings = BlockingSettings(),
     new_ids: Collection[str] | None = None,
+    changed: Collection[str] | None = None,
 ) -> Blocking:
-    """Pairs to compare. With `new_ids`, only pairs with at least one new member (incremental resolution)."""
+    """Pairs to compare. With `new_ids`, only pairs with at least one new member (incremental resolution);
+    with `changed`, only pairs with at least one member in it (what an incremental pass's documents changed:
+    a pair of two unchanged profiles was decided when the later of them last changed)."""
     out = Blocking()
-    _key_blocks(profiles, settings, new_ids, out)
+    _key_blocks(profiles, settings, new_ids, out, changed)
     if vectors:
-        _embedding_neighbours(profiles, vectors, settings, new_ids, out)
+        _embedding_neighbours(profiles, vectors, settings, new_ids, out, changed)
     return out

@@ -109,6 +109,24 @@ def mean_direction(vectors: Sequence[Sequence[float]]) -> tuple[float, ...]:
     return tuple((sums / norm).tolist()) if norm else tuple(sums.tolist())
 
 
+def own_context_directions(
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]
+) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The two entities' context directions over the chunks only one of them is named in; None when either has
+    no chunk of its own.
+
+    Two entities named in one chunk get that chunk's vector: the cosine of their contexts then says they were
+    mentioned together, not that they are one thing (two siblings of one biography scored 1.0). A chunk's
+    vector stands for the chunk (the same text gives the same cached vector), so equal vectors are shared ones.
+    """
+    a_keys, b_keys = {tuple(v) for v in a}, {tuple(v) for v in b}
+    only_a = [v for v in a if tuple(v) not in b_keys]
+    only_b = [v for v in b if tuple(v) not in a_keys]
+    if not only_a or not only_b:
+        return None
+    return mean_direction(only_a), mean_direction(only_b)
+
+
 def weighted_score(features: Mapping[str, float | None], weights: FeatureWeights) -> float:
     """The name evidence moved by each corroborating feature present, clipped to [0, 1].
 

@@ -11,7 +11,7 @@ their clusters are taken as given and only pairs with at least one new profile a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kgrag_core.errors import ErrorCode, KgragError
@@ -34,6 +34,7 @@ from kgrag_core.resolution.features import (
     cosine,
     name_similarity,
     neighbour_overlap,
+    own_context_directions,
     weighted_score,
 )
 from kgrag_core.resolution.normalise import name_tokens
@@ -137,14 +138,35 @@ def canonical_member(members: Sequence[str], mentions: Mapping[str, int]) -> str
     return min(members, key=lambda member: (-mentions.get(member, 0), member))
 
 
+class ContextChunks:
+    """Each entity's context chunk vectors, and which chunks two entities share (by vector: see
+    `own_context_directions`)."""
+
+    def __init__(self, vectors: Mapping[str, Sequence[Sequence[float]]]) -> None:
+        self.vectors = vectors
+        self._keys = {entity: frozenset(map(tuple, vs)) for entity, vs in vectors.items()}
+
+    def overlap(self, a: str, b: str) -> bool:
+        ka, kb = self._keys.get(a), self._keys.get(b)
+        return ka is not None and kb is not None and not ka.isdisjoint(kb)
+
+
 class Resolver:
     def __init__(self, settings: ResolverSettings | None = None) -> None:
         self.settings = settings or ResolverSettings()
 
-    def _context(self, a: str, b: str, vectors: Mapping[str, Sequence[float]] | None) -> float | None:
+    def _context(
+        self, a: str, b: str, vectors: Mapping[str, Sequence[float]] | None, chunks: ContextChunks | None = None
+    ) -> float | None:
         if not vectors or a not in vectors or b not in vectors:
             return None
-        similarity = cosine(vectors[a], vectors[b])
+        if chunks is not None and chunks.overlap(a, b):
+            own = own_context_directions(chunks.vectors[a], chunks.vectors[b])
+            if own is None:
+                return None  # every chunk of one is a chunk of the other: no context evidence either way
+            similarity = cosine(*own)
+        else:
+            similarity = cosine(vectors[a], vectors[b])
         floor, ceiling = self.settings.context_floor, self.settings.context_ceiling
         return min(1.0, max(0.0, (similarity - floor) / (ceiling - floor)))
 
@@ -156,6 +178,7 @@ class Resolver:
         alias_index: AliasIndex,
         vectors: Mapping[str, Sequence[float]] | None = None,
         canonical: Mapping[str, str] | None = None,
+        chunks: ContextChunks | None = None,
     ) -> tuple[float, dict[str, float | None]]:
         """The weighted score and its features. Pronouns and generic one-word names give no name evidence."""
         canonical = canonical or {}
@@ -169,7 +192,7 @@ class Resolver:
             "type": 1.0 if a.type == b.type else 0.0,
             "attributes": attribute_agreement(a, b, self.settings.multi_valued_attributes),
             "neighbours": neighbour_overlap(a, b, canonical),
-            "context": self._context(a.entity_id, b.entity_id, vectors),
+            "context": self._context(a.entity_id, b.entity_id, vectors, chunks),
         }
         return weighted_score(features, self.settings.weights), features
 
@@ -182,10 +205,13 @@ class Resolver:
         vectors: Mapping[str, Sequence[float]] | None = None,
         canonical: Mapping[str, str] | None = None,
         overrides: Overrides = Overrides(),
+        chunks: ContextChunks | None = None,
     ) -> PairDecision:
         if b.entity_id < a.entity_id:
             a, b = b, a
-        score, features = self.score_pair(a, b, alias_index=alias_index, vectors=vectors, canonical=canonical)
+        score, features = self.score_pair(
+            a, b, alias_index=alias_index, vectors=vectors, canonical=canonical, chunks=chunks
+        )
         present = tuple((key, round(value, 4)) for key, value in features.items() if value is not None)
 
         def decision(kind: DecisionKind, rule: str) -> PairDecision:
@@ -222,15 +248,23 @@ class Resolver:
         vectors: Mapping[str, Sequence[float]] | None = None,
         existing: Mapping[str, str] | None = None,
         overrides: Overrides | None = None,
+        changed: Collection[str] | None = None,
+        context_chunks: Mapping[str, Sequence[Sequence[float]]] | None = None,
     ) -> ResolutionPlan:
-        """Resolve `profiles` (old and new together); `existing` maps already-resolved ids to canonical ids."""
+        """Resolve `profiles` (old and new together); `existing` maps already-resolved ids to canonical ids.
+
+        With `changed`, only pairs with a member in it are scored (an incremental pass: the entities its
+        documents name); the others are in `profiles` for their clusters and as blocking's company. With
+        `context_chunks` (the chunk vectors each of `vectors` is the mean of), two entities named in the same
+        chunks compare only the contexts of the chunks they do not share."""
+        chunks = ContextChunks(context_chunks) if context_chunks else None
         existing = dict(existing or {})
         overrides = overrides or Overrides()
         by_id = {profile.entity_id: profile for profile in profiles}
         known = {entity_id for entity_id in existing if entity_id in by_id}
         new_ids = set(by_id) - known if existing else None
         alias_index = AliasIndex(profiles, existing)
-        blocking = candidate_pairs(profiles, vectors, self.settings.blocking, new_ids)
+        blocking = candidate_pairs(profiles, vectors, self.settings.blocking, new_ids, changed)
         pairs = set(blocking.pairs)
         pairs.update(p for p in overrides.must_merge if p[0] in by_id and p[1] in by_id)
         stats = ResolutionStats(
@@ -243,7 +277,13 @@ class Resolver:
         )
         decisions = [
             self.decide(
-                by_id[a], by_id[b], alias_index=alias_index, vectors=vectors, canonical=existing, overrides=overrides
+                by_id[a],
+                by_id[b],
+                alias_index=alias_index,
+                vectors=vectors,
+                canonical=existing,
+                overrides=overrides,
+                chunks=chunks,
             )
             for a, b in sorted(pairs)
         ]

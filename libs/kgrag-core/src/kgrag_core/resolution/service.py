@@ -1,11 +1,14 @@
 """The entity-resolution use case: read profiles, resolve, apply merges, queue reviews, relabel hubs.
 
 After documents change, a pass reads only what they could affect (`run(doc_ids)`): their entities, every
-entity sharing a name token or strong identifier with them, and those entities' clusters, so its cost
-follows the change, not the graph. A full pass (`run()`, the periodic one: `kgrag entities resolve-pass`)
-reads every profile and catches what the incremental scope cannot see, such as a phonetic or
-embedding-only match. In both, clusters already merged keep their members (the resolver compares only pairs
-that involve an entity not yet in a cluster).
+entity of the same type sharing a name token (one held by at most a block's worth of entities: blocking
+skips a larger block) or a strong identifier with them, and those entities' clusters; it scores only pairs
+with a member the documents name (a pair of two unchanged entities was scored when the later of them last
+changed) and looks for namesakes only among those, so its cost follows the change, not the graph. A full
+pass (`run()`, the periodic one: `kgrag entities resolve-pass`) reads every profile and catches what the
+incremental scope cannot see, such as a phonetic or embedding-only match, or a pair whose neighbours
+merged. In both, clusters already merged keep their members (the resolver compares only pairs that involve
+an entity not yet in a cluster).
 
 An entity's context vector is the normalised mean of the vectors of the chunks it is mentioned in (the
 chunks its profile quotes), which the indexer computed and cached when it indexed them: a pass calls no
@@ -65,27 +68,37 @@ class ResolutionService:
 
     def run(self, doc_ids: Sequence[str] | None = None) -> ResolutionReport:
         """A full pass, or with `doc_ids` an incremental one over what those documents could merge with."""
+        changed: set[str] | None = None
         if doc_ids is None:
             profiles = self.store.profiles()
         else:
-            near = self.store.entities_near_documents(doc_ids)
-            profiles = self.store.profiles(near) if near else []
+            scope = self.store.incremental_scope(doc_ids, self.resolver.settings.blocking.max_block_size)
+            changed = set(scope.changed)
+            profiles = self.store.profiles(scope.entities) if scope.entities else []
         report = ResolutionReport(profiles=len(profiles))
         if not profiles:
             return report
-        report.splits = self._split_namesakes([p.entity_id for p in profiles])
+        # Only an entity whose documents changed can have a new namesake among them.
+        report.splits = self._split_namesakes(
+            sorted(changed) if changed is not None else [p.entity_id for p in profiles]
+        )
         if report.splits:  # the split entities lost documents, and their senses are new: read them again
             moved = [s.entity_id for s in report.splits]
+            if changed is not None:
+                changed.update(moved)
             profiles = self.store.profiles(sorted({*(p.entity_id for p in profiles), *moved}))
             report.profiles = len(profiles)
         current = self.store.canonical_of([p.entity_id for p in profiles])
         existing = {entity: canonical for entity, canonical in current.items() if entity != canonical}
         existing.update({canonical: canonical for canonical in set(existing.values())})
-        vectors, report.context_from_chunks, report.embedded = self._vectors(profiles)
+        vectors, chunks, report.embedded = self._vectors(profiles)
+        report.context_from_chunks = len(chunks)
         # A split (a curator's or an earlier pass's) is never merged back by a score: only by a person.
         kept_apart = tuple(sorted({*self.overrides.must_not_merge, *self.store.kept_apart()}))
         overrides = Overrides(self.overrides.must_merge, kept_apart)
-        plan: ResolutionPlan = self.resolver.resolve(profiles, vectors, existing=existing, overrides=overrides)
+        plan: ResolutionPlan = self.resolver.resolve(
+            profiles, vectors, existing=existing, overrides=overrides, changed=changed, context_chunks=chunks
+        )
         for merge in plan.merges:
             self.store.apply_merge(merge)
             report.merged.setdefault(merge.canonical_id, []).extend(merge.members)
@@ -127,19 +140,22 @@ class ResolutionService:
         texts = [_profile_text(p) for p in profiles]
         return dict(zip((p.entity_id for p in profiles), self.embedder.embed_documents(texts), strict=True))
 
-    def _vectors(self, profiles: Sequence[EntityProfile]) -> tuple[dict[str, Sequence[float]], int, int]:
-        """Context vectors by entity id, how many came from chunk vectors, how many the model embedded."""
+    def _vectors(
+        self, profiles: Sequence[EntityProfile]
+    ) -> tuple[dict[str, Sequence[float]], dict[str, list[tuple[float, ...]]], int]:
+        """Context vectors by entity id, the chunk vectors of those averaged from chunks, how many the model
+        embedded."""
         if self.embedder is None:
-            return {}, 0, 0
+            return {}, {}, 0
         vectors: dict[str, Sequence[float]] = {}
+        stored: dict[str, list[tuple[float, ...]]] = {}
         if self.context_source is not None:
             ids = [p.entity_id for p in profiles]
             stored = self.context_source.context_chunk_vectors(ids, self.embedder.model_id, CONTEXT_CHUNKS)
             vectors = {entity: mean_direction(chunk_vectors) for entity, chunk_vectors in stored.items()}
-        from_chunks = len(vectors)
         embedded, fresh = self._embedded(self.embedder, [p for p in profiles if p.entity_id not in vectors])
         vectors.update(embedded)
-        return vectors, from_chunks, fresh
+        return vectors, stored, fresh
 
     def _embedded(
         self, embedder: Embedder, profiles: Sequence[EntityProfile]

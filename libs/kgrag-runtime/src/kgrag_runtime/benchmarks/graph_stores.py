@@ -101,9 +101,10 @@ def drop_in_batches(neo: Neo4jKnowledgeGraph, uri: str) -> None:
 
 
 def projection_batches(entity_ids: Sequence[str], hub_ids: Sequence[str]) -> Iterator[list[str]]:
-    """A hub alone (its scope carries every edge touching it: 5 % of the graph each, here), the rest by
-    PROJECT_BATCH. All 50 hubs of 100k entities in one transaction (250k edges) ran the dev server's
-    512 MiB heap out of memory and stopped it."""
+    """A hub alone, as a graph-writer event about it projects it (its scope carries every edge touching it:
+    5 % of the graph each, here), the rest by PROJECT_BATCH. Either is written in transactions of at most
+    the projection's write batch (`Neo4jKnowledgeGraph`, write_batches.py): all 50 hubs of 100k entities in
+    one transaction (250k edges) ran the dev server's 512 MiB heap out of memory and stopped it."""
     hubs = set(hub_ids)
     for hub in hub_ids:
         yield [hub]

@@ -26,7 +26,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,7 +110,14 @@ class _TimedHandler:
 
 
 def run_ingest_benchmark(
-    settings: KgragSettings, docs: int, rows: Sequence[str], step: int, model_sample: int, console: Console
+    settings: KgragSettings,
+    docs: int,
+    rows: Sequence[str],
+    step: int,
+    model_sample: int,
+    console: Console,
+    step_model_sample: int = 0,
+    on_progress: Callable[[dict[str, object]], None] | None = None,
 ) -> dict[str, object]:
     items = list(prose_documents(docs))
     embedder = build_embedder(settings)
@@ -122,28 +129,51 @@ def run_ingest_benchmark(
     console.print(f"Ingest benchmark: {docs} documents, {len(texts)} chunks; model alone on {len(sample)}…")
     load_start = os.getloadavg()
     model_runs = [_model_rate(embedder, sample, batch)]
-    measured = []
+    measured: list[dict[str, object]] = []
+    # A short model-alone run after every step gives each step a baseline of its own moment: on a machine
+    # whose load swings, the step's ratio to it is what shows whether ingest slows down as the store grows.
+    step_texts = sample[:: max(1, len(sample) // max(1, step_model_sample))][:step_model_sample]
+
+    def result(partial: dict[str, object] | None = None) -> dict[str, object]:
+        return {
+            "machine": _machine(),
+            "load_average_start": load_start,
+            "load_average_end": os.getloadavg(),
+            "documents": docs,
+            "chunks": len(texts),
+            "model_sample": len(sample),
+            "model_chunks_per_s_runs": model_runs,
+            "rows": measured,
+            **({"in_progress": partial} if partial is not None else {}),
+        }
+
+    def step_model() -> float | None:
+        return _model_rate(embedder, step_texts, batch) if step_texts else None
+
+    def progress(partial: dict[str, object]) -> None:
+        if on_progress is not None:
+            on_progress(result(partial))
+
     for name in rows:
-        row = _row(settings, name, items, step, embedder, console)
+        row = _row(settings, name, items, step, embedder, console, step_model, progress)
         model_runs.append(_model_rate(embedder, sample, batch))
         model = (model_runs[-2] + model_runs[-1]) / 2
         row["model_chunks_per_s"] = model
         row["pipeline_over_model"] = float(row["chunks_per_s"]) / model  # type: ignore[arg-type]
         measured.append(row)
-    return {
-        "machine": _machine(),
-        "load_average_start": load_start,
-        "load_average_end": os.getloadavg(),
-        "documents": docs,
-        "chunks": len(texts),
-        "model_sample": len(sample),
-        "model_chunks_per_s_runs": model_runs,
-        "rows": measured,
-    }
+        progress({})
+    return result()
 
 
 def _row(
-    settings: KgragSettings, name: str, items: list[SourceDocument], step: int, embedder: Embedder, console: Console
+    settings: KgragSettings,
+    name: str,
+    items: list[SourceDocument],
+    step: int,
+    embedder: Embedder,
+    console: Console,
+    step_model: Callable[[], float | None] = lambda: None,
+    progress: Callable[[dict[str, object]], None] = lambda partial: None,
 ) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = settings.model_copy(update={"data_dir": Path(tmp), "pg_dsn": None, **ROWS[name]})
@@ -155,7 +185,7 @@ def _row(
             clock.parts.clear()
             steps: list[dict[str, float]] = []
             chunks = 0
-            started = time.perf_counter()
+            started, outside = time.perf_counter(), 0.0  # outside: the per-step model runs, not the row's time
             for start in range(0, len(items), step):
                 part = items[start : start + step]
                 t0 = time.perf_counter()
@@ -163,10 +193,29 @@ def _row(
                 took = time.perf_counter() - t0
                 n = sum(o.chunks_total for o in outcomes)
                 chunks += n
-                steps.append({"documents": len(part), "chunks": n, "s": took, "docs_per_s": len(part) / took})
-                console.print(f"  {name}: {start + len(part)} documents, {len(part) / took:.1f} docs/s this step")
-            total_s = time.perf_counter() - started
+                done: dict[str, float] = {
+                    "documents": len(part),
+                    "chunks": n,
+                    "s": took,
+                    "docs_per_s": len(part) / took,
+                }
+                t1 = time.perf_counter()
+                model = step_model()
+                outside += time.perf_counter() - t1
+                if model is not None:
+                    done |= {"model_chunks_per_s": model, "pipeline_over_model": n / took / model}
+                steps.append(done)
+                timed = [h.inner for h in kg.ingestion.handlers if isinstance(h, _TimedHandler)]
+                reports = [h.last_report for h in timed if isinstance(h, EntityResolverHandler) and h.last_report]
+                last_pass = reports[0].as_dict() if reports else None
+                progress({"row": name, "steps": steps, "parts_s": dict(clock.parts), "last_resolution_pass": last_pass})
+                console.print(
+                    f"  {name}: {start + len(part)} documents, {len(part) / took:.1f} docs/s this step"
+                    + (f", model alone {model:.1f} chunks/s" if model is not None else "")
+                )
+            total_s = time.perf_counter() - started - outside
             status = kg.status()
+            backlog = kg.graph.store.backlog_counts() if kg.graph is not None else {}
             resolvers = [h.inner for h in kg.ingestion.handlers if isinstance(h, _TimedHandler)]
             last = [h.last_report for h in resolvers if isinstance(h, EntityResolverHandler)]
     extraction = status.get("extraction")
@@ -182,6 +231,7 @@ def _row(
         "steps": steps,
         "parts_s": parts,
         "extraction": extraction if isinstance(extraction, dict) else None,
+        "review_pending": backlog.get("review_pending"),
         # The last incremental pass: how much of the graph one batch's pass reads and compares.
         "last_resolution_pass": last[0].as_dict() if last and last[0] is not None else None,
     }
@@ -219,7 +269,8 @@ def ingest_markdown(result: dict[str, object]) -> str:
         done, cells = 0, []
         for step in row["steps"]:  # type: ignore[attr-defined]
             done += step["documents"]
-            cells.append(f"{done}: {step['docs_per_s']:.1f}")
+            ratio = f" ({step['pipeline_over_model']:.2f} of the model)" if "pipeline_over_model" in step else ""
+            cells.append(f"{done}: {step['docs_per_s']:.1f}{ratio}")
         lines.append(f"- {row['row']}: " + ", ".join(cells))
     return "\n".join(lines) + "\n"
 
@@ -234,12 +285,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--step", type=int, default=500, help="documents per ingest call")
     parser.add_argument("--rows", default="fast,extraction,everything", help="comma-separated: " + ",".join(ROW_KEYS))
     parser.add_argument("--model-sample", type=int, default=500, help="chunks for each model-alone run")
+    parser.add_argument(
+        "--step-model-sample", type=int, default=0, help="chunks for a model-alone run after every step (0: none)"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results/ingest"))
     args = parser.parse_args(argv)
     rows = [ROW_KEYS[r.strip()] for r in args.rows.split(",") if r.strip()]
     console = Console(stderr=True)
-    result = run_ingest_benchmark(KgragSettings(), args.docs, rows, args.step, args.model_sample, console)
     args.out.mkdir(parents=True, exist_ok=True)
+
+    def save_progress(partial: dict[str, object]) -> None:  # a run cut short still leaves its steps
+        (args.out / "ingest.partial.json").write_text(json.dumps(partial, indent=2))
+
+    result = run_ingest_benchmark(
+        KgragSettings(), args.docs, rows, args.step, args.model_sample, console, args.step_model_sample, save_progress
+    )
     (args.out / "ingest.json").write_text(json.dumps(result, indent=2))
     markdown = ingest_markdown(result)
     (args.out / "ingest.md").write_text(markdown)

@@ -38,7 +38,7 @@ from kgrag_core.extraction.model import (
 )
 from kgrag_core.extraction.records import ClaimStatus
 from kgrag_core.graph.model import DecisionKind, Edge, MergeRecord, PairDecision
-from kgrag_core.graph.ports import GraphReader, ResolutionStore
+from kgrag_core.graph.ports import GraphReader, ResolutionScope, ResolutionStore
 from kgrag_testing.contracts.document_store import ENG
 from kgrag_testing.contracts.entity_ids import contract_entity_id
 
@@ -621,6 +621,30 @@ class ResolutionStoreContract:
         )
         near = res.entities_near_documents(["doc-mc"])
         assert {p.name for p in res.profiles(near)} == {"MC", "Maria Chen"}
+
+    def test_incremental_scope_follows_tokens_within_a_type_and_under_the_cap(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        res = world.resolution
+        assert res.incremental_scope([], 50) == ResolutionScope((), ())
+        assert res.incremental_scope(["doc-none"], 50) == ResolutionScope((), ())
+        # The HR document names Priya Raman, Dana Lee and Routing; "P. Raman" (a Person too) shares "raman".
+        hr = res.incremental_scope(["doc-hr"], 50)
+        assert hr.changed == tuple(sorted([PRIYA, DANA, ROUTING]))
+        assert hr.entities == tuple(sorted([PRIYA, P_RAMAN, DANA, ROUTING]))
+        # Two people hold "raman": over a cap of one it is a block blocking would skip, so it is not followed
+        # (and only the documents' own entities are left); at a cap of two it is.
+        assert res.incremental_scope(["doc-hr"], 1).entities == hr.changed
+        assert res.incremental_scope(["doc-hr"], 2) == hr
+        # The two Mercurys share a token but not a type: each is in the scope only as its document's entity.
+        mercury = res.incremental_scope(["doc-mercury"], 50)
+        assert mercury.entities == mercury.changed == tuple(sorted([MERCURY_SITE, MERCURY_SYSTEM]))
+        assert res.incremental_scope(["doc-hr", "doc-mercury"], 50).changed == tuple(
+            sorted([PRIYA, DANA, ROUTING, MERCURY_SITE, MERCURY_SYSTEM])
+        )
+        # A cluster comes whole, as in entities_near_documents.
+        world.merge(merge("m-odd", DANA, MERCURY_SITE))
+        merged = res.incremental_scope(["doc-hr"], 50)
+        assert MERCURY_SITE in merged.entities and MERCURY_SITE not in merged.changed
 
     def test_merge_and_canonical_of(self, world: ResolutionWorld) -> None:
         build_world(world)
