@@ -303,3 +303,23 @@ def test_namesakes_do_not_mix_the_answer_follows_the_sense_the_question_links_to
     assert answer.sentences[0].text.startswith("LEJ-2's capacity pallets is 24,500")
     assert all(" 9 " not in s.text and not s.text.endswith(" 9.") for s in answer.sentences[:2])
     assert all(f["value"] != "9" for f in answer.facts)
+
+
+def test_two_facts_stated_by_one_sentence_give_that_sentence_once() -> None:
+    hit, body = _doc(
+        "moved",
+        "Beacon migration done",
+        "Beacon moved to CockroachDB in March. The old cluster was retired.",
+        date(2024, 3, 30),
+    )
+    # Two relations between the same two entities, both stated by the document's first sentence.
+    edges = [
+        _edge("rel_a", hit, Polarity.POSITIVE, Modality.FACT),
+        replace(_edge("rel_b", hit, Polarity.POSITIVE, Modality.FACT), relation="RUNS_ON"),
+    ]
+    context = build_context("How is Beacon related to CockroachDB?", [hit], edges=edges, counter=EstimatedTokens())
+    answer = composed_answer(context)
+    texts = [s.text for s in answer.sentences]
+    assert texts and len(texts) == len(set(texts)), texts
+    assert any("Beacon moved to CockroachDB" in t for t in texts)
+    _assert_exact_bytes(answer, {hit.doc_id: body})

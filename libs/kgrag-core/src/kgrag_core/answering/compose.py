@@ -21,7 +21,7 @@ from datetime import date
 from kgrag_core.answering import confidence
 from kgrag_core.answering.context import AnswerContext, Fact, FactStatus
 from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extractive_answer, is_prose
-from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue
+from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.answering.sentences import split_sentences
 from kgrag_core.extraction.identity import normalise_value
@@ -437,17 +437,14 @@ def _assemble(
     citations: list[Citation] = []
     ids: dict[tuple[str, int, int], int] = {}
     sentences: list[AnswerSentence] = []
-    for draft in drafts:
+    for draft in _distinct(drafts):
         cited: list[int] = []
         for q in draft.quotes:
             key = (q.hit.chunk_id, q.start_byte, q.end_byte)
             if key not in ids:
                 ids[key] = len(citations) + 1
-                citations.append(
-                    Citation(
-                        ids[key], q.hit.chunk_id, q.hit.doc_id, q.hit.title, q.hit.uri, q.start_byte, q.end_byte, q.text
-                    )
-                )
+                # `cite` keeps the page, or speaker and time, of paged and timed sources.
+                citations.append(cite(ids[key], q.hit, q.start_byte, q.end_byte, q.text))
             if ids[key] not in cited:
                 cited.append(ids[key])
         sentences.append(AnswerSentence(draft.text, tuple(cited), tuple(f.fact_id for f in draft.facts)))
@@ -471,6 +468,21 @@ def _assemble(
         conflicts=tuple(conflicts),
         facts=tuple(f.as_dict() for f in used.values()),
     )
+
+
+def _distinct(drafts: Sequence[_Draft]) -> list[_Draft]:
+    """Each sentence once: two facts stated by the same sentence of the same document give one sentence
+    stating both (its citations and facts joined), not the sentence twice."""
+    out: dict[str, _Draft] = {}
+    for draft in drafts:
+        first = out.get(draft.text)
+        if first is None:
+            out[draft.text] = _Draft(draft.text, list(draft.quotes), list(draft.facts), draft.support)
+            continue
+        first.quotes += [q for q in draft.quotes if q not in first.quotes]
+        first.facts += [f for f in draft.facts if f not in first.facts]
+        first.support = max(first.support, draft.support)
+    return list(out.values())
 
 
 def _title(fact: Fact, context: AnswerContext) -> str:
