@@ -1,6 +1,6 @@
 """The learned router (kgrag_core/graph_retrieval/learned_router.py): training, confidence, the fused
 low-confidence strategies, and `mode` overrides. The embedder here is a bag of words, so these tests pin the
-classifier's logic; its accuracy with the real model is measured in tests/pipeline/test_learned_router.py."""
+classifier's logic; its accuracy with the real model is measured in tests/pipeline/test_learned_router_model.py."""
 
 from __future__ import annotations
 
