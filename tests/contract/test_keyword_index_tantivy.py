@@ -136,3 +136,26 @@ def test_an_index_from_before_the_date_field_is_emptied_and_flagged(tmp_path: Pa
     assert index.count() == 1
     index.close()
     assert not TantivyKeywordIndex(where).needs_reprojection  # the positive control: today's schema
+
+
+def test_dates_past_what_tantivy_stores_are_indexed_and_filtered_at_its_ends(tmp_path: Path) -> None:
+    from datetime import UTC, date, datetime
+
+    from kgrag_core.filters import SearchFilters
+
+    def doc(chunk_id: str, year: int) -> KeywordDoc:
+        moment = datetime(year, 1, 1, tzinfo=UTC)
+        return KeywordDoc(chunk_id, chunk_id, "acl_a", "t", "", "zeppelin log", "wiki", doc_time=moment)
+
+    with TantivyKeywordIndex(tmp_path / "k") as index:
+        index.upsert([doc("far", 2300), doc("near", 2024), doc("old", 1500)])
+
+        def found(**bounds: date) -> set[str]:
+            return {h.chunk_id for h in index.search("zeppelin", ["acl_a"], 10, filters=SearchFilters.build(**bounds))}
+
+        # Bounds tantivy cannot hold answer as their clamped ends do, never an engine error.
+        assert found(date_from=date(2263, 1, 1)) == {"far"}
+        assert found(date_to=date(9999, 12, 30)) == {"far", "near", "old"}
+        assert found(date_to=date(2200, 1, 1)) == {"near", "old"}
+        assert found(date_to=date(1600, 1, 1)) == {"old"}
+        assert found(date_from=date(1, 1, 1), date_to=date(2100, 1, 1)) == {"near", "old"}

@@ -91,7 +91,14 @@ def serving(
     path = tmp_path / "records.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     settings = KgragSettings(
-        data_dir=tmp_path / "index", pg_dsn=pg_dsn, max_document_bytes=20_000, resolution_hub_min_degree=3
+        data_dir=tmp_path / "index",
+        pg_dsn=pg_dsn,
+        max_document_bytes=20_000,
+        resolution_hub_min_degree=3,
+        # Wide graph budgets: these probes are about what a walk shows, and a loaded machine must not cut it
+        # short (a degraded search has no traversal to inspect).
+        graph_expansion_budget_s=10.0,
+        graph_timeout_s=30.0,
     )
     with open_embedded(settings, embedder=embedder) as kg, TestClient(create_app(kg, VERIFIER)) as c:
         outcomes = kg.ingest(list(iter_path(path)))

@@ -14,6 +14,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import tantivy
@@ -34,6 +35,17 @@ _WRITER_THREADS = 1
 _RAW_FIELDS = ("chunk_id", "doc_id", "acl_class_id", "source")
 _TEXT_TOKENIZER = "en_stem"
 _DATE_FIELD = "doc_time"
+# tantivy keeps dates as i64 nanoseconds since 1970: about 1677-09-22 to 2262-04-11. A document dated
+# outside is indexed at the nearest end; the searcher's hydration rechecks the real date (filters.admits).
+_EARLIEST = datetime(1677, 9, 22, tzinfo=UTC)
+_LATEST = datetime(2262, 4, 11, tzinfo=UTC)
+
+
+def _representable(moment: datetime) -> datetime:
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return min(max(aware, _EARLIEST), _LATEST)
+
+
 # Field -> boost. A term in a title says more about the chunk than the same term in its body.
 _SEARCH_FIELDS = {"text": 1.0, "title": 2.0, "breadcrumb": 1.5}
 
@@ -117,7 +129,7 @@ class TantivyKeywordIndex(Closeable):
                     "text": doc.text,
                 }
                 if doc.doc_time is not None:
-                    fields[_DATE_FIELD] = doc.doc_time
+                    fields[_DATE_FIELD] = _representable(doc.doc_time)
                 writer.add_document(tantivy.Document(**fields))
 
         self._write(apply)
@@ -181,16 +193,23 @@ class TantivyKeywordIndex(Closeable):
             out.append(tantivy.Query.term_set_query(self._schema, "source", list(filters.sources)))
         if filters.has_dates:
             lower, upper = filters.time_bounds()
-            # An unbounded side must be passed as inclusive; a chunk without a date matches no range.
+            # Bounds past what tantivy stores are clamped like the dates it stores (`_representable`); the
+            # searcher's hydration rechecks the real dates, so a clamped end may only admit too much here.
+            # The lower end is always given (every stored date is at or after _EARLIEST): a range query
+            # needs one, and a chunk without a date must match none.
+            low = _representable(lower) if lower is not None else _EARLIEST
+            high = _representable(upper) if upper is not None and upper < _LATEST else None
             out.append(
                 tantivy.Query.range_query(
                     self._schema,
                     _DATE_FIELD,
                     tantivy.FieldType.Date,
-                    lower,
-                    upper,
+                    low,
+                    high,
                     include_lower=True,
-                    include_upper=upper is None,
+                    # Exclusive as `time_bounds` gives it, but inclusive when unbounded (tantivy's rule) or
+                    # clamped to _EARLIEST (documents dated before it are stored there).
+                    include_upper=high is None or high == _EARLIEST,
                 )
             )
         return out
