@@ -333,6 +333,11 @@ def _stated(fact: Fact, context: AnswerContext, *, prefix: str = "", frame: str 
     return [_Draft(f"{prefix}{source}{frame}: {body}{tail}.", [quote], [fact], fact.confidence)]
 
 
+# A structured record's field ("name: Atlas", "owns: Atlas"): the relation's evidence, but no sentence to state
+# it in; the relation is then stated by a prose sentence of another evidence chunk, or not at all.
+_FIELD_LINE = re.compile(r"^[\w][\w .-]{0,30}:\s*(?:\S+\s*){1,3}$")
+
+
 def _relation_sentence(fact: Fact, context: AnswerContext) -> _Quote | None:
     q_terms = set(content_terms(context.question))
     cues = (
@@ -349,7 +354,7 @@ def _relation_sentence(fact: Fact, context: AnswerContext) -> _Quote | None:
         if hit is None:
             continue
         for sentence in split_sentences(hit.text):
-            if not is_prose(hit, sentence):
+            if not is_prose(hit, sentence) or _FIELD_LINE.match(sentence.text.strip()):
                 continue
             lowered = sentence.text.casefold()
             named = sum(end in lowered for end in ends)
