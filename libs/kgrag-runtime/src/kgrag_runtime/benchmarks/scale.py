@@ -118,8 +118,8 @@ def _rss_mb(pid: int) -> float:
     """Resident set of a process from /proc (0 once it has exited)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0.0
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0  # the process exited: it holds no memory; any other read error fails the run
     for line in status.splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
@@ -133,7 +133,7 @@ def _tree(root: int) -> list[int]:
         try:
             # The command name (field 2) may hold spaces and parentheses: split after its closing one.
             fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+        except (FileNotFoundError, ProcessLookupError):
             continue  # exited while we looked
         parent_of[int(stat.parent.name)] = int(fields[1])
     found, frontier = [root], [root]
