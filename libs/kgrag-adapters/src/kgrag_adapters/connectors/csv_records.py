@@ -13,7 +13,7 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from kgrag_adapters.connectors._common import failure, failure_from
+from kgrag_adapters.connectors._common import decode_utf8, failure, failure_from, read_source
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.documents import SourceDocument
@@ -29,17 +29,9 @@ def iter_csv(path: Path, *, source: str = "csv", default_acl: AclClass = PUBLIC_
     path = path.absolute()
     file_uri = path.as_uri()
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        yield failure(file_uri, None, ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.")
-        return
-    except OSError as err:
-        yield failure(file_uri, None, ErrorCode.SOURCE_UNREADABLE, f"{path} cannot be read: {err.strerror or err}")
-        return
-    try:
-        text = data.decode("utf-8-sig")  # spreadsheet exports often start with a BOM
-    except UnicodeDecodeError as err:
-        yield failure(file_uri, None, ErrorCode.INVALID_UTF8, f"{path.name} is not UTF-8 (byte {err.start}).")
+        text = decode_utf8(read_source(path), path.name)
+    except KgragError as err:
+        yield failure_from(err, file_uri, None)
         return
 
     reader = csv.reader(io.StringIO(text, newline=""))

@@ -12,13 +12,12 @@ export; a day file that cannot be read fails alone.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kgrag_adapters.connectors._common import failure_from
+from kgrag_adapters.connectors._common import failure_from, load_json, read_source
 from kgrag_core.acl import PRIVATE_ACL, AclClass, acl_from_source
 from kgrag_core.chunking.locators import CHAT_MEDIA_TYPE, marker
 from kgrag_core.connectors import ConnectorItem
@@ -138,18 +137,7 @@ def _display(user: Mapping[str, object]) -> str:
 
 
 def _read_list(path: Path) -> list[object]:
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise KgragError(ErrorCode.SOURCE_UNREADABLE, f"{path.name} cannot be read: {err.strerror or err}") from err
-    if len(data) > _MAX_FILE_BYTES:
-        raise KgragError(ErrorCode.DOCUMENT_TOO_LARGE, f"{path.name} is over {_MAX_FILE_BYTES} bytes.")
-    try:
-        loaded = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as err:
-        raise KgragError(ErrorCode.INVALID_UTF8, f"{path.name} is not UTF-8 (byte {err.start}).") from err
-    except json.JSONDecodeError as err:
-        raise KgragError(ErrorCode.MALFORMED_JSON, f"{path.name} is not JSON: {err}") from err
+    loaded = load_json(read_source(path, max_bytes=_MAX_FILE_BYTES), path.name)
     if not isinstance(loaded, list):
         raise KgragError(ErrorCode.MALFORMED_JSON, f"{path.name} must hold a JSON array.")
     return loaded

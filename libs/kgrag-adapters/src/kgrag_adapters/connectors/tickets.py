@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kgrag_adapters.connectors._common import failure, failure_from
+from kgrag_adapters.connectors._common import failure, failure_from, load_json, read_source
 from kgrag_adapters.connectors.csv_records import iter_csv
 from kgrag_core.acl import PUBLIC_ACL, AclClass
 from kgrag_core.connectors import ConnectorItem
@@ -46,23 +45,9 @@ def iter_tickets(path: Path, *, source: str = "tickets", default_acl: AclClass =
     path = path.absolute()
     file_uri = path.as_uri()
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        yield failure(file_uri, None, ErrorCode.DOCUMENT_NOT_FOUND, f"{path} does not exist.")
-        return
-    except OSError as err:
-        yield failure(file_uri, None, ErrorCode.SOURCE_UNREADABLE, f"{path} cannot be read: {err.strerror or err}")
-        return
-    if len(data) > _MAX_FILE_BYTES:
-        yield failure(file_uri, None, ErrorCode.DOCUMENT_TOO_LARGE, f"{path.name} is over {_MAX_FILE_BYTES} bytes.")
-        return
-    try:
-        loaded = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as err:
-        yield failure(file_uri, None, ErrorCode.INVALID_UTF8, f"{path.name} is not UTF-8 (byte {err.start}).")
-        return
-    except json.JSONDecodeError as err:
-        yield failure(file_uri, None, ErrorCode.MALFORMED_JSON, f"{path.name} is not JSON: {err}")
+        loaded = load_json(read_source(path, max_bytes=_MAX_FILE_BYTES), path.name)
+    except KgragError as err:
+        yield failure_from(err, file_uri, None)
         return
     if isinstance(loaded, dict) and isinstance(loaded.get("issues"), list):
         issues, render = loaded["issues"], _jira
