@@ -244,8 +244,15 @@ def test_kept_profiles_are_reused_only_while_their_rows_are_unchanged(world: Pos
     # The HR document goes: its entities' profiles lose its texts, and the memo drops what it opened from it.
     hr_quote = w.hr_reports.text
     assert hr_quote in again[PRIYA].context or hr_quote in again[DANA].context  # the positive control
+    per_doc = world.graph.document_profiles([PRIYA])
+    assert "doc-hr" in {d.doc_id for d in per_doc}  # the positive control of the per-document profiles
+    kept = world.graph.document_profile_memo
+    reopened = kept.misses
+    assert world.graph.document_profiles([PRIYA]) == per_doc and kept.misses == reopened
     world.delete_document("doc-hr")
     world.graph.incremental_scope(["doc-hr"], 50)
-    assert all("doc-hr" not in entry.doc_ids for entry in memo._entries.values())
+    assert len(kept) == len(per_doc) - 1  # what was opened from doc-hr is gone
+    assert "doc-hr" not in {d.doc_id for d in world.graph.document_profiles([PRIYA])}
+    assert all("doc-hr" not in memo.documents_of(entity) for entity in again)
     after = {p.entity_id: p for p in world.graph.profiles()}
     assert DANA not in after and hr_quote not in after[PRIYA].context

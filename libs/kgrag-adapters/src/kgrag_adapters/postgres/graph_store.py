@@ -438,7 +438,8 @@ class PostgresGraphStore(PostgresExtractionStore):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Opened profiles kept between resolution passes, each valid only for the rows it was opened from.
-        self.profile_memo = ProfileMemo()
+        self.profile_memo: ProfileMemo[EntityProfile] = ProfileMemo()
+        self.document_profile_memo: ProfileMemo[DocumentProfile] = ProfileMemo()  # per (entity, document)
 
     # --- GraphReader ----------------------------------------------------------------------------------------
 
@@ -603,7 +604,7 @@ class PostgresGraphStore(PostgresExtractionStore):
             kept = memo.get(ent, print_)
             if kept is None:
                 kept = self._profile(entity_row, m, attributes, neighbours.get(ent, ()), scoped)
-                memo.put(kept, print_, _row_documents(entity_row, m, attributes, scoped))
+                memo.put(ent, kept, print_, _row_documents(entity_row, m, attributes, scoped))
             out.append(kept)
         if entity_ids is None:
             memo.keep_only(p.entity_id for p in out)
@@ -692,31 +693,51 @@ class PostgresGraphStore(PostgresExtractionStore):
             # Every document's profile takes the entity's name as `profiles` gives it (the entity row has
             # none); a document's other surface forms are its aliases.
             named = {**params, "ids": sorted({r[0] for r in rows})}
-            kinds = {r[0]: (r[1], self._opened_pair(r[2])) for r in conn.execute(_PROFILE_ENTITIES, named)}
-            opened_attributes: dict[tuple[str, str], set[tuple[str, str]]] = {}
+            entity_rows = {r[0]: _plain(r) for r in conn.execute(_PROFILE_ENTITIES, named)}
+            raw_attributes: dict[tuple[str, str], list[tuple[str, bytes]]] = {}
             for ent, doc, attribute, value in conn.execute(_DOCUMENT_ATTRIBUTES, params):
-                opened_attributes.setdefault((ent, doc), set()).add((attribute, self._text(doc, bytes(value))))
-        attributes = {k: sorted(pairs) for k, pairs in opened_attributes.items()}
+                raw_attributes.setdefault((ent, doc), []).append((attribute, bytes(value)))
+        memo = self.document_profile_memo
+        kinds: dict[str, tuple[str, str]] = {}
         out: list[DocumentProfile] = []
-        for ent, doc, names, count, quotes, sealed_ids in rows:
-            if ent not in kinds:
+        for row in rows:
+            ent, doc = row[0], row[1]
+            if ent not in entity_rows:
                 continue
-            entity_type, name = kinds[ent]
-            norm = normalise_name(name)
-            opened = list(dict.fromkeys(self._text(doc, bytes(q)) for q in quotes))[:_CONTEXT_QUOTES]
-            surface = {self._text(doc, bytes(n)) for n in names}
-            profile = EntityProfile(
-                entity_id=ent,
-                type=entity_type,
-                name=name,
-                aliases=tuple(sorted(n for n in surface if n and normalise_name(n) != norm)),
-                strong_ids=self._opened_ids(sealed_ids, [doc] * len(sealed_ids or ())),
-                attributes=tuple(attributes.get((ent, doc), ())),
-                context=" … ".join(opened),
-                mentions=int(count),
-            )
-            out.append(document_profile(ent, doc, profile))
+            attributes = sorted(raw_attributes.get((ent, doc), ()))
+            print_ = fingerprint((_plain(row), entity_rows[ent], attributes))
+            key = f"{ent}\x00{doc}"
+            kept = memo.get(key, print_)
+            if kept is None:
+                if ent not in kinds:
+                    kinds[ent] = (entity_rows[ent][1], self._opened_pair(entity_rows[ent][2]))
+                kept = self._document_profile(row, kinds[ent], attributes)
+                named_by = entity_rows[ent][2]
+                memo.put(key, kept, print_, {doc, *([bytes(named_by[1]).decode()] if named_by else [])})
+            out.append(kept)
         return out
+
+    def _document_profile(
+        self, row: Sequence[Any], kind: tuple[str, str], raw_attributes: Sequence[tuple[str, bytes]]
+    ) -> DocumentProfile:
+        """One (entity, document) profile opened from its rows (see `document_profiles`)."""
+        ent, doc, names, count, quotes, sealed_ids = row
+        entity_type, name = kind
+        norm = normalise_name(name)
+        opened = list(dict.fromkeys(self._text(doc, bytes(q)) for q in quotes))[:_CONTEXT_QUOTES]
+        surface = {self._text(doc, bytes(n)) for n in names}
+        attributes = sorted({(attribute, self._text(doc, value)) for attribute, value in raw_attributes})
+        profile = EntityProfile(
+            entity_id=ent,
+            type=entity_type,
+            name=name,
+            aliases=tuple(sorted(n for n in surface if n and normalise_name(n) != norm)),
+            strong_ids=self._opened_ids(sealed_ids, [doc] * len(sealed_ids or ())),
+            attributes=tuple(attributes),
+            context=" … ".join(opened),
+            mentions=int(count),
+        )
+        return document_profile(ent, doc, profile)
 
     def entities_near_documents(self, doc_ids: Sequence[str]) -> list[str]:
         if not doc_ids:
@@ -729,6 +750,7 @@ class PostgresGraphStore(PostgresExtractionStore):
             return ResolutionScope((), ())
         # The pass's documents may be deleted ones: no text opened from them stays in memory.
         self.profile_memo.forget_documents(doc_ids)
+        self.document_profile_memo.forget_documents(doc_ids)
         with self._lease:
             rows = self._conn.execute(_INCREMENTAL_SCOPE, {"docs": list(doc_ids), "cap": max_token_entities}).fetchall()
         return ResolutionScope(tuple(r[0] for r in rows if r[1]), tuple(r[0] for r in rows))

@@ -21,8 +21,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from kgrag_core.graph.model import EntityProfile
+T = TypeVar("T")
 
 DEFAULT_MAX_ENTRIES = 50_000
 
@@ -34,18 +35,20 @@ def fingerprint(rows: object) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(Generic[T]):
     fingerprint: bytes
-    profile: EntityProfile
+    profile: T
     doc_ids: frozenset[str]
 
 
-class ProfileMemo:
+class ProfileMemo(Generic[T]):
+    """Profiles (an entity's, or an entity's in one document) by key: the entity id, or entity and document."""
+
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be at least 1, got {max_entries}")
         self.max_entries = max_entries
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry[T]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -53,21 +56,21 @@ class ProfileMemo:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, entity_id: str, print_: bytes) -> EntityProfile | None:
+    def get(self, key: str, print_: bytes) -> T | None:
         """The kept profile if it was opened from exactly these rows."""
         with self._lock:
-            entry = self._entries.get(entity_id)
+            entry = self._entries.get(key)
             if entry is None or entry.fingerprint != print_:
                 self.misses += 1
                 return None
-            self._entries.move_to_end(entity_id)
+            self._entries.move_to_end(key)
             self.hits += 1
             return entry.profile
 
-    def put(self, profile: EntityProfile, print_: bytes, doc_ids: Iterable[str]) -> None:
+    def put(self, key: str, profile: T, print_: bytes, doc_ids: Iterable[str]) -> None:
         with self._lock:
-            self._entries[profile.entity_id] = _Entry(print_, profile, frozenset(doc_ids))
-            self._entries.move_to_end(profile.entity_id)
+            self._entries[key] = _Entry(print_, profile, frozenset(doc_ids))
+            self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
@@ -82,9 +85,15 @@ class ProfileMemo:
                 del self._entries[entity]
         return len(stale)
 
-    def keep_only(self, entity_ids: Iterable[str]) -> None:
-        """Forget every entity not among these (after a full pass: the rest no longer exist)."""
-        keep = set(entity_ids)
+    def documents_of(self, key: str) -> frozenset[str]:
+        """The documents a kept profile was opened from (empty when none is kept)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry.doc_ids if entry is not None else frozenset()
+
+    def keep_only(self, keys: Iterable[str]) -> None:
+        """Forget every key not among these (after a full pass: the other entities no longer exist)."""
+        keep = set(keys)
         with self._lock:
             for entity in [e for e in self._entries if e not in keep]:
                 del self._entries[entity]
