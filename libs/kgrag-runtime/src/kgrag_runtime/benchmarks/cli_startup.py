@@ -48,7 +48,10 @@ COMMANDS: dict[str, list[str]] = {
 
 
 def _env(baseline_src: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
+    # As a user's shell runs it: cached bytecode written and reused. With PYTHONDONTWRITEBYTECODE (set in
+    # some sandboxes and CI images) every call compiles about 2,000 modules again, which was most of a
+    # `kgrag search`'s CPU time in a profile; the first call still compiles what no earlier run cached.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_") and k != "PYTHONDONTWRITEBYTECODE"}
     if baseline_src is not None:
         paths = sorted(str(p) for p in [*baseline_src.glob("libs/*/src"), *baseline_src.glob("services/*/src")])
         env["PYTHONPATH"] = os.pathsep.join(paths)
