@@ -138,30 +138,6 @@ def test_an_index_from_before_the_date_field_is_emptied_and_flagged(tmp_path: Pa
     assert not TantivyKeywordIndex(where).needs_reprojection  # the positive control: today's schema
 
 
-def test_an_index_from_before_the_fast_fields_is_emptied_and_flagged(tmp_path: Path) -> None:
-    where = tmp_path / "slow"
-    where.mkdir()
-    builder = tantivy.SchemaBuilder()  # today's fields, but chunk_id and acl_class_id not yet fast
-    for name in ("chunk_id", "doc_id", "acl_class_id", "source"):
-        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
-    for name in ("text", "title", "breadcrumb"):
-        builder.add_text_field(name, stored=False, tokenizer_name="en_stem")
-    builder.add_date_field("doc_time", indexed=True, fast=True)
-    old = tantivy.Index(builder.build(), path=str(where), reuse=True)
-    writer = old.writer(heap_size=15_000_000, num_threads=1)
-    writer.add_document(tantivy.Document(chunk_id="c-old", acl_class_id="acl-a", text="invoice"))
-    writer.commit()
-    writer.wait_merging_threads()
-    del old
-    index = TantivyKeywordIndex(where)
-    assert index.needs_reprojection and index.count() == 0
-    index.upsert([_chunk(1, "doc-1", "invoice")])
-    assert [h.chunk_id for h in index.search("invoice", ["acl_public"], 5)] == ["c1"]  # the ACL clause on the column
-    assert index.search("invoice", ["acl-a"], 5) == []  # the emptied old copy is gone
-    index.close()
-    assert not TantivyKeywordIndex(where).needs_reprojection  # the positive control: today's schema
-
-
 def test_dates_past_what_tantivy_stores_are_indexed_and_filtered_at_its_ends(tmp_path: Path) -> None:
     from datetime import UTC, date, datetime
 

@@ -236,7 +236,7 @@ def open_embedded(
         indexer = build_indexer(
             settings, store=store, vectors=vectors, keywords=keywords, objects=objects, cache=cache, embedder=model
         )
-        if keywords.needs_reprojection:  # an index with an older schema (date, fast fields): rewritten from PostgreSQL
+        if keywords.needs_reprojection:  # an index from before the date field: rewritten from PostgreSQL
             indexer.reproject([d.doc_id for d in store.list_documents()], vectors=False)
         chat = llm if llm is not None else build_llm(settings)
         handlers: list[Handler] = []

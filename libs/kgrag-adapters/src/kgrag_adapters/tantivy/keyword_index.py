@@ -33,9 +33,6 @@ _WRITER_HEAP_BYTES = 50_000_000
 _WRITER_THREADS = 1
 
 _RAW_FIELDS = ("chunk_id", "doc_id", "acl_class_id", "source")
-# Columns as well as terms: the ACL clause and the id lookups read a column per candidate instead of walking
-# a posting list as long as the corpus (issue 10: BM25 grew linearly at 300k chunks).
-_FAST_FIELDS = frozenset({"chunk_id", "acl_class_id"})
 _TEXT_TOKENIZER = "en_stem"
 _DATE_FIELD = "doc_time"
 # tantivy keeps dates as i64 nanoseconds since 1970: about 1677-09-22 to 2262-04-11. A document dated
@@ -57,7 +54,7 @@ def _build_schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     for name in _RAW_FIELDS:
         # Exact-match keys: no frequencies or positions needed.
-        builder.add_text_field(name, stored=True, fast=name in _FAST_FIELDS, tokenizer_name="raw", index_option="basic")
+        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
     for name in _SEARCH_FIELDS:
         # The text lives in the document store; the index only needs to find and score it.
         builder.add_text_field(name, stored=False, tokenizer_name=_TEXT_TOKENIZER)
@@ -66,16 +63,13 @@ def _build_schema() -> tantivy.Schema:
     return builder.build()
 
 
-def _older_schema(path: Path) -> bool:
-    """Whether `path` holds an index written with an earlier schema: before the document date was indexed
-    (no `doc_time` field), or before `chunk_id` and `acl_class_id` were fast fields."""
+def _lacks_date_field(path: Path) -> bool:
+    """Whether `path` holds an index written before the document date was indexed (no `doc_time` field)."""
     meta = path / "meta.json"
     if not meta.is_file():
         return False
-    fields = {f.get("name"): f for f in json.loads(meta.read_text(encoding="utf-8")).get("schema", [])}
-    if _DATE_FIELD not in fields:
-        return True
-    return any(not fields.get(name, {}).get("options", {}).get("fast") for name in _FAST_FIELDS)
+    fields = {f.get("name") for f in json.loads(meta.read_text(encoding="utf-8")).get("schema", [])}
+    return _DATE_FIELD not in fields
 
 
 def _build_query_analyzer() -> tantivy.TextAnalyzer:
@@ -97,10 +91,9 @@ class TantivyKeywordIndex(Closeable):
         self._path.mkdir(parents=True, exist_ok=True)
         self._schema = _build_schema()
         self._analyzer = _build_query_analyzer()
-        # An index with an earlier schema (before the date field, or the fast fields) cannot be reopened with
-        # today's. It is a projection: it is emptied here and `needs_reprojection` tells the wiring to rewrite
-        # it from PostgreSQL.
-        self.needs_reprojection = _older_schema(self._path)
+        # An index from before the date field cannot be reopened with today's schema. It is a projection:
+        # it is emptied here and `needs_reprojection` tells the wiring to rewrite it from PostgreSQL.
+        self.needs_reprojection = _lacks_date_field(self._path)
         if self.needs_reprojection:
             for entry in self._path.iterdir():
                 if entry.is_file():
