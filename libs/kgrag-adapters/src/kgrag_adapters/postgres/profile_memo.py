@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-DEFAULT_MAX_ENTRIES = 50_000
+DEFAULT_MAX_ENTRIES = 20_000  # a few KB each: tens of MB at most, per memo
 
 
 def fingerprint(rows: object) -> bytes:
