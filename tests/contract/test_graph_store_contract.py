@@ -218,3 +218,41 @@ def test_context_vectors_are_the_cached_vectors_of_the_chunks_naming_the_entity(
     assert world.graph.context_chunk_vectors(ids, "model-a", 0) == {}
     world.delete_document("doc-ctx-hr")
     assert world.graph.context_chunk_vectors(ids, "model-a", 3) == {PRIYA: [vectors["k-visited"], vectors["k-leads"]]}
+
+
+def test_kept_profiles_are_reused_only_while_their_rows_are_unchanged(world: PostgresWorld) -> None:
+    """Resolution passes reuse opened profiles (profile_memo.py): an unchanged entity is not opened again, a
+    changed one is, and nothing opened from a deleted document stays in memory."""
+    w = build_world(world)
+    memo = world.graph.profile_memo
+    first = world.graph.profiles()
+    opened = memo.misses
+    assert world.graph.profiles() == first
+    assert memo.misses == opened and memo.hits >= len(first)  # every profile kept, none opened again
+    [chunk] = world.add_document("doc-more", ["Priya Raman visited Leipzig."], acl=ENG, at=FEB)
+    key = ExtractionKey(chunk.content_hash, "graph-test", "1")
+    world.extract(
+        [
+            ChunkExtraction(
+                chunk.chunk_id, key, Tier.LLM, (EntityMention("Priya Raman", "Person", chunk.text, 0.9),), (), ()
+            )
+        ]
+    )
+    again = {p.entity_id: p for p in world.graph.profiles()}
+    assert again[PRIYA].mentions == next(p for p in first if p.entity_id == PRIYA).mentions + 1  # re-opened
+    assert memo.misses == opened + 1  # and only Priya Raman
+    # The HR document goes: its entities' profiles lose its texts, and the memo drops what it opened from it.
+    hr_quote = w.hr_reports.text
+    assert hr_quote in again[PRIYA].context or hr_quote in again[DANA].context  # the positive control
+    per_doc = world.graph.document_profiles([PRIYA])
+    assert "doc-hr" in {d.doc_id for d in per_doc}  # the positive control of the per-document profiles
+    kept = world.graph.document_profile_memo
+    reopened = kept.misses
+    assert world.graph.document_profiles([PRIYA]) == per_doc and kept.misses == reopened
+    world.delete_document("doc-hr")
+    world.graph.incremental_scope(["doc-hr"], 50)
+    assert len(kept) == len(per_doc) - 1  # what was opened from doc-hr is gone
+    assert "doc-hr" not in {d.doc_id for d in world.graph.document_profiles([PRIYA])}
+    assert all("doc-hr" not in memo.documents_of(entity) for entity in again)
+    after = {p.entity_id: p for p in world.graph.profiles()}
+    assert DANA not in after and hr_quote not in after[PRIYA].context

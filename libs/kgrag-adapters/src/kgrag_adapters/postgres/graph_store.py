@@ -28,6 +28,7 @@ from psycopg.types.json import Jsonb
 
 from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore, _cardinality
 from kgrag_adapters.postgres.merge_clusters import lock_merge_log, recluster
+from kgrag_adapters.postgres.profile_memo import ProfileMemo, fingerprint
 from kgrag_adapters.postgres.senses import kept_apart, split_off
 from kgrag_adapters.postgres.store import Row
 from kgrag_core.errors import ErrorCode, KgragError
@@ -434,6 +435,12 @@ _MERGE_COLUMNS: LiteralString = "merge_id, canonical_id, members, basis, decided
 class PostgresGraphStore(PostgresExtractionStore):
     """GraphReader and ResolutionStore (plus everything PostgresExtractionStore is) on one connection pool."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Opened profiles kept between resolution passes, each valid only for the rows it was opened from.
+        self.profile_memo: ProfileMemo[EntityProfile] = ProfileMemo()
+        self.document_profile_memo: ProfileMemo[DocumentProfile] = ProfileMemo()  # per (entity, document)
+
     # --- GraphReader ----------------------------------------------------------------------------------------
 
     def entities_named(
@@ -576,47 +583,74 @@ class PostgresGraphStore(PostgresExtractionStore):
         }
         with self._reading() as conn:
             entities = conn.execute(_PROFILE_ENTITIES, params).fetchall()
-            mentions = {r[0]: r for r in conn.execute(_PROFILE_MENTIONS, params)}
-            opened_attributes: dict[str, set[tuple[str, str]]] = {}
+            mentions = {r[0]: _plain(r) for r in conn.execute(_PROFILE_MENTIONS, params)}
+            raw_attributes: dict[str, list[tuple[str, bytes, str]]] = {}
             for ent, attribute, value, doc in conn.execute(_PROFILE_ATTRIBUTES, params):
-                opened_attributes.setdefault(ent, set()).add((attribute, self._text(doc, bytes(value))))
-            attributes = {ent: sorted(pairs) for ent, pairs in opened_attributes.items()}
+                raw_attributes.setdefault(ent, []).append((attribute, bytes(value), doc))
             neighbours = {r[0]: tuple(r[1]) for r in conn.execute(_PROFILE_NEIGHBOURS, params)}
-            scoped: dict[str, list[tuple[str, list[str], tuple[tuple[str, str], ...]]]] = {}
-            for ent, acl_class, names, name_docs, ids, id_docs in conn.execute(_PROFILE_SCOPES, params):
-                opened_names = {self._text(d, bytes(n)) for n, d in zip(names or (), name_docs or (), strict=True)}
-                opened_names.discard("")
-                scoped.setdefault(ent, []).append((acl_class, sorted(opened_names), self._opened_ids(ids, id_docs)))
+            raw_scopes: dict[str, list[tuple[Any, ...]]] = {}
+            for row in conn.execute(_PROFILE_SCOPES, params):
+                raw_scopes.setdefault(row[0], []).append(_plain(row[1:]))
         out: list[EntityProfile] = []
-        for ent, entity_type, sealed_name in entities:
+        memo = self.profile_memo
+        for entity_row in entities:
+            ent = entity_row[0]
             m = mentions.get(ent)
-            name = self._opened_pair(sealed_name)
-            norm = normalise_name(name)
-            # Names and quotes are sealed deterministically per document: a repeated one is opened once, and
-            # quotes only until three distinct ones are found (a pass reads hundreds of profiles).
-            sealed_names = {(bytes(n), doc) for n, doc in zip(m[1], m[2], strict=True)} if m else set()
-            names = {self._text(doc, n) for n, doc in sealed_names}
-            aliases = tuple(sorted(n for n in names if normalise_name(n) != norm))
-            strong_ids = self._opened_ids(m[6], m[7]) if m else ()
-            quotes = self._first_distinct(zip(m[4], m[5], strict=True), _CONTEXT_QUOTES) if m else []
-            out.append(
-                EntityProfile(
-                    entity_id=ent,
-                    type=entity_type,
-                    name=name,
-                    aliases=aliases,
-                    strong_ids=strong_ids,
-                    attributes=tuple(attributes.get(ent, ())),
-                    neighbours=tuple(n for n in neighbours.get(ent, ()) if n != ent),
-                    context=" … ".join(quotes),
-                    mentions=int(m[3]) if m else 0,
-                    scopes=tuple(
-                        ScopedEvidence(acl_class, tuple(sorted(names or [name])), ids)
-                        for acl_class, names, ids in scoped.get(ent, ())
-                    ),
-                )
-            )
+            attributes = sorted(raw_attributes.get(ent, ()), key=repr)  # DISTINCT rows come in no set order
+            scoped = raw_scopes.get(ent, [])
+            rows = (_plain(entity_row), m, attributes, neighbours.get(ent, ()), scoped)
+            # Rows unchanged since the kept profile was opened: it is this profile (profile_memo.py).
+            print_ = fingerprint(rows)
+            kept = memo.get(ent, print_)
+            if kept is None:
+                kept = self._profile(entity_row, m, attributes, neighbours.get(ent, ()), scoped)
+                memo.put(ent, kept, print_, _row_documents(entity_row, m, attributes, scoped))
+            out.append(kept)
+        if entity_ids is None:
+            memo.keep_only(p.entity_id for p in out)
         return out
+
+    def _profile(
+        self,
+        entity_row: Sequence[Any],
+        m: Sequence[Any] | None,
+        raw_attributes: Sequence[tuple[str, bytes, str]],
+        neighbours: Sequence[str],
+        raw_scopes: Sequence[tuple[Any, ...]],
+    ) -> EntityProfile:
+        """One entity's profile opened from its rows (see `profiles`)."""
+        ent, entity_type, sealed_name = entity_row
+        opened_attributes: set[tuple[str, str]] = set()
+        for attribute, value, doc in raw_attributes:
+            opened_attributes.add((attribute, self._text(doc, value)))
+        scoped: list[tuple[str, list[str], tuple[tuple[str, str], ...]]] = []
+        for acl_class, names, name_docs, ids, id_docs in raw_scopes:
+            opened_names = {self._text(d, bytes(n)) for n, d in zip(names or (), name_docs or (), strict=True)}
+            opened_names.discard("")
+            scoped.append((acl_class, sorted(opened_names), self._opened_ids(ids, id_docs)))
+        name = self._opened_pair(sealed_name)
+        norm = normalise_name(name)
+        # Names and quotes are sealed deterministically per document: a repeated one is opened once, and
+        # quotes only until three distinct ones are found (a pass reads hundreds of profiles).
+        sealed_names = {(bytes(n), doc) for n, doc in zip(m[1], m[2], strict=True)} if m else set()
+        names = {self._text(doc, n) for n, doc in sealed_names}
+        aliases = tuple(sorted(n for n in names if normalise_name(n) != norm))
+        strong_ids = self._opened_ids(m[6], m[7]) if m else ()
+        quotes = self._first_distinct(zip(m[4], m[5], strict=True), _CONTEXT_QUOTES) if m else []
+        return EntityProfile(
+            entity_id=ent,
+            type=entity_type,
+            name=name,
+            aliases=aliases,
+            strong_ids=strong_ids,
+            attributes=tuple(sorted(opened_attributes)),
+            neighbours=tuple(n for n in neighbours if n != ent),
+            context=" … ".join(quotes),
+            mentions=int(m[3]) if m else 0,
+            scopes=tuple(
+                ScopedEvidence(acl_class, tuple(sorted(names or [name])), ids) for acl_class, names, ids in scoped
+            ),
+        )
 
     def context_chunk_vectors(
         self, entity_ids: Sequence[str], model_id: str, limit: int
@@ -659,31 +693,51 @@ class PostgresGraphStore(PostgresExtractionStore):
             # Every document's profile takes the entity's name as `profiles` gives it (the entity row has
             # none); a document's other surface forms are its aliases.
             named = {**params, "ids": sorted({r[0] for r in rows})}
-            kinds = {r[0]: (r[1], self._opened_pair(r[2])) for r in conn.execute(_PROFILE_ENTITIES, named)}
-            opened_attributes: dict[tuple[str, str], set[tuple[str, str]]] = {}
+            entity_rows = {r[0]: _plain(r) for r in conn.execute(_PROFILE_ENTITIES, named)}
+            raw_attributes: dict[tuple[str, str], list[tuple[str, bytes]]] = {}
             for ent, doc, attribute, value in conn.execute(_DOCUMENT_ATTRIBUTES, params):
-                opened_attributes.setdefault((ent, doc), set()).add((attribute, self._text(doc, bytes(value))))
-        attributes = {k: sorted(pairs) for k, pairs in opened_attributes.items()}
+                raw_attributes.setdefault((ent, doc), []).append((attribute, bytes(value)))
+        memo = self.document_profile_memo
+        kinds: dict[str, tuple[str, str]] = {}
         out: list[DocumentProfile] = []
-        for ent, doc, names, count, quotes, sealed_ids in rows:
-            if ent not in kinds:
+        for row in rows:
+            ent, doc = row[0], row[1]
+            if ent not in entity_rows:
                 continue
-            entity_type, name = kinds[ent]
-            norm = normalise_name(name)
-            opened = list(dict.fromkeys(self._text(doc, bytes(q)) for q in quotes))[:_CONTEXT_QUOTES]
-            surface = {self._text(doc, bytes(n)) for n in names}
-            profile = EntityProfile(
-                entity_id=ent,
-                type=entity_type,
-                name=name,
-                aliases=tuple(sorted(n for n in surface if n and normalise_name(n) != norm)),
-                strong_ids=self._opened_ids(sealed_ids, [doc] * len(sealed_ids or ())),
-                attributes=tuple(attributes.get((ent, doc), ())),
-                context=" … ".join(opened),
-                mentions=int(count),
-            )
-            out.append(document_profile(ent, doc, profile))
+            attributes = sorted(raw_attributes.get((ent, doc), ()))
+            print_ = fingerprint((_plain(row), entity_rows[ent], attributes))
+            key = f"{ent}\x00{doc}"
+            kept = memo.get(key, print_)
+            if kept is None:
+                if ent not in kinds:
+                    kinds[ent] = (entity_rows[ent][1], self._opened_pair(entity_rows[ent][2]))
+                kept = self._document_profile(row, kinds[ent], attributes)
+                named_by = entity_rows[ent][2]
+                memo.put(key, kept, print_, {doc, *([bytes(named_by[1]).decode()] if named_by else [])})
+            out.append(kept)
         return out
+
+    def _document_profile(
+        self, row: Sequence[Any], kind: tuple[str, str], raw_attributes: Sequence[tuple[str, bytes]]
+    ) -> DocumentProfile:
+        """One (entity, document) profile opened from its rows (see `document_profiles`)."""
+        ent, doc, names, count, quotes, sealed_ids = row
+        entity_type, name = kind
+        norm = normalise_name(name)
+        opened = list(dict.fromkeys(self._text(doc, bytes(q)) for q in quotes))[:_CONTEXT_QUOTES]
+        surface = {self._text(doc, bytes(n)) for n in names}
+        attributes = sorted({(attribute, self._text(doc, value)) for attribute, value in raw_attributes})
+        profile = EntityProfile(
+            entity_id=ent,
+            type=entity_type,
+            name=name,
+            aliases=tuple(sorted(n for n in surface if n and normalise_name(n) != norm)),
+            strong_ids=self._opened_ids(sealed_ids, [doc] * len(sealed_ids or ())),
+            attributes=tuple(attributes),
+            context=" … ".join(opened),
+            mentions=int(count),
+        )
+        return document_profile(ent, doc, profile)
 
     def entities_near_documents(self, doc_ids: Sequence[str]) -> list[str]:
         if not doc_ids:
@@ -694,6 +748,9 @@ class PostgresGraphStore(PostgresExtractionStore):
     def incremental_scope(self, doc_ids: Sequence[str], max_token_entities: int) -> ResolutionScope:
         if not doc_ids:
             return ResolutionScope((), ())
+        # The pass's documents may be deleted ones: no text opened from them stays in memory.
+        self.profile_memo.forget_documents(doc_ids)
+        self.document_profile_memo.forget_documents(doc_ids)
         with self._lease:
             rows = self._conn.execute(_INCREMENTAL_SCOPE, {"docs": list(doc_ids), "cap": max_token_entities}).fetchall()
         return ResolutionScope(tuple(r[0] for r in rows if r[1]), tuple(r[0] for r in rows))
@@ -972,6 +1029,35 @@ class PostgresGraphStore(PostgresExtractionStore):
 
 # Drawn values count even uncommitted ones: a reader may fall back once too often, never once too few.
 _GRAPH_VERSION: LiteralString = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM kg_graph_version_seq"
+
+
+def _plain(value: Any) -> Any:
+    """A row with its bytea values as bytes and its arrays as tuples: what `fingerprint` may repr."""
+    if isinstance(value, memoryview | bytearray):
+        return bytes(value)
+    if isinstance(value, list | tuple):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _row_documents(
+    entity_row: Sequence[Any],
+    m: Sequence[Any] | None,
+    attributes: Sequence[tuple[str, bytes, str]],
+    scopes: Sequence[tuple[Any, ...]],
+) -> set[str]:
+    """The documents whose sealed texts an entity's profile rows hold (what its kept profile was opened from)."""
+    docs: set[str] = {str(a[2]) for a in attributes}
+    if entity_row[2]:
+        docs.add(bytes(entity_row[2][1]).decode())
+    if m:
+        docs.update(m[2] or ())
+        docs.update(m[5] or ())
+        docs.update(m[7] or ())
+    for scope in scopes:
+        docs.update(scope[2] or ())
+        docs.update(scope[4] or ())
+    return docs
 
 
 def current_graph_version(conn: psycopg.Connection[Row]) -> int:

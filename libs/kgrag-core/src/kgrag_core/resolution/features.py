@@ -94,9 +94,12 @@ def neighbour_overlap(a: EntityProfile, b: EntityProfile, canonical: Mapping[str
 
 
 def cosine(u: Sequence[float], v: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(u, v, strict=True))
-    norm = math.sqrt(sum(x * x for x in u)) * math.sqrt(sum(y * y for y in v))
-    return 0.0 if norm == 0.0 else dot / norm
+    # numpy: a pass compares thousands of 384-dimensional pairs; in Python this was a fifth of its time.
+    a, b = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"cosine of vectors of different shapes {a.shape} and {b.shape}")
+    norm = math.sqrt(float(a @ a)) * math.sqrt(float(b @ b))
+    return 0.0 if norm == 0.0 else float(a @ b) / norm
 
 
 def mean_direction(vectors: Sequence[Sequence[float]]) -> tuple[float, ...]:

@@ -12,6 +12,7 @@ in lower case. A one-word alias must keep its capitals to count ("HIS" the frame
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -89,6 +90,8 @@ def _strip_edges(tokens: list[str], drop: frozenset[str], *, leading: bool, trai
     return tokens
 
 
+# Memoised (pure functions of their arguments): a pass asks for the same profiles' keys once per pair.
+@functools.lru_cache(maxsize=1 << 16)
 def name_tokens(name: str, entity_type: str) -> tuple[str, ...]:
     """The tokens of `normalise_entity_name`, in order."""
     text = name.strip()
@@ -141,6 +144,7 @@ def is_generic_one_word(name: str) -> bool:
     return word.islower() or word.casefold() in COMMON_NOUNS
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def matching_key(name: str, entity_type: str) -> str | None:
     """The normalised form a surface form may match on, or None when it must never be a matching key."""
     if is_pronoun(name) or is_generic_one_word(name):

@@ -3,6 +3,8 @@
 Each command runs `--runs` times in a fresh `python -m kgrag_runtime.cli` process on an index that exists
 (build one with `kgrag ingest corpora/northwind/documents.jsonl --data-dir DIR`). Reported: wall time and
 the process's CPU time (user + system), median and range; CPU time is the better number on a busy machine.
+Two same-run baselines go first: the interpreter alone (`python -c pass`) and importing the embedded app
+(`python -c "import kgrag_runtime.app"`), so a loaded machine's figures can be read against them.
 
 `--baseline-src DIR` runs the same commands on the code of another checkout (its libs/*/src and
 services/*/src first on PYTHONPATH, same virtual environment): the same-run "before". The embedded
@@ -25,6 +27,11 @@ from pathlib import Path
 
 from kgrag_adapters.postgres.lifetime import running_postmaster, stop_postmaster, supervisor_running
 
+# Same-run baselines: a whole python process, not a kgrag command (no data dir).
+BASELINES: dict[str, list[str]] = {
+    "python -c pass": ["-c", "pass"],
+    "python -c 'import kgrag_runtime.app'": ["-c", "import kgrag_runtime.app"],
+}
 COMMANDS: dict[str, list[str]] = {
     "kgrag --help": ["--help"],
     "kgrag search": ["search", "Leipzig warehouse capacity pallet positions", "--top-k", "3", "--admin", "--json"],
@@ -41,20 +48,22 @@ COMMANDS: dict[str, list[str]] = {
 
 
 def _env(baseline_src: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
+    # As a user's shell runs it: cached bytecode written and reused. With PYTHONDONTWRITEBYTECODE (set in
+    # some sandboxes and CI images) every call compiles about 2,000 modules again, which was most of a
+    # `kgrag search`'s CPU time in a profile; the first call still compiles what no earlier run cached.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_") and k != "PYTHONDONTWRITEBYTECODE"}
     if baseline_src is not None:
         paths = sorted(str(p) for p in [*baseline_src.glob("libs/*/src"), *baseline_src.glob("services/*/src")])
         env["PYTHONPATH"] = os.pathsep.join(paths)
     return env
 
 
-def _run_once(args: list[str], data_dir: Path, env: dict[str, str]) -> tuple[float, float]:
+def _run_once(args: list[str], data_dir: Path, env: dict[str, str], *, baseline: bool = False) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     extra = [] if args == ["--help"] else ["--data-dir", str(data_dir)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "kgrag_runtime.cli", *args, *extra], env=env, capture_output=True, timeout=300
-    )
+    argv = [sys.executable, *args] if baseline else [sys.executable, "-m", "kgrag_runtime.cli", *args, *extra]
+    proc = subprocess.run(argv, env=env, capture_output=True, timeout=300)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -74,11 +83,12 @@ def _stop_embedded_postgres(data_dir: Path) -> None:
 def measure(data_dir: Path, runs: int, baseline_src: Path | None) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     codes = [("before", baseline_src)] if baseline_src is not None else []
+    baselines = [(label, args, True) for label, args in BASELINES.items()]
     for code, src in [*codes, ("after", None)]:
         env = _env(src)
         _stop_embedded_postgres(data_dir)
-        for label, args in COMMANDS.items():
-            samples = [_run_once(args, data_dir, env) for _ in range(runs)]
+        for label, args, baseline in [*baselines, *((label, args, False) for label, args in COMMANDS.items())]:
+            samples = [_run_once(args, data_dir, env, baseline=baseline) for _ in range(runs)]
             walls, cpus = [w for w, _ in samples], [c for _, c in samples]
             rows.append(
                 {
