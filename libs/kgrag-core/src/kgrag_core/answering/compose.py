@@ -182,9 +182,10 @@ def _claim_drafts(
     current = _representatives(by_status.get(FactStatus.CURRENT, []))
     if current and conflict is None:
         lead = current[0]
-        since = f", since {_long(lead.valid_from)}" if lead.valid_from else ""
+        since = f", since {_long(lead.valid_from)}" if lead.valid_from else _as_of(lead)
         values = ", ".join(f.value for f in current)
-        draft = _draft(f"{label} is {values}{since} ({_title(lead, context)}, {_written(lead)}).", current, context)
+        # The source's title is on the citation: the sentence says the value and when, not who wrote it.
+        draft = _draft(f"{label} is {values}{since}.", current, context)
         if draft is not None:
             draft.support = _corroborated_support(lead, members)
             drafts.append(draft)
@@ -203,7 +204,7 @@ def _claim_drafts(
         text = (
             f"Until {_long(until)} it was {old.value}."
             if until
-            else f"Earlier, {_title(old, context)} ({_written(old)}) gave {old.value}."
+            else f"Earlier{_as_of(old)}, it was {old.value}."
         )
         draft = _draft(text, [old], context)
         if draft is not None:
@@ -216,7 +217,7 @@ def _claim_drafts(
             continue  # what was planned is what the documents later state as done
         kind = _KIND_OF.get(plan.modality, "a plan")
         text = (
-            f"{_title(plan, context)} ({_written(plan)}) describes {kind} for {label} to be {plan.value}; "
+            f"{_a_source(plan)} describes {kind} for {label} to be {plan.value}; "
             "none of the documents says it happened."
         )
         draft = _draft(text, [plan], context)
@@ -225,7 +226,7 @@ def _claim_drafts(
             break
     for negated in _distinct_values(by_status.get(FactStatus.NEGATED, []))[:1]:
         draft = _draft(
-            f"{_title(negated, context)} ({_written(negated)}) says {label} is not {negated.value}.", [negated], context
+            f"{label} is not {negated.value}{_as_of(negated)}.", [negated], context
         )
         if draft is not None:
             drafts.append(draft)
@@ -306,7 +307,7 @@ def _relation_drafts(
             # The first time the documents described it, in the first evidence that states it in a sentence.
             kind = _KIND_OF.get(plans[-1].modality, "a plan")
             tail = "; none of the documents says it happened"
-            drafts += _first_stated(plans[::-1], context, frame=f" describes {kind}", tail=tail)
+            drafts += _first_stated(plans[::-1], context, frame=f"A source describes {kind}: ", tail=tail)
     return drafts, conflict
 
 
@@ -320,17 +321,14 @@ def _first_stated(facts: Sequence[Fact], context: AnswerContext, **frame: str) -
 
 
 def _stated(fact: Fact, context: AnswerContext, *, prefix: str = "", frame: str = "", tail: str = "") -> list[_Draft]:
-    """The fact in its own document's words: the sentence of its evidence that states it, with that
-    document's title and date."""
+    """The fact in its own document's words: the sentence of its evidence that states it. The document's
+    title is on the citation, so the sentence does not repeat it ("“Title” (written …):" read as a heading)."""
     quote = _relation_sentence(fact, context)
     if quote is None:
         return []
     text = quote.text.rstrip()
     body = text[:-1] if text.endswith(".") else text
-    day = quote.hit.doc_time.date() if quote.hit.doc_time else fact.written_at
-    written = f"written {_long(day)}" if day else "undated"
-    source = f"“{quote.hit.title}” ({written})" if quote.hit.title else f"A source ({written})"
-    return [_Draft(f"{prefix}{source}{frame}: {body}{tail}.", [quote], [fact], fact.confidence)]
+    return [_Draft(f"{prefix}{frame}{body}{tail}.", [quote], [fact], fact.confidence)]
 
 
 # A structured record's field ("name: Atlas", "owns: Atlas"): the relation's evidence, but no sentence to state
@@ -493,6 +491,14 @@ def _distinct(drafts: Sequence[_Draft]) -> list[_Draft]:
 def _title(fact: Fact, context: AnswerContext) -> str:
     hit = next((context.evidence[c] for c in fact.evidence_chunk_ids if c in context.evidence), None)
     return f"“{hit.title}”" if hit is not None and hit.title else "a source"
+
+
+def _as_of(fact: Fact) -> str:
+    return f", as of {_long(fact.written_at)}" if fact.written_at else ""
+
+
+def _a_source(fact: Fact) -> str:
+    return f"A source written {_long(fact.written_at)}" if fact.written_at else "An undated source"
 
 
 def _written(fact: Fact) -> str:
