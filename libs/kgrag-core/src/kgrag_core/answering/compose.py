@@ -201,11 +201,7 @@ def _claim_drafts(
         told.append(value)
         history += 1
         until = old.valid_to or (newer.valid_from if newer is not None else None)
-        text = (
-            f"Until {_long(until)} it was {old.value}."
-            if until
-            else f"Earlier{_as_of(old)}, it was {old.value}."
-        )
+        text = f"Until {_long(until)} it was {old.value}." if until else f"Earlier{_as_of(old)}, it was {old.value}."
         draft = _draft(text, [old], context)
         if draft is not None:
             drafts.append(draft)
@@ -225,9 +221,7 @@ def _claim_drafts(
             drafts.append(draft)
             break
     for negated in _distinct_values(by_status.get(FactStatus.NEGATED, []))[:1]:
-        draft = _draft(
-            f"{label} is not {negated.value}{_as_of(negated)}.", [negated], context
-        )
+        draft = _draft(f"{label} is not {negated.value}{_as_of(negated)}.", [negated], context)
         if draft is not None:
             drafts.append(draft)
     return drafts, conflict
