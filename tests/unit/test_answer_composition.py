@@ -218,6 +218,27 @@ def test_headings_subject_lines_titles_and_questions_are_not_sentences() -> None
     _assert_exact_bytes(answer, {hit.doc_id: body})
 
 
+def test_field_lines_of_a_ticket_are_not_sentences_but_the_prose_after_them_is() -> None:
+    """A dev case (a ticket's "Summary: …" line passed as a sentence): label lines, bold or bulleted too, are
+    values, not answers; a label-like time ("At 10:05 the …") inside prose is still prose."""
+    text = (
+        "Customer: Halden Outdoor\n"
+        "Summary: Halden asks for 4,000 extra pallet positions for Q4 peak\n"
+        "**Status:** Resolved\n"
+        "- Priority: P2\n\n"
+        "At 10:05 the site team confirmed 4,000 extra pallet positions for Halden.\n"
+    )
+    hit, body = _doc("ticket", "SUP-1 Halden peak capacity", text, date(2023, 10, 2))
+    question = "How many extra pallet positions did Halden ask for?"
+    old_style = extractive_answer(question, [hit])
+    assert any(s.text.startswith("Summary:") for s in old_style.sentences)  # the defect, reproduced
+    answer = composed_answer(AnswerContext(question, (hit,)))
+    assert [s.text for s in answer.sentences] == [
+        "At 10:05 the site team confirmed 4,000 extra pallet positions for Halden."
+    ]
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
 def _edge(rel_id: str, hit: SearchHit, polarity: Polarity, modality: Modality) -> Edge:
     assert hit.doc_time is not None
     return Edge(
