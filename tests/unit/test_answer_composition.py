@@ -345,3 +345,68 @@ def test_two_facts_stated_by_one_sentence_give_that_sentence_once() -> None:
     assert texts and len(texts) == len(set(texts)), texts
     assert any("Beacon moved to CockroachDB" in t for t in texts)
     _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
+def test_an_outdated_value_is_told_only_as_history_never_in_a_supporting_sentence() -> None:
+    """A dev case (temporal): a third chunk still says 18,000 in prose; after "… is 24,500, since …" and
+    "Until … it was 18,000." that sentence would state the old figure as current, so it is left out, while a
+    sentence naming both figures stays."""
+    notes, notes_body = _doc(
+        "ops-notes",
+        "LEJ-2 ops notes",
+        "LEJ-2 stores up to 18,000 pallet positions for Brightwater. LEJ-2 has 24,500 pallet positions since "
+        "the June 2024 expansion, up from 18,000.",
+        date(2023, 9, 1),
+    )
+    question = "What is the pallet capacity of LEJ-2?"
+    answer = composed_answer(_context(question, [notes, OLD, NEW], [OUTDATED, CURRENT]))
+    texts = [s.text for s in answer.sentences]
+    assert texts[0].startswith("LEJ-2's capacity pallets is 24,500") and "Until 14 June 2024 it was 18,000." in texts
+    assert "LEJ-2 stores up to 18,000 pallet positions for Brightwater." not in texts
+    assert any("up from 18,000" in t for t in texts), texts  # history beside the current value: kept
+    _assert_exact_bytes(answer, {**BODIES, notes.doc_id: notes_body})
+
+
+def _relation(rel_id: str, hit: SearchHit, subject: EntityRef, relation: str, obj: EntityRef) -> Edge:
+    assert hit.doc_time is not None
+    day = hit.doc_time.date()
+    return Edge(rel_id, subject, relation, obj, Polarity.POSITIVE, Modality.FACT, None, None, (hit.chunk_id,), 0.9,
+                latest_written=day, first_written=day)  # fmt: skip
+
+
+def test_a_proposal_labelled_as_fact_is_never_answered_yes() -> None:
+    """A dev case: "Yes: We propose opening a small engineering office in Lisbon …" — a relation whose only
+    sentence proposes it is reported as a plan."""
+    hit, body = _doc("lisbon", "Lisbon office proposal", "We propose opening an engineering office in Lisbon.",
+                     date(2023, 11, 6))  # fmt: skip
+    edge = _relation(
+        "rel_lisbon",
+        hit,
+        EntityRef("ent_nw", "Northwind", "Org"),
+        "OPENS_OFFICE_IN",
+        EntityRef("ent_l", "Lisbon", "Place"),
+    )
+    context = build_context("Did Northwind open an office in Lisbon?", [hit], edges=[edge], counter=EstimatedTokens())
+    answer = composed_answer(context)
+    texts = [s.text for s in answer.sentences]
+    assert texts and not any(t.startswith("Yes") for t in texts), texts
+    assert any("describes a plan" in t and "none of the documents says it happened" in t for t in texts), texts
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
+def test_a_verdict_needs_a_relation_between_what_the_question_names() -> None:
+    """A dev case: "Did the Brio AMR pilot run at the Leipzig warehouse?" was answered "Yes:" by a sentence
+    about Harbor running at Leipzig. The positive control: asked about Harbor, the same fact answers "Yes"."""
+    hit, body = _doc("harbor", "Harbor sites", "Harbor runs at the Leipzig warehouse.", date(2024, 1, 5))
+    edge = _relation(
+        "rel_runs", hit, EntityRef("ent_h", "Harbor", "System"), "RUNS_AT", EntityRef("ent_lej", "Leipzig", "Site")
+    )
+
+    def first(question: str) -> str:
+        context = build_context(question, [hit], edges=[edge], counter=EstimatedTokens())
+        answer = composed_answer(context)
+        _assert_exact_bytes(answer, {hit.doc_id: body})
+        return answer.sentences[0].text
+
+    assert not first("Did the Brio robot pilot run at the Leipzig warehouse?").startswith("Yes")
+    assert first("Does Harbor run at the Leipzig warehouse?") == "Yes: Harbor runs at the Leipzig warehouse."

@@ -24,6 +24,8 @@ from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extra
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.answering.verification import hedged
+from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality
 from kgrag_core.graph_retrieval.facts import named_in
@@ -99,6 +101,9 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         return base
 
     cited_spans = {(q.hit.chunk_id, q.start_byte, q.end_byte) for d in drafts for q in d.quotes}
+    told = [f for d in drafts for f in d.facts]
+    current = [f.value for f in told if f.status is FactStatus.CURRENT]
+    outdated = [f.value for f in told if f.status is FactStatus.SUPERSEDED]
     added = 0
     for sentence, citations in _supporting(base):
         quote = citations[0]
@@ -107,9 +112,17 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
             break
         if (quote.chunk_id, quote.start_byte, quote.end_byte) in cited_spans:
             continue
+        if _states_outdated(sentence.text, current, outdated):
+            continue  # the superseded value is told as history above, never as a sentence of its own
         drafts.append(_Draft(sentence.text, [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)], [], 0.7))
         added += 1
     return _assemble(context, drafts, conflicts, base.evidence_chunk_ids)
+
+
+def _states_outdated(text: str, current: Sequence[str], outdated: Sequence[str]) -> bool:
+    """A sentence naming a superseded value without the current one beside it ("Capacity: 18,000 pallet
+    positions" after "… is 24,500, since 14 June 2024") would read as current."""
+    return any(value_in(text, v) for v in outdated) and not any(value_in(text, v) for v in current)
 
 
 def _focus_groups(facts: Sequence[Fact]) -> list[list[Fact]]:
@@ -264,9 +277,23 @@ def _relation_drafts(
     members: list[Fact], context: AnswerContext, lead_yes_no: bool
 ) -> tuple[list[_Draft], Conflict | None]:
     ordered = sorted(members, key=lambda f: f.written_at or date.min, reverse=True)
-    positive = [f for f in ordered if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED)]
+    # A relation stated only by a sentence that proposes or hedges it ("We propose opening an office in
+    # Lisbon") is a plan, whatever its label: it is never answered "Yes".
+    said = {f.fact_id: _relation_sentence(f, context) for f in ordered}
+    positive = [
+        f
+        for f in ordered
+        if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED)
+        and not ((q := said[f.fact_id]) is not None and hedged(q.text))
+    ]
     negated = [f for f in ordered if f.status is FactStatus.NEGATED]
-    plans = [f for f in ordered if f.status is FactStatus.PLAN]
+    plans = [
+        f for f in ordered if f.status is FactStatus.PLAN or (f not in positive and f.status is not FactStatus.NEGATED)
+    ]
+    # A verdict answers the question only when the relation is between what the question names ("Did the AMR
+    # pilot run at Leipzig?" is not answered "Yes" by "Harbor runs at Leipzig").
+    first = members[0]
+    lead_yes_no = lead_yes_no and named_in(context.question, first.subject) and named_in(context.question, first.value)
     drafts: list[_Draft] = []
     conflict: Conflict | None = None
     stated_negations = [f for f in negated if f.modality in (Modality.FACT, Modality.REPORTED)]

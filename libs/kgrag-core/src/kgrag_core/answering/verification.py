@@ -231,6 +231,11 @@ def supports_some(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) -
     )
 
 
+def hedged(text: str) -> bool:
+    """Whether the text carries a plan, proposal or hedge cue ("we propose", "will", "might")."""
+    return _read(text).hedged
+
+
 def verify_answer(answer: Answer, facts: Iterable[SupportingFact] = ()) -> Answer:
     """The answer without its unsupported sentences (removed and counted); abstains when none is left.
 
