@@ -410,3 +410,11 @@ def test_a_verdict_needs_a_relation_between_what_the_question_names() -> None:
 
     assert not first("Did the Brio robot pilot run at the Leipzig warehouse?").startswith("Yes")
     assert first("Does Harbor run at the Leipzig warehouse?") == "Yes: Harbor runs at the Leipzig warehouse."
+
+
+def test_a_month_is_not_a_hedge_but_a_proposal_is() -> None:
+    from kgrag_core.answering.verification import hedged
+
+    assert not hedged("Harbor was down in May 2024.") and not hedged("Harbor has run at LEJ-2 since May.")
+    assert hedged("We propose opening an office in Lisbon.") and hedged("Harbor may move to CHI-3.")
+    assert hedged("May we open an office in Lisbon?")  # the opening modal is still one

@@ -232,8 +232,12 @@ def supports_some(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) -
 
 
 def hedged(text: str) -> bool:
-    """Whether the text carries a plan, proposal or hedge cue ("we propose", "will", "might")."""
-    return _read(text).hedged
+    """Whether the text carries a plan, proposal or hedge cue ("we propose", "will", "might"); the month
+    ("down in May 2024", "since May") is not one."""
+    return _read(_MONTH_MAY.sub(" ", _strip_dates(text))).hedged
+
+
+_MONTH_MAY = re.compile(r"(?<=\S)(\s+)May\b")
 
 
 def verify_answer(answer: Answer, facts: Iterable[SupportingFact] = ()) -> Answer:
