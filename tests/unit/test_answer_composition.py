@@ -418,3 +418,30 @@ def test_a_month_is_not_a_hedge_but_a_proposal_is() -> None:
     assert not hedged("Harbor was down in May 2024.") and not hedged("Harbor has run at LEJ-2 since May.")
     assert hedged("We propose opening an office in Lisbon.") and hedged("Harbor may move to CHI-3.")
     assert hedged("May we open an office in Lisbon?")  # the opening modal is still one
+
+
+def test_a_value_superseded_in_a_sibling_timeline_is_not_stated_as_current() -> None:
+    """A dev case (q27's shape): "Beacon's sla" and "Kestrel Pharma's sla" both answer "What SLA applies to
+    Kestrel now?". An old contract gives Beacon's sla 99.5% with no successor of its own, while Kestrel's
+    timeline shows 99.5% superseded by 99.9%: 99.5% is history in the answer, never a current value."""
+    old, old_body = _doc("contract-2023", "Kestrel contract 2023", "Beacon availability SLA: 99.5% per month.",
+                         date(2023, 1, 10))  # fmt: skip
+    new, new_body = _doc("amendment-2025", "Kestrel amendment", "From January 2025 the SLA is 99.9% per month.",
+                         date(2024, 12, 1))  # fmt: skip
+    beacon = _claim(old, "99.5%", "Beacon availability SLA: 99.5% per month.", attribute="sla", entity="Beacon",
+                    claim_id="b_old")  # fmt: skip
+    kestrel_old = _claim(old, "99.5%", "Beacon availability SLA: 99.5% per month.", attribute="sla",
+                         entity="Kestrel Pharma", status=ClaimStatus.SUPERSEDED, superseded_by="k_new",
+                         claim_id="k_old")  # fmt: skip
+    kestrel_new = _claim(new, "99.9%", "From January 2025 the SLA is 99.9% per month.", attribute="sla",
+                         entity="Kestrel Pharma", valid_from=date(2025, 1, 1), claim_id="k_new")  # fmt: skip
+    question = "What Beacon availability SLA applies to Kestrel Pharma now?"
+    answer = composed_answer(_context(question, [old, new], [beacon, kestrel_old, kestrel_new]))
+    texts = [s.text for s in answer.sentences]
+    assert texts[0] == "Kestrel Pharma's sla is 99.9%, since 1 January 2025.", texts
+    stating_old = [t for t in texts if "99.5%" in t]
+    assert stating_old and all(t.startswith(("Until", "Earlier")) for t in stating_old), texts
+    _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})
+    # The positive control: without Kestrel's timeline nothing says 99.5% is over, and it is stated as current.
+    alone = composed_answer(_context(question, [old], [beacon]))
+    assert alone.sentences[0].text.startswith("Beacon's sla is 99.5%"), [s.text for s in alone.sentences]

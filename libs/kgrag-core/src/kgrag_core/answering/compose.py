@@ -79,7 +79,7 @@ class _Draft:
 def composed_answer(context: AnswerContext, settings: ComposeSettings | None = None) -> Answer:
     cfg = settings or ComposeSettings()
     base = extractive_answer(context.question, context.chunks, cfg.extractive)
-    groups = _best_worded(_focus_groups(context.facts), context)[: cfg.max_groups]
+    groups = _stale_across(_best_worded(_focus_groups(context.facts), context)[: cfg.max_groups])
     drafts: list[_Draft] = []
     conflicts: list[Conflict] = []
     yes_no = bool(_YES_NO.match(context.question))
@@ -123,6 +123,35 @@ def _states_outdated(text: str, current: Sequence[str], outdated: Sequence[str])
     """A sentence naming a superseded value without the current one beside it ("Capacity: 18,000 pallet
     positions" after "… is 24,500, since 14 June 2024") would read as current."""
     return any(value_in(text, v) for v in outdated) and not any(value_in(text, v) for v in current)
+
+
+def _stale_across(groups: list[list[Fact]]) -> list[list[Fact]]:
+    """Two groups about one attribute ("Beacon's sla", "Kestrel Pharma's sla") answer one question: a value
+    one of them holds as current but the other's timeline shows superseded (and not current again) is history
+    in both, not a current value beside the newer one."""
+    superseded: dict[str, set[str]] = {}
+    current: dict[str, set[str]] = {}
+    for group in groups:
+        for f in group:
+            if f.kind == "claim" and f.status is FactStatus.SUPERSEDED:
+                superseded.setdefault(f.predicate, set()).add(normalise_value(f.value))
+            elif f.kind == "claim" and f.status is FactStatus.CURRENT:
+                current.setdefault(f.predicate, set()).add(normalise_value(f.value))
+    out: list[list[Fact]] = []
+    for group in groups:
+        own_current = {normalise_value(f.value) for f in group if f.status is FactStatus.CURRENT}
+        others = current.get(group[0].predicate, set()) - own_current
+        stale = superseded.get(group[0].predicate, set())
+        out.append(
+            [
+                replace(f, status=FactStatus.SUPERSEDED)
+                if f.kind == "claim" and f.status is FactStatus.CURRENT and normalise_value(f.value) in stale and others
+                else f
+                for f in group
+            ]
+        )
+    # What holds now before what held once, again: a group may have just lost its current value.
+    return sorted(out, key=lambda g: not any(f.status is FactStatus.CURRENT for f in g))
 
 
 def _focus_groups(facts: Sequence[Fact]) -> list[list[Fact]]:
