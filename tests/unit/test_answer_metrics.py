@@ -46,6 +46,12 @@ def test_a_plan_stated_as_done_is_caught_and_a_plan_reported_as_one_is_not() -> 
     assert answer_metrics(q, reported)["plan_as_done"] == 0.0
     wished = _answer(("Staff most requested CockroachDB.", "Staff most requested CockroachDB."))
     assert answer_metrics(q, wished)["plan_as_done"] == 0.0  # a wish is not an event
+    # A dev case (q39): "the possible acquisition of Baltic Haulage" reports a possibility, not a deal.
+    osprey = _q(type="modality", plan_values=["Baltic Haulage"])
+    possible = "Project Osprey is our code name for the possible acquisition of Baltic Haulage."
+    assert answer_metrics(osprey, _answer((possible, possible)))["plan_as_done"] == 0.0
+    acquired = "Northwind acquired Baltic Haulage."
+    assert answer_metrics(osprey, _answer((acquired, acquired)))["plan_as_done"] == 1.0
 
 
 def test_a_conflict_is_surfaced_only_when_every_side_is_named() -> None:
