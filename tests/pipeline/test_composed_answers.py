@@ -120,7 +120,11 @@ def test_did_beacon_move_to_cockroachdb_says_no_and_reports_the_plan_as_a_plan(
 ) -> None:
     answer = beacon.ask("Did Beacon move to CockroachDB?", ENGINEER, graph=graph)
     text = str(answer["answer"])
-    assert text.startswith("No: “Decision record: Project Lodestar cancelled” (written 20 February 2024)"), text
+    no = "No: Project Lodestar, the planned migration of Beacon from PostgreSQL to CockroachDB, is cancelled."
+    assert text.startswith(no), text
+    assert "“" not in text  # titles are on the citations, not inlined
+    first = answer["citations"][0]  # type: ignore[index]
+    assert first["title"] == "Decision record: Project Lodestar cancelled", first
     assert "describes a plan" in text and "none of the documents says it happened" in text
     quotes = [c["quote"] for c in answer["citations"]]  # type: ignore[union-attr]
     assert "Project Lodestar: migrating Beacon to CockroachDB" not in quotes  # the title is no longer an answer

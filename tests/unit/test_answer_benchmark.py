@@ -33,7 +33,36 @@ def test_the_table_has_a_row_per_measurement() -> None:
         "token_latency_ms": 20.0,
         "token_chars": 4,
         "answered": {},
-        "latency_ms": {k: row for k in ("no_llm", "not_streamed", "first_sentence", "streamed_whole")},
+        "latency_ms": {k: row for k in ("no_llm", "composed", "not_streamed", "first_sentence", "streamed_whole")},
     }
     table = answers_markdown(results)
-    assert table.count("| 1.0 | 2.0 | 3 |") == 4 and "first verified sentence" in table
+    assert table.count("| 1.0 | 2.0 | 3 |") == 5 and "first verified sentence" in table and "composed" in table
+
+
+def test_the_composed_row_answers_from_its_synthetic_claims_and_verifies() -> None:
+    """The composed row times a real composition: its synthetic claims are about the question, so the answer
+    leads with the current value and tells the superseded one as history, and verification keeps them."""
+    from datetime import datetime
+
+    from kgrag_core.answering.compose import composed_answer
+    from kgrag_core.answering.context import build_context
+    from kgrag_core.answering.verification import verify_answer
+    from kgrag_core.graph_retrieval.searcher import EstimatedTokens
+    from kgrag_core.search import SearchResponse
+    from kgrag_runtime.answer_flow import supporting_facts
+    from kgrag_runtime.benchmarks.answers import _synthetic_claims
+
+    texts = synthetic_texts(4)
+    hits = [
+        SearchHit(f"c{i}", f"d{i}", f"Doc {i}", "u", "bench", (), 0, len(t), t, 1.0, doc_time=datetime(2024, 1, 1 + i))
+        for i, t in enumerate(texts)
+    ]
+    question = "zeta capacity?"
+    claims = _synthetic_claims(question, hits)
+    context = build_context(question, hits, claims=claims, counter=EstimatedTokens())
+    answer = verify_answer(
+        composed_answer(context), supporting_facts(SearchResponse(question, tuple(hits), "hybrid"), context)
+    )
+    assert answer.answered and answer.removed_sentences == 0
+    assert answer.sentences[0].text.startswith("zeta's capacity is"), answer.sentences[0].text
+    assert any(s.text.startswith("Until") or s.text.startswith("Earlier") for s in answer.sentences)

@@ -218,6 +218,27 @@ def test_headings_subject_lines_titles_and_questions_are_not_sentences() -> None
     _assert_exact_bytes(answer, {hit.doc_id: body})
 
 
+def test_field_lines_of_a_ticket_are_not_sentences_but_the_prose_after_them_is() -> None:
+    """A dev case (a ticket's "Summary: …" line passed as a sentence): label lines, bold or bulleted too, are
+    values, not answers; a label-like time ("At 10:05 the …") inside prose is still prose."""
+    text = (
+        "Customer: Halden Outdoor\n"
+        "Summary: Halden asks for 4,000 extra pallet positions for Q4 peak\n"
+        "**Status:** Resolved\n"
+        "- Priority: P2\n\n"
+        "At 10:05 the site team confirmed 4,000 extra pallet positions for Halden.\n"
+    )
+    hit, body = _doc("ticket", "SUP-1 Halden peak capacity", text, date(2023, 10, 2))
+    question = "How many extra pallet positions did Halden ask for?"
+    old_style = extractive_answer(question, [hit])
+    assert any(s.text.startswith("Summary:") for s in old_style.sentences)  # the defect, reproduced
+    answer = composed_answer(AnswerContext(question, (hit,)))
+    assert [s.text for s in answer.sentences] == [
+        "At 10:05 the site team confirmed 4,000 extra pallet positions for Halden."
+    ]
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
 def _edge(rel_id: str, hit: SearchHit, polarity: Polarity, modality: Modality) -> Edge:
     assert hit.doc_time is not None
     return Edge(
@@ -262,8 +283,9 @@ def test_a_yes_no_question_about_a_cancelled_plan_answers_no_and_reports_the_pla
     )
     answer = composed_answer(context)
     first, second = answer.sentences[0], answer.sentences[1]
-    assert first.text.startswith("No: “Decision record: Project Lodestar cancelled” (written 20 February 2024)")
-    assert "Beacon will not move to CockroachDB" in first.text
+    # The source's title and date are on the citation, not inlined as a heading of the sentence.
+    assert first.text == "No: Beacon will not move to CockroachDB."
+    assert answer.citations[first.citation_ids[0] - 1].title == "Decision record: Project Lodestar cancelled"
     assert "describes a plan" in second.text and "none of the documents says it happened" in second.text
     assert all("migrating" not in c.quote for c in answer.citations)  # the heading is never the quoted answer
     assert first.fact_ids and answer.facts
@@ -323,3 +345,103 @@ def test_two_facts_stated_by_one_sentence_give_that_sentence_once() -> None:
     assert texts and len(texts) == len(set(texts)), texts
     assert any("Beacon moved to CockroachDB" in t for t in texts)
     _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
+def test_an_outdated_value_is_told_only_as_history_never_in_a_supporting_sentence() -> None:
+    """A dev case (temporal): a third chunk still says 18,000 in prose; after "… is 24,500, since …" and
+    "Until … it was 18,000." that sentence would state the old figure as current, so it is left out, while a
+    sentence naming both figures stays."""
+    notes, notes_body = _doc(
+        "ops-notes",
+        "LEJ-2 ops notes",
+        "LEJ-2 stores up to 18,000 pallet positions for Brightwater. LEJ-2 has 24,500 pallet positions since "
+        "the June 2024 expansion, up from 18,000.",
+        date(2023, 9, 1),
+    )
+    question = "What is the pallet capacity of LEJ-2?"
+    answer = composed_answer(_context(question, [notes, OLD, NEW], [OUTDATED, CURRENT]))
+    texts = [s.text for s in answer.sentences]
+    assert texts[0].startswith("LEJ-2's capacity pallets is 24,500") and "Until 14 June 2024 it was 18,000." in texts
+    assert "LEJ-2 stores up to 18,000 pallet positions for Brightwater." not in texts
+    assert any("up from 18,000" in t for t in texts), texts  # history beside the current value: kept
+    _assert_exact_bytes(answer, {**BODIES, notes.doc_id: notes_body})
+
+
+def _relation(rel_id: str, hit: SearchHit, subject: EntityRef, relation: str, obj: EntityRef) -> Edge:
+    assert hit.doc_time is not None
+    day = hit.doc_time.date()
+    return Edge(rel_id, subject, relation, obj, Polarity.POSITIVE, Modality.FACT, None, None, (hit.chunk_id,), 0.9,
+                latest_written=day, first_written=day)  # fmt: skip
+
+
+def test_a_proposal_labelled_as_fact_is_never_answered_yes() -> None:
+    """A dev case: "Yes: We propose opening a small engineering office in Lisbon …" — a relation whose only
+    sentence proposes it is reported as a plan."""
+    hit, body = _doc("lisbon", "Lisbon office proposal", "We propose opening an engineering office in Lisbon.",
+                     date(2023, 11, 6))  # fmt: skip
+    edge = _relation(
+        "rel_lisbon",
+        hit,
+        EntityRef("ent_nw", "Northwind", "Org"),
+        "OPENS_OFFICE_IN",
+        EntityRef("ent_l", "Lisbon", "Place"),
+    )
+    context = build_context("Did Northwind open an office in Lisbon?", [hit], edges=[edge], counter=EstimatedTokens())
+    answer = composed_answer(context)
+    texts = [s.text for s in answer.sentences]
+    assert texts and not any(t.startswith("Yes") for t in texts), texts
+    assert any("describes a plan" in t and "none of the documents says it happened" in t for t in texts), texts
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+
+
+def test_a_verdict_needs_a_relation_between_what_the_question_names() -> None:
+    """A dev case: "Did the Brio AMR pilot run at the Leipzig warehouse?" was answered "Yes:" by a sentence
+    about Harbor running at Leipzig. The positive control: asked about Harbor, the same fact answers "Yes"."""
+    hit, body = _doc("harbor", "Harbor sites", "Harbor runs at the Leipzig warehouse.", date(2024, 1, 5))
+    edge = _relation(
+        "rel_runs", hit, EntityRef("ent_h", "Harbor", "System"), "RUNS_AT", EntityRef("ent_lej", "Leipzig", "Site")
+    )
+
+    def first(question: str) -> str:
+        context = build_context(question, [hit], edges=[edge], counter=EstimatedTokens())
+        answer = composed_answer(context)
+        _assert_exact_bytes(answer, {hit.doc_id: body})
+        return answer.sentences[0].text
+
+    assert not first("Did the Brio robot pilot run at the Leipzig warehouse?").startswith("Yes")
+    assert first("Does Harbor run at the Leipzig warehouse?") == "Yes: Harbor runs at the Leipzig warehouse."
+
+
+def test_a_month_is_not_a_hedge_but_a_proposal_is() -> None:
+    from kgrag_core.answering.verification import hedged
+
+    assert not hedged("Harbor was down in May 2024.") and not hedged("Harbor has run at LEJ-2 since May.")
+    assert hedged("We propose opening an office in Lisbon.") and hedged("Harbor may move to CHI-3.")
+    assert hedged("May we open an office in Lisbon?")  # the opening modal is still one
+
+
+def test_a_value_superseded_in_a_sibling_timeline_is_not_stated_as_current() -> None:
+    """A dev case (q27's shape): "Beacon's sla" and "Kestrel Pharma's sla" both answer "What SLA applies to
+    Kestrel now?". An old contract gives Beacon's sla 99.5% with no successor of its own, while Kestrel's
+    timeline shows 99.5% superseded by 99.9%: 99.5% is history in the answer, never a current value."""
+    old, old_body = _doc("contract-2023", "Kestrel contract 2023", "Beacon availability SLA: 99.5% per month.",
+                         date(2023, 1, 10))  # fmt: skip
+    new, new_body = _doc("amendment-2025", "Kestrel amendment", "From January 2025 the SLA is 99.9% per month.",
+                         date(2024, 12, 1))  # fmt: skip
+    beacon = _claim(old, "99.5%", "Beacon availability SLA: 99.5% per month.", attribute="sla", entity="Beacon",
+                    claim_id="b_old")  # fmt: skip
+    kestrel_old = _claim(old, "99.5%", "Beacon availability SLA: 99.5% per month.", attribute="sla",
+                         entity="Kestrel Pharma", status=ClaimStatus.SUPERSEDED, superseded_by="k_new",
+                         claim_id="k_old")  # fmt: skip
+    kestrel_new = _claim(new, "99.9%", "From January 2025 the SLA is 99.9% per month.", attribute="sla",
+                         entity="Kestrel Pharma", valid_from=date(2025, 1, 1), claim_id="k_new")  # fmt: skip
+    question = "What Beacon availability SLA applies to Kestrel Pharma now?"
+    answer = composed_answer(_context(question, [old, new], [beacon, kestrel_old, kestrel_new]))
+    texts = [s.text for s in answer.sentences]
+    assert texts[0] == "Kestrel Pharma's sla is 99.9%, since 1 January 2025.", texts
+    stating_old = [t for t in texts if "99.5%" in t]
+    assert stating_old and all(t.startswith(("Until", "Earlier")) for t in stating_old), texts
+    _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})
+    # The positive control: without Kestrel's timeline nothing says 99.5% is over, and it is stated as current.
+    alone = composed_answer(_context(question, [old], [beacon]))
+    assert alone.sentences[0].text.startswith("Beacon's sla is 99.5%"), [s.text for s in alone.sentences]

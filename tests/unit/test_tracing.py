@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -172,3 +172,35 @@ def test_a_trace_is_read_by_its_owner_and_admins_only() -> None:
     mine = new_feedback(trace, sam, rating=2, issue="WRONG_ENTITY", comment="wrong Atlas", now=NOW)
     assert (mine.author, mine.rating, mine.issue) == ("user:sam", 2, FeedbackIssue.WRONG_ENTITY)
     assert new_trace_id() != new_trace_id() and new_trace_id().startswith("tr_")
+
+
+def test_the_answer_part_records_the_facts_and_conflicts_used_by_id_and_hash_never_their_text() -> None:
+    from kgrag_core.answering.compose import composed_answer
+    from kgrag_core.extraction.records import ClaimStatus
+    from tests.unit.test_answer_composition import CURRENT, NEW, OLD, OUTDATED, _claim, _context, _doc
+
+    day = date(2024, 9, 3)
+    a, _ = _doc("ops-mail", "Ops e-mail", "LEJ-2 now holds 24,500 pallet positions.", day)
+    b, _ = _doc("finance-sheet", "Finance sheet", "LEJ-2 holds 22,000 pallet positions.", day)
+    sides = [
+        _claim(a, "24,500", "LEJ-2 now holds 24,500 pallet positions.", status=ClaimStatus.CONFLICT, claim_id="c1"),
+        _claim(b, "22,000", "LEJ-2 holds 22,000 pallet positions.", status=ClaimStatus.CONFLICT, claim_id="c2"),
+    ]
+    disputed = composed_answer(_context("What is the pallet capacity of LEJ-2?", [a, b], sides))
+    part = answer_part(disputed.as_dict(), cached=False, removed=disputed.removed)
+    assert {f["id"] for f in part["facts"]} == {"c1", "c2"}  # type: ignore[union-attr]
+    (conflict,) = part["conflicts"]  # type: ignore[misc]
+    assert {tuple(v["fact_ids"]) for v in conflict["values"]} == {("c1",), ("c2",)}
+    assert {v["value_sha256"] for v in conflict["values"]} == {sha256_text("24,500"), sha256_text("22,000")}
+    assert {c for v in conflict["values"] for c in v["chunk_ids"]} == {a.chunk_id, b.chunk_id}
+    text = json.dumps(part)
+    assert "24,500" not in text and "22,000" not in text and "LEJ-2" not in text and "capacity" not in text
+    # The positive control's counterpart: an answer with a current value and its history records both facts,
+    # and no conflict.
+    timeline = composed_answer(_context("What is the pallet capacity of LEJ-2?", [OLD, NEW], [OUTDATED, CURRENT]))
+    told = answer_part(timeline.as_dict(), cached=False, removed=())
+    assert {(f["id"], f["status"]) for f in told["facts"]} == {  # type: ignore[union-attr]
+        (CURRENT.claim_id, "current"),
+        (OUTDATED.claim_id, "superseded"),
+    }
+    assert told["conflicts"] == []

@@ -24,6 +24,8 @@ from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extra
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.answering.verification import hedged
+from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality
 from kgrag_core.graph_retrieval.facts import named_in
@@ -77,7 +79,7 @@ class _Draft:
 def composed_answer(context: AnswerContext, settings: ComposeSettings | None = None) -> Answer:
     cfg = settings or ComposeSettings()
     base = extractive_answer(context.question, context.chunks, cfg.extractive)
-    groups = _best_worded(_focus_groups(context.facts), context)[: cfg.max_groups]
+    groups = _stale_across(_best_worded(_focus_groups(context.facts), context)[: cfg.max_groups])
     drafts: list[_Draft] = []
     conflicts: list[Conflict] = []
     yes_no = bool(_YES_NO.match(context.question))
@@ -99,6 +101,9 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         return base
 
     cited_spans = {(q.hit.chunk_id, q.start_byte, q.end_byte) for d in drafts for q in d.quotes}
+    told = [f for d in drafts for f in d.facts]
+    current = [f.value for f in told if f.status is FactStatus.CURRENT]
+    outdated = [f.value for f in told if f.status is FactStatus.SUPERSEDED]
     added = 0
     for sentence, citations in _supporting(base):
         quote = citations[0]
@@ -107,9 +112,46 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
             break
         if (quote.chunk_id, quote.start_byte, quote.end_byte) in cited_spans:
             continue
+        if _states_outdated(sentence.text, current, outdated):
+            continue  # the superseded value is told as history above, never as a sentence of its own
         drafts.append(_Draft(sentence.text, [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)], [], 0.7))
         added += 1
     return _assemble(context, drafts, conflicts, base.evidence_chunk_ids)
+
+
+def _states_outdated(text: str, current: Sequence[str], outdated: Sequence[str]) -> bool:
+    """A sentence naming a superseded value without the current one beside it ("Capacity: 18,000 pallet
+    positions" after "… is 24,500, since 14 June 2024") would read as current."""
+    return any(value_in(text, v) for v in outdated) and not any(value_in(text, v) for v in current)
+
+
+def _stale_across(groups: list[list[Fact]]) -> list[list[Fact]]:
+    """Two groups about one attribute ("Beacon's sla", "Kestrel Pharma's sla") answer one question: a value
+    one of them holds as current but the other's timeline shows superseded (and not current again) is history
+    in both, not a current value beside the newer one."""
+    superseded: dict[str, set[str]] = {}
+    current: dict[str, set[str]] = {}
+    for group in groups:
+        for f in group:
+            if f.kind == "claim" and f.status is FactStatus.SUPERSEDED:
+                superseded.setdefault(f.predicate, set()).add(normalise_value(f.value))
+            elif f.kind == "claim" and f.status is FactStatus.CURRENT:
+                current.setdefault(f.predicate, set()).add(normalise_value(f.value))
+    out: list[list[Fact]] = []
+    for group in groups:
+        own_current = {normalise_value(f.value) for f in group if f.status is FactStatus.CURRENT}
+        others = current.get(group[0].predicate, set()) - own_current
+        stale = superseded.get(group[0].predicate, set())
+        out.append(
+            [
+                replace(f, status=FactStatus.SUPERSEDED)
+                if f.kind == "claim" and f.status is FactStatus.CURRENT and normalise_value(f.value) in stale and others
+                else f
+                for f in group
+            ]
+        )
+    # What holds now before what held once, again: a group may have just lost its current value.
+    return sorted(out, key=lambda g: not any(f.status is FactStatus.CURRENT for f in g))
 
 
 def _focus_groups(facts: Sequence[Fact]) -> list[list[Fact]]:
@@ -182,9 +224,10 @@ def _claim_drafts(
     current = _representatives(by_status.get(FactStatus.CURRENT, []))
     if current and conflict is None:
         lead = current[0]
-        since = f", since {_long(lead.valid_from)}" if lead.valid_from else ""
+        since = f", since {_long(lead.valid_from)}" if lead.valid_from else _as_of(lead)
         values = ", ".join(f.value for f in current)
-        draft = _draft(f"{label} is {values}{since} ({_title(lead, context)}, {_written(lead)}).", current, context)
+        # The source's title is on the citation: the sentence says the value and when, not who wrote it.
+        draft = _draft(f"{label} is {values}{since}.", current, context)
         if draft is not None:
             draft.support = _corroborated_support(lead, members)
             drafts.append(draft)
@@ -200,11 +243,7 @@ def _claim_drafts(
         told.append(value)
         history += 1
         until = old.valid_to or (newer.valid_from if newer is not None else None)
-        text = (
-            f"Until {_long(until)} it was {old.value}."
-            if until
-            else f"Earlier, {_title(old, context)} ({_written(old)}) gave {old.value}."
-        )
+        text = f"Until {_long(until)} it was {old.value}." if until else f"Earlier{_as_of(old)}, it was {old.value}."
         draft = _draft(text, [old], context)
         if draft is not None:
             drafts.append(draft)
@@ -216,7 +255,7 @@ def _claim_drafts(
             continue  # what was planned is what the documents later state as done
         kind = _KIND_OF.get(plan.modality, "a plan")
         text = (
-            f"{_title(plan, context)} ({_written(plan)}) describes {kind} for {label} to be {plan.value}; "
+            f"{_a_source(plan)} describes {kind} for {label} to be {plan.value}; "
             "none of the documents says it happened."
         )
         draft = _draft(text, [plan], context)
@@ -224,9 +263,7 @@ def _claim_drafts(
             drafts.append(draft)
             break
     for negated in _distinct_values(by_status.get(FactStatus.NEGATED, []))[:1]:
-        draft = _draft(
-            f"{_title(negated, context)} ({_written(negated)}) says {label} is not {negated.value}.", [negated], context
-        )
+        draft = _draft(f"{label} is not {negated.value}{_as_of(negated)}.", [negated], context)
         if draft is not None:
             drafts.append(draft)
     return drafts, conflict
@@ -269,9 +306,23 @@ def _relation_drafts(
     members: list[Fact], context: AnswerContext, lead_yes_no: bool
 ) -> tuple[list[_Draft], Conflict | None]:
     ordered = sorted(members, key=lambda f: f.written_at or date.min, reverse=True)
-    positive = [f for f in ordered if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED)]
+    # A relation stated only by a sentence that proposes or hedges it ("We propose opening an office in
+    # Lisbon") is a plan, whatever its label: it is never answered "Yes".
+    said = {f.fact_id: _relation_sentence(f, context) for f in ordered}
+    positive = [
+        f
+        for f in ordered
+        if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED)
+        and not ((q := said[f.fact_id]) is not None and hedged(q.text))
+    ]
     negated = [f for f in ordered if f.status is FactStatus.NEGATED]
-    plans = [f for f in ordered if f.status is FactStatus.PLAN]
+    plans = [
+        f for f in ordered if f.status is FactStatus.PLAN or (f not in positive and f.status is not FactStatus.NEGATED)
+    ]
+    # A verdict answers the question only when the relation is between what the question names ("Did the AMR
+    # pilot run at Leipzig?" is not answered "Yes" by "Harbor runs at Leipzig").
+    first = members[0]
+    lead_yes_no = lead_yes_no and named_in(context.question, first.subject) and named_in(context.question, first.value)
     drafts: list[_Draft] = []
     conflict: Conflict | None = None
     stated_negations = [f for f in negated if f.modality in (Modality.FACT, Modality.REPORTED)]
@@ -306,7 +357,7 @@ def _relation_drafts(
             # The first time the documents described it, in the first evidence that states it in a sentence.
             kind = _KIND_OF.get(plans[-1].modality, "a plan")
             tail = "; none of the documents says it happened"
-            drafts += _first_stated(plans[::-1], context, frame=f" describes {kind}", tail=tail)
+            drafts += _first_stated(plans[::-1], context, frame=f"A source describes {kind}: ", tail=tail)
     return drafts, conflict
 
 
@@ -320,17 +371,14 @@ def _first_stated(facts: Sequence[Fact], context: AnswerContext, **frame: str) -
 
 
 def _stated(fact: Fact, context: AnswerContext, *, prefix: str = "", frame: str = "", tail: str = "") -> list[_Draft]:
-    """The fact in its own document's words: the sentence of its evidence that states it, with that
-    document's title and date."""
+    """The fact in its own document's words: the sentence of its evidence that states it. The document's
+    title is on the citation, so the sentence does not repeat it ("“Title” (written …):" read as a heading)."""
     quote = _relation_sentence(fact, context)
     if quote is None:
         return []
     text = quote.text.rstrip()
     body = text[:-1] if text.endswith(".") else text
-    day = quote.hit.doc_time.date() if quote.hit.doc_time else fact.written_at
-    written = f"written {_long(day)}" if day else "undated"
-    source = f"“{quote.hit.title}” ({written})" if quote.hit.title else f"A source ({written})"
-    return [_Draft(f"{prefix}{source}{frame}: {body}{tail}.", [quote], [fact], fact.confidence)]
+    return [_Draft(f"{prefix}{frame}{body}{tail}.", [quote], [fact], fact.confidence)]
 
 
 # A structured record's field ("name: Atlas", "owns: Atlas"): the relation's evidence, but no sentence to state
@@ -493,6 +541,14 @@ def _distinct(drafts: Sequence[_Draft]) -> list[_Draft]:
 def _title(fact: Fact, context: AnswerContext) -> str:
     hit = next((context.evidence[c] for c in fact.evidence_chunk_ids if c in context.evidence), None)
     return f"“{hit.title}”" if hit is not None and hit.title else "a source"
+
+
+def _as_of(fact: Fact) -> str:
+    return f", as of {_long(fact.written_at)}" if fact.written_at else ""
+
+
+def _a_source(fact: Fact) -> str:
+    return f"A source written {_long(fact.written_at)}" if fact.written_at else "An undated source"
 
 
 def _written(fact: Fact) -> str:

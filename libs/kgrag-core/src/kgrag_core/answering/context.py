@@ -62,6 +62,7 @@ class Fact:
     subject_weight: float = 0.0  # how strongly the question links to the subject (namesakes compete on it)
     superseded_by: str | None = None  # fact id
     conflicts_with: tuple[str, ...] = ()  # fact ids
+    source_id: str = ""  # the claim's or relation's own id (stable across answers: what traces record)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -91,6 +92,7 @@ class Fact:
     def as_dict(self) -> dict[str, object]:
         return {
             "id": self.fact_id,
+            "source_id": self.source_id,
             "kind": self.kind,
             "subject": self.subject,
             "predicate": self.predicate,
@@ -222,6 +224,7 @@ def _claim_facts(
         out.append(
             Fact(
                 fact_id=claim.claim_id,  # renumbered once ordered; links are rewritten with it
+                source_id=claim.claim_id,
                 kind="claim",
                 subject=claim.entity_name,
                 subject_id=claim.entity_id,
@@ -270,6 +273,7 @@ def _relation_facts(question: str, edges: Sequence[Edge], loaded: Mapping[str, S
         out.append(
             Fact(
                 fact_id=edge.relation_id,
+                source_id=edge.relation_id,
                 kind="relation",
                 subject=edge.subject.name,
                 subject_id=edge.subject.entity_id,

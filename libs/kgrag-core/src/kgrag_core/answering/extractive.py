@@ -115,6 +115,9 @@ def extractive_answer(
 
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 _HEADER_FIELD = re.compile(r"^(?:subject|from|to|cc|bcc|date|sent|re|fwd?)\s*:", re.IGNORECASE)
+# A record's or ticket's field line ("Summary: …", "**Date:** …", "Status: Resolved"): a label of at most three
+# words opening its line. What follows is a value, not a sentence a reader would take as an answer.
+_LABEL_LINE = re.compile(r"^(?:\*\*|__)?[A-Z][\w/&.-]*(?:[ -][\w/&.-]+){0,2}\s*:(?:\*\*|__)?(?:\s|$)")
 
 
 def is_prose(hit: SearchHit, sentence: SentenceSpan) -> bool:
@@ -129,6 +132,8 @@ def is_prose(hit: SearchHit, sentence: SentenceSpan) -> bool:
     line_start = prefix[prefix.rfind("\n") + 1 :]
     if line_start.lstrip().startswith("#"):
         return False
+    if not line_start.strip(" \t-*") and _LABEL_LINE.match(text):
+        return False  # a field line, opening its line (a bullet's label too)
     following = raw[sentence.end_byte :].decode("utf-8", errors="ignore").lstrip(" \t|").split("\n", 2)
     if line_start.lstrip().startswith("|") and len(following) > 1 and _TABLE_RULE.match(following[1]):
         return False  # a table's header row

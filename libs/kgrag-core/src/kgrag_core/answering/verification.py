@@ -119,6 +119,9 @@ _MODALITY = frozenset(
         "idea",
         "reportedly",
         "possibly",
+        "possible",
+        "potential",
+        "potentially",
         "probably",
         "maybe",
         "perhaps",
@@ -197,6 +200,47 @@ def check_sentence(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) 
     if _plan_as_fact(s, readings):
         return PLAN_AS_FACT
     return None
+
+
+def supports_some(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) -> bool:
+    """Whether `quotes` (and `facts`) hold at least one of the sentence's dates, numbers or names with its
+    polarity: one citation's share of a sentence that cites several (a sentence with no such term is held
+    by any quote that agrees with it)."""
+    verdict = _VERDICT.match(text)
+    if verdict is not None:
+        text = text[verdict.end() :]
+    sentence = normalise_for_quote(text)
+    quoted = [normalise_for_quote(q) for q in [*quotes, *facts]]
+    if not quoted:
+        return False
+    support = " ".join(quoted)
+    if sentence.rstrip(".!?;: ") in {q.rstrip(".!?;: ") for q in quoted}:
+        return True
+    cued = _has_cue(sentence) or any(_has_cue(q) for q in quoted)
+    if cued and _polarity_differs(_read(sentence), [_read(q) for q in quoted]):
+        return False
+    known = _dates(support)
+    dates = _dates(sentence)
+    stripped = _strip_dates(sentence)
+    numbers = _numbers(stripped)
+    names = _names(stripped)
+    if not (dates or numbers or names):
+        return True
+    held_numbers = _numbers(_strip_dates(support)) | _iso_numbers(support)
+    return (
+        any(any(k == d or k.startswith(d + "-") for k in known) for d in dates)
+        or bool(numbers & held_numbers)
+        or any(_has_word(support, name) for name in names)
+    )
+
+
+def hedged(text: str) -> bool:
+    """Whether the text carries a plan, proposal or hedge cue ("we propose", "will", "might"); the month
+    ("down in May 2024", "since May") is not one."""
+    return _read(_MONTH_MAY.sub(" ", _strip_dates(text))).hedged
+
+
+_MONTH_MAY = re.compile(r"(?<=\S)(\s+)May\b")
 
 
 def verify_answer(answer: Answer, facts: Iterable[SupportingFact] = ()) -> Answer:

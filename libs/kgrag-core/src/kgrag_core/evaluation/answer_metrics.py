@@ -8,11 +8,14 @@ so that a reader can tell why a number moved:
 - an outdated value is presented as current when a sentence names it with no word that places it in the
   past ("until", "previously", "from … to", "replaced") and without the current value beside it;
 - a plan is presented as done when a sentence names it with no word of planning, hedging or negation;
-- a sentence is supported when it cites something and every number and name in it occurs in its quotes,
-  with the same polarity as the closest quote sentence (a "not" in the sentence needs one there, and the
-  other way round);
-- a citation is precise when its own quote shares the sentence's polarity and at least one of the
-  sentence's numbers or names (all of them when the sentence has only one citation).
+- a sentence is supported when the verifier would keep it (`answering.verification.check_sentence`, the one
+  support check): every date, number and name in it occurs in its quotes, or in a graph fact or a source's
+  title and date whose chunk it cites, with the polarity and modality of its quotes;
+- a citation is precise when it alone supports its sentence (the sentence's only citation), or holds at
+  least one of the sentence's dates, numbers or names with the sentence's polarity (one of several).
+
+The support facts are the answer path's own (`kgrag_runtime.answer_flow.supporting_facts`), passed in by
+the caller; without them a sentence has only its quotes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kgrag_core.answering.quotes import normalise_for_quote
+from kgrag_core.answering.verification import SupportingFact, check_sentence, supports_some
 from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.evaluation.questions import EvalQuestion
 
@@ -37,80 +40,8 @@ _HISTORY = re.compile(
 _PLANNED = re.compile(
     r"\b(?:plan\w*|propos\w*|draft|would|will|might|may|could|intend\w*|consider\w*|cancel\w*|postpon\w*|"
     r"shelv\w*|dropped|abandon\w*|instead|rather|rfc|idea|hope\w*|think|expect\w*|estimat\w*|if|pilot\s+that|"
-    r"exploratory|discussed|studied|request\w*|wanted|wish\w*|asked\s+for)\b",
+    r"exploratory|discussed|studied|request\w*|wanted|wish\w*|asked\s+for|possibl[ey]|potential(?:ly)?)\b",
     re.IGNORECASE,
-)
-# A number with what is glued to it ("2nd", "99.9%", "€2.40", "18–24"), less trailing punctuation.
-_NUMBER = re.compile(r"[€$£]?\d[\w.,:/%\-–]*")
-# A name: a capitalised word that is not a common sentence opener.
-_NAME = re.compile(r"\b[A-ZÀ-Þ][\w\-]*\w")
-_NOT_NAMES = frozenset(
-    [
-        "I",
-        "A",
-        "An",
-        "The",
-        "It",
-        "Its",
-        "This",
-        "That",
-        "These",
-        "Those",
-        "In",
-        "On",
-        "At",
-        "For",
-        "From",
-        "After",
-        "Before",
-        "Since",
-        "Until",
-        "No",
-        "Yes",
-        "Not",
-        "There",
-        "We",
-        "They",
-        "He",
-        "She",
-        "Our",
-        "Their",
-        "As",
-        "If",
-        "When",
-        "While",
-        "Both",
-        "All",
-        "Each",
-        "Every",
-        "Only",
-        "Also",
-        "But",
-        "And",
-        "Or",
-        "So",
-        "Then",
-        "With",
-        "Without",
-        "By",
-        "Of",
-        "To",
-        "Instead",
-        "However",
-        "None",
-        "Nothing",
-        "What",
-        "Which",
-        "Who",
-        "How",
-        "Why",
-        "Where",
-        "Today",
-        "Now",
-        "Previously",
-        "Currently",
-        "Since",
-    ]
 )
 
 
@@ -118,79 +49,37 @@ _NOT_NAMES = frozenset(
 class _Sentence:
     text: str
     quotes: tuple[str, ...]
+    facts: tuple[tuple[str, ...], ...]  # per quote, the support facts resting on its chunk
 
 
-def _sentences(answer: Mapping[str, object]) -> list[_Sentence]:
-    quotes: dict[int, str] = {}
+def _sentences(answer: Mapping[str, object], facts: Sequence[SupportingFact]) -> list[_Sentence]:
+    cited: dict[int, tuple[str, tuple[str, ...]]] = {}
     for c in answer.get("citations") or []:  # type: ignore[attr-defined]
         if isinstance(c, Mapping) and isinstance(c.get("id"), int):
-            quotes[int(c["id"])] = str(c.get("quote") or "")
+            chunk = str(c.get("chunk_id") or "")
+            cited[int(c["id"])] = (str(c.get("quote") or ""), tuple(f.text for f in facts if chunk in f.chunk_ids))
     out: list[_Sentence] = []
     for s in answer.get("sentences") or []:  # type: ignore[attr-defined]
         if not isinstance(s, Mapping):
             continue
-        cited = [quotes[i] for i in s.get("citations") or [] if isinstance(i, int) and i in quotes]
-        out.append(_Sentence(str(s.get("text") or ""), tuple(cited)))
+        pairs = [cited[i] for i in s.get("citations") or [] if isinstance(i, int) and i in cited]
+        out.append(_Sentence(str(s.get("text") or ""), tuple(q for q, _ in pairs), tuple(f for _, f in pairs)))
     return out
-
-
-def checkable_tokens(sentence: str) -> list[str]:
-    """The sentence's numbers, amounts and dates, and its names: what its quotes must contain."""
-    numbers = [n.rstrip(".,:/-–") for n in _NUMBER.findall(sentence)]
-    # The opening word is capitalised anyway: it counts as a name only with a capital or digit inside it.
-    opener = re.match(r"\s*([\w\-]+)", sentence)
-    first = opener.group(1) if opener else ""
-    skip_first = bool(first) and not re.search(r"[A-ZÀ-Þ0-9]", first[1:])
-    found = _NAME.findall(sentence)
-    if skip_first and found and found[0] == first:
-        found = found[1:]
-    names = [n for n in found if n not in _NOT_NAMES]
-    return [*numbers, *names]
 
 
 def _negated(text: str) -> bool:
     return bool(_NEGATION.search(text))
 
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"\w{3,}")
+def sentence_supported(sentence: str, quotes: Sequence[str], facts: Sequence[str] = ()) -> bool:
+    """The verifier's verdict: the eval and the answer path judge support with one piece of code."""
+    return bool(quotes) and check_sentence(sentence, quotes, facts) is None
 
 
-def _same_polarity(sentence: str, quotes: str) -> bool:
-    """Whether the sentence and the quote sentence closest to it (most words in common) agree on negation:
-    a "not" elsewhere in a long quote says nothing about this sentence."""
-    words = {w.casefold() for w in _WORD.findall(sentence)}
-    parts = [p for p in _SPLIT.split(quotes) if p.strip()] or [quotes]
-    closest = max(parts, key=lambda p: len(words & {w.casefold() for w in _WORD.findall(p)}))
-    return _negated(sentence) == _negated(closest)
-
-
-def _quoted(sentence: str, quote: str) -> bool:
-    """A sentence that is its quote, word for word (as extractive sentences are), is supported by it."""
-    return bool(sentence.strip()) and normalise_for_quote(sentence.strip()) in normalise_for_quote(quote)
-
-
-def sentence_supported(sentence: str, quotes: Sequence[str]) -> bool:
-    if not quotes:
-        return False
-    if any(_quoted(sentence, q) for q in quotes):
-        return True
-    window = "\n".join(quotes)
-    if not _same_polarity(sentence, window):
-        return False
-    return all(value_in(window, token) for token in checkable_tokens(sentence))
-
-
-def citation_precise(sentence: str, quote: str, *, only_citation: bool) -> bool:
-    if _quoted(sentence, quote):
-        return True
-    if not _same_polarity(sentence, quote):
-        return False
-    tokens = checkable_tokens(sentence)
-    if not tokens:
-        return True
-    found = [value_in(quote, t) for t in tokens]
-    return all(found) if only_citation else any(found)
+def citation_precise(sentence: str, quote: str, facts: Sequence[str] = (), *, only_citation: bool) -> bool:
+    if only_citation:
+        return check_sentence(sentence, [quote], facts) is None
+    return supports_some(sentence, [quote], facts)
 
 
 def _answer_text(sentences: Sequence[_Sentence]) -> str:
@@ -214,12 +103,15 @@ def plan_as_done(sentences: Sequence[_Sentence], plans: Sequence[str]) -> bool:
     )
 
 
-def answer_metrics(q: EvalQuestion, answer: Mapping[str, object]) -> dict[str, float]:
-    """The answer metrics of one question (docs/evaluation.md, answer metrics); only those its gold allows."""
+def answer_metrics(
+    q: EvalQuestion, answer: Mapping[str, object], facts: Sequence[SupportingFact] = ()
+) -> dict[str, float]:
+    """The answer metrics of one question (docs/evaluation.md, answer metrics); only those its gold allows.
+    `facts` are what may back a sentence besides its quotes, as the verifier is given them."""
     answered = bool(answer.get("answered"))
     if not q.answerable:
         return {"abstained": 0.0 if answered else 1.0}
-    sentences = _sentences(answer) if answered else []
+    sentences = _sentences(answer, facts) if answered else []
     text = _answer_text(sentences)
     out: dict[str, float] = {"abstained": 0.0 if answered else 1.0}
     checks: list[bool] = [answered]
@@ -240,10 +132,14 @@ def answer_metrics(q: EvalQuestion, answer: Mapping[str, object]) -> dict[str, f
         out["conflict_surfaced"] = 1.0 if surfaced else 0.0
         checks.append(surfaced)
     if sentences:
-        unsupported = sum(1 for s in sentences if not sentence_supported(s.text, s.quotes))
+        unsupported = sum(
+            1 for s in sentences if not sentence_supported(s.text, s.quotes, [f for fs in s.facts for f in fs])
+        )
         out["unsupported_rate"] = unsupported / len(sentences)
         pairs = [
-            citation_precise(s.text, quote, only_citation=len(s.quotes) == 1) for s in sentences for quote in s.quotes
+            citation_precise(s.text, quote, held, only_citation=len(s.quotes) == 1)
+            for s in sentences
+            for quote, held in zip(s.quotes, s.facts, strict=True)
         ]
         if pairs:
             out["citation_precision"] = sum(pairs) / len(pairs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kgrag_core.acl import Caller
 from kgrag_core.answering.model import RemovedSentence
@@ -210,4 +211,51 @@ def answer_part(
         "sentences": len(sentences) if isinstance(sentences, list) else 0,
         "removed_sentences": None if removed is None else [r.as_dict() for r in removed],
         "fallback": answer.get("fallback"),  # {reason} when the LLM's answer gave way to the extractive one
+        "facts": _facts_used(answer.get("facts")),
+        "conflicts": _conflicts_used(answer.get("conflicts"), answer.get("facts")),
     }
+
+
+def _mappings(items: object) -> list[Mapping[str, Any]]:
+    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
+
+
+def _facts_used(facts: object) -> list[dict[str, object]]:
+    """The graph facts the answer stated, by their claim or relation id (stable across answers), the answer's
+    own id for them, status and evidence chunks (their values are text: not here)."""
+    return [
+        {
+            "id": f.get("source_id"),
+            "answer_id": f.get("id"),
+            "kind": f.get("kind"),
+            "status": f.get("status"),
+            "evidence_chunk_ids": list(f.get("evidence_chunk_ids") or []),
+        }
+        for f in _mappings(facts)
+    ]
+
+
+def _conflicts_used(conflicts: object, facts: object) -> list[dict[str, object]]:
+    """The conflicts the answer surfaced: what they are about and each side's value by hash, with the facts (by
+    claim or relation id) and chunks behind each side."""
+    stable = {f.get("id"): f.get("source_id") or f.get("id") for f in _mappings(facts)}
+    out: list[dict[str, object]] = []
+    for c in conflicts if isinstance(conflicts, list) else []:
+        if not isinstance(c, Mapping):
+            continue
+        sides = [v for v in c.get("values") or [] if isinstance(v, Mapping)]
+        out.append(
+            {
+                "kind": c.get("kind"),
+                "about_sha256": sha256_text(f"{c.get('subject')}\x1f{c.get('attribute')}"),
+                "values": [
+                    {
+                        "value_sha256": sha256_text(str(v.get("value"))),
+                        "fact_ids": [stable.get(i, i) for i in v.get("fact_ids") or []],
+                        "chunk_ids": [s.get("chunk_id") for s in v.get("sources") or [] if isinstance(s, Mapping)],
+                    }
+                    for v in sides
+                ],
+            }
+        )
+    return out

@@ -5,7 +5,11 @@ The index is the search benchmark's (`runner._load`: synthetic chunks, bag-of-wo
 the documents unreadable to the caller), on embedded PostgreSQL, Qdrant Edge and tantivy. Each query is
 answered four ways, in turn, so a machine whose load changes favours none of them:
 
-- *no LLM:* search, extractive answer, sentence verification (what the embedded default does);
+- *no LLM:* search, extractive answer, sentence verification (the `sentences` style);
+- *composed, no LLM:* search, the structured context over synthetic claims (two per top hit about the
+  question's first word: a current value and the one it superseded, quoting the hit), the composed answer
+  and its verification against the context's support facts (the embedded default's path after the graph
+  reads; those are measured in the graph benchmark, not here);
 - *fake model, not streamed:* search, then the whole reply at once, verified (`answer_or_fallback`);
 - *fake model, streamed:* search, then the reply piece by piece (`streaming.stream_answer`): the time to
   the first verified sentence and to the whole answer.
@@ -35,14 +39,20 @@ from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.acl import PUBLIC_ACL, Caller, acl_from_source
+from kgrag_core.answering.compose import composed_answer
+from kgrag_core.answering.context import build_context
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.fallback import answer_or_fallback
 from kgrag_core.answering.model import Answer
 from kgrag_core.answering.streaming import StreamedSentence, stream_answer
 from kgrag_core.answering.verification import verify_answer
+from kgrag_core.extraction.model import Modality, Polarity, Tier
+from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
+from kgrag_core.graph_retrieval.searcher import EstimatedTokens
 from kgrag_core.ports import ChatMessage
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import SearchHit
+from kgrag_runtime.answer_flow import supporting_facts
 from kgrag_runtime.benchmarks.runner import CHUNKS_PER_DOC, _load, _machine
 from kgrag_runtime.benchmarks.synthetic import WORDS, bag_of_words_vectors, synthetic_texts
 from kgrag_runtime.settings import KgragSettings
@@ -98,8 +108,14 @@ def run_answer_benchmarks(
     questions = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 6))) + "?" for _ in range(queries)]
     caller = Caller(user="bench", groups=("engineering",))
     model = FakeStreamingChat(token_latency_s, token_chars)
-    rows: dict[str, list[float]] = {"no_llm": [], "not_streamed": [], "first_sentence": [], "streamed_whole": []}
-    answered = {"no_llm": 0, "not_streamed": 0, "streamed": 0}
+    rows: dict[str, list[float]] = {
+        "no_llm": [],
+        "composed": [],
+        "not_streamed": [],
+        "first_sentence": [],
+        "streamed_whole": [],
+    }
+    answered = {"no_llm": 0, "composed": 0, "not_streamed": 0, "streamed": 0}
     with (
         tempfile.TemporaryDirectory() as tmp,
         EmbeddedPostgres(Path(tmp) / "pg") as pg,
@@ -118,6 +134,15 @@ def run_answer_benchmarks(
             plain = verify_answer(extractive_answer(question, hits))
             rows["no_llm"].append(_ms(started))
             answered["no_llm"] += plain.answered
+
+            started = time.perf_counter()
+            response = searcher.search(question, caller, top_k=EVIDENCE)
+            context = build_context(
+                question, response.hits, claims=_synthetic_claims(question, response.hits), counter=EstimatedTokens()
+            )
+            composed = verify_answer(composed_answer(context), supporting_facts(response, context))
+            rows["composed"].append(_ms(started))
+            answered["composed"] += composed.answered
 
             started = time.perf_counter()
             hits = searcher.search(question, caller, top_k=EVIDENCE).hits
@@ -151,6 +176,43 @@ def run_answer_benchmarks(
     }
 
 
+def _synthetic_claims(question: str, hits: Sequence[SearchHit], per_question: int = 4) -> list[ClaimRecord]:
+    """Two claims per top hit about the question's first word: the hit's opening words as the quote, its
+    third word as a current value and its second as the value that one superseded."""
+    entity, attribute = [*question.rstrip("?").split(), "entity", "attribute"][:2]
+    out: list[ClaimRecord] = []
+    for i, hit in enumerate(hits[:per_question]):
+        words = hit.text.split()
+        if len(words) < 3:
+            continue
+        quote = " ".join(words[:6])
+        for status, value in ((ClaimStatus.CURRENT, words[2]), (ClaimStatus.SUPERSEDED, words[1])):
+            out.append(
+                ClaimRecord(
+                    claim_id=f"clm_{i}_{status.value}",
+                    entity_id=f"ent_{entity}",
+                    entity_name=entity,
+                    entity_type="Thing",
+                    attribute=attribute,
+                    value=value,
+                    quote=quote,
+                    modality=Modality.FACT,
+                    polarity=Polarity.POSITIVE,
+                    valid_from=None,
+                    valid_to=None,
+                    written_at=hit.doc_time.date() if hit.doc_time else None,
+                    chunk_id=hit.chunk_id,
+                    doc_id=hit.doc_id,
+                    acl_class_id="acl_bench",
+                    tier=Tier.LLM,
+                    confidence=0.9,
+                    status=status,
+                    superseded_by=f"clm_{i}_current" if status is ClaimStatus.SUPERSEDED else None,
+                )
+            )
+    return out
+
+
 def _extractive(question: str, hits: Sequence[SearchHit]) -> Callable[[], Answer]:
     return lambda: extractive_answer(question, hits)
 
@@ -175,6 +237,7 @@ def answers_markdown(results: Mapping[str, object]) -> str:
     assert isinstance(latency, dict)
     labels = [
         ("no_llm", "ask, no LLM (extractive + verification)"),
+        ("composed", "ask, no LLM, composed (context over synthetic claims + compose + verification)"),
         ("not_streamed", "ask, fake model not streamed: the whole answer (baseline)"),
         ("first_sentence", "ask, fake model streamed: first verified sentence"),
         ("streamed_whole", "ask, fake model streamed: the whole answer"),

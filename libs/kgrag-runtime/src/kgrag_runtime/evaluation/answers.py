@@ -113,13 +113,15 @@ def evaluate_answers(
     n = EVIDENCE_CHUNKS.resolve(None)
     for q in questions:
         response = app.search(q.question, q.caller, top_k=n, graph=graph)
+        # Every answerer is scored against the support the verifier is given on the answer path.
+        facts = supporting_facts(response, app.answer_context(q.question, q.caller, response))
         for name, answerer in chosen.items():
             try:
                 answer = answerer(q.question, q.caller, response).as_dict()
             except KgragError as err:  # a failed answer is an answer that says nothing: counted, and named
                 failures[name][q.id] = err.code.value
                 answer = {"answered": False, "sentences": [], "citations": []}
-            rows[name][q.id] = answer_metrics(q, answer)
+            rows[name][q.id] = answer_metrics(q, answer, facts)
     splits = [ALL, *sorted({q.split for q in questions if q.split is not None})]
     report: dict[str, object] = {
         "answerers": names,
