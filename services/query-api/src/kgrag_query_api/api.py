@@ -88,6 +88,7 @@ _STATUS = {
     ErrorCode.ONTOLOGY_INVALID: 422,
     ErrorCode.RUN_NOT_FOUND: 404,
     ErrorCode.ENTITY_NOT_FOUND: 404,
+    ErrorCode.COMMUNITY_NOT_FOUND: 404,
     ErrorCode.LLM_RATE_LIMITED: 503,
     ErrorCode.BROKER_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
