@@ -249,6 +249,7 @@ def open_embedded(
         quality = QualityMetrics()  # the app's metrics; in-process extraction reports its spend into them
         extraction = None
         graph_admin = None
+        communities = None
         if settings.extraction_enabled and not reads_only:
             # Imported here: a search or an answer never loads the extraction tiers (or their NER model).
             from kgrag_core.handlers.extractor import ExtractorHandler
@@ -268,6 +269,15 @@ def open_embedded(
             graph_admin = GraphAdmin(store, store, resolution, writer=writer)
             if settings.resolution_enabled:
                 handlers.append(build_resolver_handler(settings, resolution))
+            if settings.communities_enabled:
+                from kgrag_runtime.communities import build_communities, build_community_handler
+                from kgrag_runtime.community_admin import CommunityAdmin
+
+                # After resolution in the list: the in-process bus drains handlers in order.
+                community_service = build_communities(settings, store.pool)
+                if settings.resolution_enabled:
+                    handlers.append(build_community_handler(settings, community_service))
+                communities = CommunityAdmin(community_service, store, store, writer=writer)
         ingestion: IngestGateway = (
             ReadOnlyIngest()
             if reads_only
@@ -300,6 +310,7 @@ def open_embedded(
             curation=PostgresTraceStore(store.pool, cipher=store.cipher),
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
+            communities=communities,
         )
 
 
