@@ -3,8 +3,8 @@
 graph.changed names documents: the canonical entities their chunks name now are the changed ones.
 entities.changed (a merge or split) names entity ids directly (a hub relabelling only is left to the
 full rebuild: it reshapes everything). A deletion or an ACL change marked its communities stale in its
-own transaction; every batch then reclusters whatever is stale, so a deletion event seen before that
-transaction committed is caught by the next batch. A full rebuild runs when there are no communities yet
+own transaction, and reaches this handler as the graph.changed its re-extraction announces; every batch
+reclusters whatever is stale. A full rebuild runs when there are no communities yet
 and every `full_rebuild_every_s` (None: only on demand, `kgrag communities rebuild`)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from kgrag_core.communities.model import BuildReport
 from kgrag_core.communities.service import CommunityService
 from kgrag_core.errors import ErrorCode
-from kgrag_core.events import ACL_CHANGED, DOCUMENTS_DELETED, ENTITIES_CHANGED, GRAPH_CHANGED
+from kgrag_core.events import ENTITIES_CHANGED, GRAPH_CHANGED
 from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
 
 
@@ -24,7 +24,7 @@ from kgrag_core.handlers.protocol import DeadLetter, HandlerResult
 class CommunityBuilderHandler:
     service: CommunityService
     name: str = "community-builder"
-    topics: tuple[str, ...] = (GRAPH_CHANGED, ENTITIES_CHANGED, DOCUMENTS_DELETED, ACL_CHANGED)
+    topics: tuple[str, ...] = (GRAPH_CHANGED, ENTITIES_CHANGED)
     full_rebuild_every_s: float | None = None
     clock: Callable[[], float] = time.monotonic
     on_report: Callable[[BuildReport], None] | None = None
