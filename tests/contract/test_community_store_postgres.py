@@ -15,6 +15,8 @@ from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_core.communities.building import BuildSettings
 from kgrag_core.communities.model import GraphEdge
 from kgrag_core.communities.service import CommunityService
+from kgrag_core.events import ENTITIES_CHANGED, GRAPH_CHANGED
+from kgrag_core.handlers.community_builder import CommunityBuilderHandler
 from kgrag_core.ingest import DeletionRecord
 from kgrag_testing.contracts.community_store import CommunityStoreContract
 from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY, contract_entity_id
@@ -137,3 +139,20 @@ def test_graph_source_and_deletion_over_extracted_facts(pg_dsn: str) -> None:
         service.refresh_stale()
         assert communities.communities_of([billing]) == [] and communities.stale() == []
         assert len(communities.communities_of([priya, routing])) == 1
+
+
+def test_the_builder_handler_builds_once_then_refreshes_and_refuses_malformed_events(
+    pg_communities: PostgresCommunityStore,
+) -> None:
+    graph = _Graph(_clique("a", 4) + _clique("b", 4))
+    handler = CommunityBuilderHandler(CommunityService(pg_communities, graph, LeidenDetector()))
+    first = handler.handle(ENTITIES_CHANGED, [("a0", {"entity_ids": ["a0"]}), ("x", {"entity_ids": "a0"})])
+    assert [d.error_code for d in first.dead_letters] == ["MALFORMED_EVENT"]
+    assert handler.last_report is not None and handler.last_report.full  # an empty store: a full build
+    assert len(pg_communities.communities()) == 2
+    graph.edges = [*graph.edges, GraphEdge("b0", "b9", 1.0)]
+    handler.handle(ENTITIES_CHANGED, [("b9", {"entity_ids": ["b9", "b0"], "reason": "merge"})])
+    assert not handler.last_report.full and handler.last_report.communities_removed == 1
+    assert [c.size for c in pg_communities.communities_of(["b9"])] == [5]
+    nothing = handler.handle(GRAPH_CHANGED, [("d", {"items": 1})])
+    assert [d.reason for d in nothing.dead_letters] == ["the event has no doc_id"]
