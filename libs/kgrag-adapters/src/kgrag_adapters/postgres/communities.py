@@ -51,15 +51,23 @@ FROM per_relation WHERE s <> o GROUP BY 1, 2 ORDER BY 1, 2
 
 _NAMED: LiteralString = """
 SELECT DISTINCT COALESCE(x.canonical_id, n.entity_id) FROM (
-    SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id {where}
+    SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id {where} {only_m}
     UNION SELECT r.subject_id FROM kg_relation_evidence ev JOIN kg_relations r ON r.relation_id = ev.relation_id
-        JOIN chunks c ON c.chunk_id = ev.chunk_id {where}
+        JOIN chunks c ON c.chunk_id = ev.chunk_id {where} {only_s}
     UNION SELECT r.object_id FROM kg_relation_evidence ev JOIN kg_relations r ON r.relation_id = ev.relation_id
-        JOIN chunks c ON c.chunk_id = ev.chunk_id {where}
+        JOIN chunks c ON c.chunk_id = ev.chunk_id {where} {only_o}
     UNION SELECT cl.entity_id FROM kg_claim_evidence cv JOIN kg_claims cl ON cl.claim_id = cv.claim_id
-        JOIN chunks c ON c.chunk_id = cv.chunk_id {where}
+        JOIN chunks c ON c.chunk_id = cv.chunk_id {where} {only_c}
 ) n LEFT JOIN er_canonical x ON x.entity_id = n.entity_id ORDER BY 1
 """
+
+
+def _named(where: str, only: str = "") -> str:
+    """_NAMED with `where` in every branch and `only` ({col}: that branch's entity column) after it."""
+    cols = {"only_m": "m.entity_id", "only_s": "r.subject_id", "only_o": "r.object_id", "only_c": "cl.entity_id"}
+    return _NAMED.format(where=where, **{k: only.format(col=v) if only else "" for k, v in cols.items()})
+
+
 _LIVE: LiteralString = " JOIN documents d ON d.doc_id = c.doc_id AND d.status = 'ACTIVE'"
 
 
@@ -160,17 +168,19 @@ class PostgresCommunityStore:
         ]
 
     def community_entities(self, entity_ids: Sequence[str] | None = None) -> list[str]:
-        sql = _NAMED.format(where=_LIVE)
+        if entity_ids is None:
+            with self._pool as conn:
+                return [str(r[0]) for r in conn.execute(_named(_LIVE))]
+        ids = list(entity_ids)
+        if not ids:
+            return []
+        # Filtered inside each branch (by mention-level id, through the mapping): a refresh reads only the
+        # evidence of its own entities, not every chunk's.
+        sql = _named(_LIVE, " AND {col} IN " + _MEMBERS_OF)
         with self._pool as conn:
-            if entity_ids is None:
-                rows = conn.execute(sql).fetchall()
-            else:
-                ids = list(entity_ids)
-                rows = conn.execute(
-                    "SELECT e FROM (" + sql + ") AS live(e) WHERE e = ANY(%s)",
-                    (ids,),
-                ).fetchall()
-        return [str(r[0]) for r in rows]
+            rows = conn.execute(sql, {"ids": ids}).fetchall()
+        wanted = set(ids)
+        return [str(r[0]) for r in rows if r[0] in wanted]
 
     def hub_entities(self) -> set[str]:
         with self._pool as conn:
@@ -179,7 +189,7 @@ class PostgresCommunityStore:
     def entities_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
         if not doc_ids:
             return []
-        sql = _NAMED.format(where=" WHERE c.doc_id = ANY(%(docs)s::text[])")
+        sql = _named(" WHERE c.doc_id = ANY(%(docs)s::text[])")
         with self._pool as conn:
             rows = conn.execute(sql, {"docs": list(doc_ids)}).fetchall()
         return [str(r[0]) for r in rows]
