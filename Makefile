@@ -55,6 +55,7 @@ bench: install  ## Benchmarks (tables with same-run baselines) into bench-result
 	$(RUN) kgrag ingest corpora/northwind/documents.jsonl --data-dir .kgrag-bench-cli
 	$(RUN) python -m kgrag_runtime.benchmarks.cli_startup --data-dir .kgrag-bench-cli --out bench-results/cli
 	$(RUN) python -m kgrag_runtime.benchmarks.connectors --runs 20 --out bench-results/connectors
+	$(RUN) python -m kgrag_runtime.benchmarks.communities --sizes 10000,100000 --out bench-results/communities
 
 bench-distributed: install services  ## Freshness under load, 1 vs 2 replicas, Neo4j vs PostgreSQL traversal on the real servers
 	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed

@@ -42,6 +42,7 @@ from kgrag_runtime.wiring import (
 if TYPE_CHECKING:  # the Neo4j driver is imported by the processes that project or read the graph only
     from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
     from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+    from kgrag_runtime.community_admin import CommunityAdmin
 
 T = TypeVar("T")
 
@@ -328,7 +329,18 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         evaluation=EvalService(settings, stores.store.eval_runs, embedder=stores.embedder, llm=chat),
         traces=traces,
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
+        communities=_community_admin(settings, stores, graph),
     )
+
+
+def _community_admin(settings: KgragSettings, stores: DistributedStores, reader: GraphReader) -> CommunityAdmin | None:
+    """The community API of the query API; the community-builder service keeps them current."""
+    if not settings.communities_enabled:
+        return None
+    from kgrag_runtime.communities import build_communities
+    from kgrag_runtime.community_admin import CommunityAdmin
+
+    return CommunityAdmin(build_communities(settings, stores.store.pool), reader, stores.store)
 
 
 def _announcer(events: EventProducer) -> Callable[[EntitiesChanged], None]:
