@@ -33,6 +33,7 @@ ALL = [
     "0018_scoped_merges_index",
     "0021_document_sources",
     "0026_watch_state",
+    "0027_communities",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,8 @@ TABLES = {
     "chunk_minhash",
     "chunk_lsh_bands",
     "kg_entities",
+    "kg_communities",
+    "kg_community_members",
     "kg_mentions",
     "kg_relations",
     "kg_relation_evidence",

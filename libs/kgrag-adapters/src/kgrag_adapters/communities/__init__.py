@@ -1,0 +1,1 @@
+"""Community detection libraries behind `kgrag_core.communities.ports.CommunityDetector`."""

@@ -1,0 +1,97 @@
+"""PostgresCommunityStore against the CommunityStore contract (a fresh database per test), and the
+incremental refresh over it: only the communities a change touches are rewritten."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+
+import pytest
+
+from kgrag_adapters.communities.leiden import LeidenDetector
+from kgrag_adapters.postgres.communities import PostgresCommunityStore
+from kgrag_adapters.postgres.store import PostgresStore
+from kgrag_core.communities.building import BuildSettings
+from kgrag_core.communities.model import GraphEdge
+from kgrag_core.communities.service import CommunityService
+from kgrag_testing.contracts.community_store import CommunityStoreContract
+
+
+@pytest.fixture
+def pg_communities(pg_dsn: str) -> Iterator[PostgresCommunityStore]:
+    store = PostgresStore.connect(pg_dsn)
+    try:
+        yield PostgresCommunityStore(store.pool)
+    finally:
+        store.close()
+
+
+class TestPostgresCommunityStore(CommunityStoreContract):
+    @pytest.fixture
+    def communities(self, pg_communities: PostgresCommunityStore) -> PostgresCommunityStore:
+        return pg_communities
+
+
+class _Graph:
+    """A fixed entity graph as the graph source reports it (the input to clustering, not an engine)."""
+
+    def __init__(self, edges: list[GraphEdge]) -> None:
+        self.edges = edges
+        self.version = 1
+
+    def graph_version(self) -> int:
+        return self.version
+
+    def community_edges(self, entity_ids: Sequence[str] | None = None) -> list[GraphEdge]:
+        keep = None if entity_ids is None else set(entity_ids)
+        return [e for e in self.edges if keep is None or (e.a in keep and e.b in keep)]
+
+    def community_entities(self, entity_ids: Sequence[str] | None = None) -> list[str]:
+        nodes = sorted({n for e in self.edges for n in (e.a, e.b)})
+        return nodes if entity_ids is None else [n for n in nodes if n in set(entity_ids)]
+
+    def hub_entities(self) -> set[str]:
+        return set()
+
+    def entities_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        return []
+
+
+def _clique(prefix: str, n: int) -> list[GraphEdge]:
+    names = [f"{prefix}{i}" for i in range(n)]
+    return [GraphEdge(a, b, 2.0) for i, a in enumerate(names) for b in names[i + 1 :]]
+
+
+def test_refresh_rewrites_only_the_affected_community(pg_communities: PostgresCommunityStore) -> None:
+    graph = _Graph(_clique("a", 5) + _clique("b", 5) + _clique("c", 5) + [GraphEdge("a0", "b0", 0.1)])
+    clock = iter(datetime(2026, 12, 2, h, tzinfo=UTC) for h in range(24))
+    service = CommunityService(pg_communities, graph, LeidenDetector(), BuildSettings(), clock=lambda: next(clock))
+    full = service.rebuild()
+    before = {c.community_id: c for c in pg_communities.communities()}
+    assert full.full and len(before) == 3
+    # A document adds c5, tied to c0 and c1: only c's community is reclustered.
+    graph.edges = [*graph.edges, GraphEdge("c0", "c5", 1.0), GraphEdge("c1", "c5", 1.0)]
+    graph.version = 2
+    report = service.refresh(["c5", "c0", "c1"])
+    assert not report.full and report.communities_removed == 1 and report.entities == 6
+    after = {c.community_id: c for c in pg_communities.communities()}
+    untouched = [c for c in before.values() if not c.member_ids[0].startswith("c")]
+    assert all(after[c.community_id] == c for c in untouched)  # same row, same build time
+    grown = pg_communities.communities_of(["c5"])
+    assert [c.member_ids for c in grown] == [("c0", "c1", "c2", "c3", "c4", "c5")]
+    assert grown[0].graph_version == 2 and grown[0].built_at > untouched[0].built_at
+
+
+def test_stale_communities_are_refreshed_and_cleared(pg_communities: PostgresCommunityStore) -> None:
+    graph = _Graph(_clique("a", 4) + _clique("b", 4))
+    service = CommunityService(pg_communities, graph, LeidenDetector())
+    service.rebuild()
+    assert pg_communities.mark_stale(["b2"]) != []
+    graph.edges = [e for e in graph.edges if "b3" not in (e.a, e.b)]  # b3 lost its evidence
+    plan = service.plan(full=False)
+    assert (plan.full, plan.communities, plan.stale) == (False, 1, 1)
+    assert pg_communities.stale() != []  # planning wrote nothing
+    report = service.refresh_stale()
+    assert report.communities_removed == 1 and pg_communities.stale() == []
+    assert [c.member_ids for c in pg_communities.communities_of(["b0"])] == [("b0", "b1", "b2")]
+    assert [c.member_ids for c in pg_communities.communities_of(["a0"])] == [("a0", "a1", "a2", "a3")]
