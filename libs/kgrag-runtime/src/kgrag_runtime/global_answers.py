@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
@@ -22,6 +23,9 @@ from kgrag_core.graph_retrieval.linking import link_entities, seed_entities
 from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import SearchHit
+
+if TYPE_CHECKING:
+    from kgrag_adapters.postgres.pool import ConnectionPool
 
 _PASSAGES_LINKED = 5  # the caller's best passages whose entities seed the candidates on a large level
 
@@ -83,3 +87,10 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
+
+
+def build_global_answers(pool: ConnectionPool, graph: GraphReader, hybrid: HybridSearcher) -> GlobalAnswerer:
+    """The GLOBAL route over the communities stored in PostgreSQL (migration 0027)."""
+    from kgrag_adapters.postgres.communities import PostgresCommunityStore
+
+    return GlobalAnswerer(PostgresCommunityStore(pool), graph, hybrid)

@@ -35,6 +35,7 @@ from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
 from kgrag_runtime.evaluation.service import EvalService
+from kgrag_runtime.global_answers import build_global_answers
 from kgrag_runtime.graph import build_graph_searcher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
 from kgrag_runtime.quality_metrics import QualityMetrics
@@ -300,6 +301,7 @@ def open_embedded(
             curation=PostgresTraceStore(store.pool, cipher=store.cipher),
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
+            global_answers=build_global_answers(store.pool, store, searcher),
         )
 
 
