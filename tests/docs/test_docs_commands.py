@@ -34,6 +34,7 @@ PAGES = (
     "docs/getting-started.md",
     "README.md",
     "docs/knowledge-graph.md",
+    "docs/communities.md",
     "docs/evaluation.md",
     "docs/configuration.md",
     "docs/http-api.md",
