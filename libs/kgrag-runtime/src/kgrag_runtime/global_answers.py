@@ -58,9 +58,16 @@ class GlobalAnswerer:
             return {h.chunk_id: h for _, h in found}
 
         def view_of(community: Community) -> CommunityView | None:
-            return community_view(community, self.graph, allowed, load, self.view_settings)
+            return community_view(community, self.graph, allowed, load, self.view_settings, focus=question)
 
-        return global_themes(question, candidates, view_of, self.relevance, self.settings)
+        found = {h.doc_id for h in hits}
+
+        def prior(view: CommunityView) -> float:
+            # The caller's own hybrid search: a community whose sentences come from documents it returned.
+            docs = view.doc_ids
+            return len(found.intersection(docs)) / len(docs) if docs else 0.0
+
+        return global_themes(question, candidates, view_of, self.relevance, self.settings, prior=prior)
 
     def candidates(self, question: str, allowed: Sequence[str], hits: Sequence[SearchHit]) -> list[Community]:
         level = self.communities.communities(self.level)

@@ -113,9 +113,11 @@ def global_themes(
     relevance: Relevance = lexical_relevance,
     settings: GlobalSettings | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    prior: Callable[[CommunityView], float] | None = None,
 ) -> GlobalResult:
     """Ranked, deduplicated, cited themes for a corpus-wide question. `candidates` must come in an order
-    that depends on nothing the caller cannot see (e.g. by community id)."""
+    that depends on nothing the caller cannot see (e.g. by community id); `prior` adds to a view's score
+    what else the caller's own search says of it (e.g. how many of its documents hybrid search returned)."""
     cfg = settings or GlobalSettings()
     skipped: dict[str, int] = {}
     pool = list(candidates[: cfg.max_communities])
@@ -135,6 +137,8 @@ def global_themes(
     if not views:
         return GlobalResult(question, (), (), (), read, skipped)
     scores = list(relevance(question, [v.text() for v in views]))
+    if prior is not None:
+        scores = [s + prior(v) for s, v in zip(scores, views, strict=True)]
     ranked = sorted(zip(scores, views, strict=True), key=lambda sv: (-sv[0], sv[1].community_id))
     chosen = [(s, v) for s, v in ranked[: cfg.map_communities] if s > 0]
     drafts = [d for d in (_map(question, s, v, cfg) for s, v in chosen) if d is not None]

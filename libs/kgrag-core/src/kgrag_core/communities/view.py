@@ -23,6 +23,7 @@ from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
 from kgrag_core.graph.model import Edge, EntityRef
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.search import SearchHit
+from kgrag_core.text_terms import content_terms
 
 # Loads chunks by id through the ACL recheck (the hybrid searcher's `hydrate`): a chunk the caller may not
 # read is simply absent from the result.
@@ -33,6 +34,8 @@ ChunkLoader = Callable[[Sequence[str]], Mapping[str, SearchHit]]
 class ViewSettings:
     max_members_read: int = 60  # members whose visibility is checked (a community can be large)
     edges_per_member: int = 20
+    edge_members: int = 15  # the most connected visible members whose edges are read
+    focus_weight: float = 2.0  # with a question: how much its terms count against a fact's strength
     facts_quoted: int = 24  # the strongest facts whose evidence is loaded and quoted
     max_points: int = 6  # key sentences kept, chosen for coverage
     title_members: int = 3
@@ -95,6 +98,7 @@ class _Fact:
     score: float
     quote: str = ""  # a claim's extractor quote
     ends: tuple[str, ...] = ()  # a relation's end names, one of which its sentence must name
+    words: str = ""  # what the fact says, for matching a question before its sentence is loaded
 
 
 def community_view(
@@ -103,24 +107,37 @@ def community_view(
     acl_class_ids: Sequence[str] | None,
     load: ChunkLoader,
     settings: ViewSettings | None = None,
+    *,
+    focus: str | None = None,
 ) -> CommunityView | None:
-    """The community as this caller sees it; None when no member is visible or nothing visible is quotable."""
+    """The community as this caller sees it; None when no member is visible or nothing visible is quotable.
+    With `focus` (a question), the facts and key sentences that bear on it are preferred: the map step of
+    the GLOBAL route reads each community this way."""
     cfg = settings or ViewSettings()
     visible: dict[str, EntityRef] = {}
+    degree: dict[str, int] = {}
     for member_id in community.member_ids[: cfg.max_members_read]:
         summary = graph.entity(member_id, acl_class_ids)
         if summary is not None:
             visible.setdefault(summary.entity.entity_id, summary.entity)
+            degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
     if not visible:
         return None
-    edges = _edges(graph, visible, acl_class_ids, cfg)
+    readers = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
+    edges = _edges(graph, visible, readers, acl_class_ids, cfg)
     claims = [c for c in graph.claims_of(sorted(visible), acl_class_ids) if _current(c)]
+    asked = set(content_terms(focus)) if focus else set()
+    weight = cfg.focus_weight if asked else 0.0
+
+    def strength(fact: _Fact) -> float:
+        return fact.score + weight * _fit(asked, fact.words)
+
     facts = sorted(
-        [*_edge_facts(edges, visible), *_claim_facts(claims)], key=lambda f: (-f.score, f.chunk_ids, f.entity_ids)
+        [*_edge_facts(edges, visible), *_claim_facts(claims)], key=lambda f: (-strength(f), f.chunk_ids, f.entity_ids)
     )[: cfg.facts_quoted]
     hits = load(sorted({c for f in facts for c in f.chunk_ids}))
     quoted = [q for q in (_quote(f, hits) for f in facts) if q is not None]
-    points, citations = _cover(quoted, cfg.max_points)
+    points, citations = _cover(quoted, cfg.max_points, asked, weight)
     if not points:
         return None
     members = _ranked_members(visible, edges, claims)
@@ -141,12 +158,21 @@ def _current(claim: ClaimRecord) -> bool:
     return claim.status is ClaimStatus.CURRENT and claim.modality is Modality.FACT
 
 
+def _fit(asked: set[str], text: str) -> float:
+    """Share of the question's terms the text holds (0 without a question)."""
+    return len(asked & set(content_terms(text))) / len(asked) if asked else 0.0
+
+
 def _edges(
-    graph: GraphReader, visible: Mapping[str, EntityRef], acl: Sequence[str] | None, cfg: ViewSettings
+    graph: GraphReader,
+    visible: Mapping[str, EntityRef],
+    readers: Sequence[str],
+    acl: Sequence[str] | None,
+    cfg: ViewSettings,
 ) -> list[Edge]:
-    """Visible edges with both ends among the visible members, once each."""
+    """Visible edges with both ends among the visible members, once each (read from `readers`' sides)."""
     out: dict[str, Edge] = {}
-    for member_id in sorted(visible):
+    for member_id in readers:
         for edge in graph.neighbours(member_id, acl, limit=cfg.edges_per_member):
             if edge.subject.entity_id in visible and edge.object.entity_id in visible:
                 out.setdefault(edge.relation_id, edge)
@@ -161,13 +187,24 @@ def _edge_facts(edges: Sequence[Edge], visible: Mapping[str, EntityRef]) -> list
             e.evidence_chunk_ids[:3],
             e.confidence * math.log1p(e.evidence_count) + 0.5,
             ends=(e.subject.name, e.object.name),
+            words=f"{e.subject.name} {e.relation.replace('_', ' ')} {e.object.name}",
         )
         for e in edges
     ]
 
 
 def _claim_facts(claims: Sequence[ClaimRecord]) -> list[_Fact]:
-    return [_Fact("claim", (c.entity_id,), (c.chunk_id,), c.confidence * math.log1p(1), quote=c.quote) for c in claims]
+    return [
+        _Fact(
+            "claim",
+            (c.entity_id,),
+            (c.chunk_id,),
+            c.confidence * math.log1p(1),
+            quote=c.quote,
+            words=f"{c.entity_name} {c.attribute.replace('_', ' ')} {c.value} {c.quote}",
+        )
+        for c in claims
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +236,9 @@ def _quote(fact: _Fact, hits: Mapping[str, SearchHit]) -> _Quoted | None:
     return None
 
 
-def _cover(quoted: Sequence[_Quoted], limit: int) -> tuple[list[CommunityPoint], list[Citation]]:
+def _cover(
+    quoted: Sequence[_Quoted], limit: int, asked: set[str], weight: float
+) -> tuple[list[CommunityPoint], list[Citation]]:
     """Key sentences chosen greedily for coverage: each next one the strongest, with a bonus for members
     and documents no chosen sentence names yet; one sentence is never chosen twice."""
     points: list[CommunityPoint] = []
@@ -212,7 +251,8 @@ def _cover(quoted: Sequence[_Quoted], limit: int) -> tuple[list[CommunityPoint],
 
         def gain(q: _Quoted) -> float:
             new_members = len(set(q.fact.entity_ids) - seen_members)
-            return q.fact.score + 0.5 * new_members + (0.5 if q.hit.doc_id not in seen_docs else 0.0)
+            novelty = 0.5 * new_members + (0.5 if q.hit.doc_id not in seen_docs else 0.0)
+            return q.fact.score + novelty + weight * _fit(asked, q.text)
 
         best = max(pool, key=gain)  # max keeps the first of equals: the pool's order is deterministic
         pool.remove(best)

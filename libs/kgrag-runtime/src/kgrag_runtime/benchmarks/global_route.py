@@ -94,12 +94,24 @@ def score_question(
     return out
 
 
-def run(out_dir: Path | None, console: Console) -> dict[str, object]:
-    lines = (CORPUS / "questions-global.jsonl").read_text(encoding="utf-8").splitlines()
-    questions, gold = parse_questions(lines), parse_gold_themes(lines)
+def load_questions(split: str) -> tuple[list[EvalQuestion], dict[str, tuple[GoldTheme, ...]]]:
+    """test: the held-out global questions with their gold themes; dev: the bundled set's global questions of
+    the dev split (what may be tuned on), each gold document a theme of its own."""
+    if split == "test":
+        lines = (CORPUS / "questions-global.jsonl").read_text(encoding="utf-8").splitlines()
+        return parse_questions(lines), parse_gold_themes(lines)
+    bundled = parse_questions((CORPUS / "questions.jsonl").read_text(encoding="utf-8").splitlines())
+    dev = [q for q in bundled if q.type == "global" and q.split == "dev"]
+    return dev, {q.id: tuple(GoldTheme(d, (d,)) for d in q.gold) for q in dev}
+
+
+def run(
+    out_dir: Path | None, console: Console, *, split: str = "test", data_dir: Path | None = None
+) -> dict[str, object]:
+    questions, gold = load_questions(split)
     with tempfile.TemporaryDirectory(prefix="kgrag-global-") as tmp:
         settings = KgragSettings(
-            data_dir=Path(tmp),
+            data_dir=data_dir or Path(tmp),
             extraction_reply_book=CORPUS / "extraction" / "corpus_replies.jsonl",
             extraction_priority_sources=["*"],
             answer_cache_ttl_s=0,
@@ -125,6 +137,7 @@ def run(out_dir: Path | None, console: Console) -> dict[str, object]:
     ordered = sorted(latencies)
     report: dict[str, object] = {
         "questions": len(questions),
+        "split": split,
         "ingest_s": round(ingest_s, 1),
         "communities": build,
         "table": table,
@@ -134,7 +147,7 @@ def run(out_dir: Path | None, console: Console) -> dict[str, object]:
             "asks": len(ordered),
         },
     }
-    view = Table(title=f"Global questions ({len(questions)}, test split): mean per question")
+    view = Table(title=f"Global questions ({len(questions)}, {split} split): mean per question")
     for column in ("scope/strategy", "theme_recall", "doc_recall", "themes", "unreadable_themes", "fallback"):
         view.add_column(column)
     for key, means in table.items():
@@ -145,15 +158,17 @@ def run(out_dir: Path | None, console: Console) -> dict[str, object]:
     console.print(f"GLOBAL latency: {report['global_latency_ms']}; communities: {build}")
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "global_route.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        (out_dir / f"global_route_{split}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return report
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="Write global_route.json here.")
+    parser.add_argument("--split", choices=("dev", "test"), default="test", help="Tune on dev; report test.")
+    parser.add_argument("--data-dir", type=Path, default=None, help="Keep the index here (re-runs skip ingest).")
     args = parser.parse_args()
-    run(args.out, Console())
+    run(args.out, Console(), split=args.split, data_dir=args.data_dir)
 
 
 if __name__ == "__main__":
