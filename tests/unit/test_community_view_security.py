@@ -178,3 +178,20 @@ def test_themes_merge_communities_that_cite_one_sentence_and_number_citations_on
     assert [c.id for c in result.citations] == list(range(1, len(result.citations) + 1))
     answer = result.answer()
     assert answer.answered and all(s.citation_ids for s in answer.sentences)
+
+
+def test_a_question_focus_prefers_the_facts_it_asks_about_over_the_strongest_ones() -> None:
+    graph, store, communities = _world(with_secret=True)
+    atlas = next(c for c in communities if "e_atlas" in c.member_ids)
+    hybrid = hybrid_over(store, [], [])
+    allowed = readable_classes(store.acl_classes(), FINANCE)
+
+    def load(chunk_ids: Sequence[str]) -> Mapping[str, SearchHit]:
+        return {h.chunk_id: h for _, h in hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], set(allowed), 9)}
+
+    plain = community_view(atlas, graph, allowed, load)
+    focused = community_view(atlas, graph, allowed, load, focus="Who owns Atlas and runs it?")
+    assert plain is not None and focused is not None
+    assert "Project Quartz" in plain.points[0].text  # the strongest facts lead without a question
+    assert focused.points[0].text == PUBLIC_TEXTS["c_owns"]
+    assert {m.entity_id for m in focused.members} == {m.entity_id for m in plain.members}
