@@ -9,7 +9,8 @@ question and from the caller's own best passages (both read through the caller's
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
 from kgrag_core.communities.model import Community
 from kgrag_core.communities.ports import CommunityStore
-from kgrag_core.communities.view import CommunityView, ViewSettings, community_view
+from kgrag_core.communities.view import CommunityView, ViewSettings, VisibleCommunity, read_visible, view_of_visible
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.linking import link_entities, seed_entities
 from kgrag_core.retrieval.fusion import FusedCandidate
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from kgrag_adapters.postgres.pool import ConnectionPool
 
 _PASSAGES_LINKED = 5  # the caller's best passages whose entities seed the candidates on a large level
+_CACHED_READS = 1024  # visible reads and text vectors kept per process
+_EMBEDDED_CHARS = 300  # a view's title and member names come first in its text
 
 
 @dataclass(slots=True)
@@ -38,6 +41,11 @@ class GlobalAnswerer:
     settings: GlobalSettings = field(default_factory=GlobalSettings)
     view_settings: ViewSettings = field(default_factory=ViewSettings)
     level: int = 0  # 0 = the broadest communities
+    # The corpus-and-ACL generation (the answer cache's: bumped by every index or ACL change): what a cached
+    # visible read is valid for. None: nothing is cached.
+    generation: Callable[[], int] | None = None
+    _visible: OrderedDict[tuple[object, ...], VisibleCommunity | None] = field(default_factory=OrderedDict)
+    _vectors: OrderedDict[str, tuple[float, ...]] = field(default_factory=OrderedDict)
     # Whether AUTO asks the router routes as global take this route too (mode GLOBAL always does).
     on_router: bool = False
 
@@ -58,7 +66,8 @@ class GlobalAnswerer:
             return {h.chunk_id: h for _, h in found}
 
         def view_of(community: Community) -> CommunityView | None:
-            return community_view(community, self.graph, allowed, load, self.view_settings, focus=question)
+            seen = self._read_visible(community, allowed)
+            return None if seen is None else view_of_visible(community, seen, load, self.view_settings, focus=question)
 
         found = {h.doc_id for h in hits}
 
@@ -78,16 +87,39 @@ class GlobalAnswerer:
         chosen = self.communities.communities_of(sorted(linked), self.level) if linked else []
         return sorted(chosen, key=lambda c: c.community_id)
 
+    def _read_visible(self, community: Community, allowed: Sequence[str]) -> VisibleCommunity | None:
+        """What these classes see of the community, reused while the corpus, the ACLs and the community's
+        content are unchanged: the key holds the exact classes, so no scope ever reads another's."""
+        if self.generation is None:
+            return read_visible(community, self.graph, allowed, self.view_settings)
+        key = (community.community_id, community.content_hash, tuple(allowed), self.generation())
+        if key in self._visible:
+            self._visible.move_to_end(key)
+            return self._visible[key]
+        seen = read_visible(community, self.graph, allowed, self.view_settings)
+        self._visible[key] = seen
+        while len(self._visible) > _CACHED_READS:
+            self._visible.popitem(last=False)
+        return seen
+
     def relevance(self, question: str, texts: Sequence[str]) -> list[float]:
-        """Cosine of the question's and each text's embedding, plus the share of the question's terms it
-        holds (names and wording the embedding blurs)."""
+        """Cosine of the question's and each text's opening (a view's title and member names) embedding,
+        plus the share of the question's terms the whole text holds (the wording of its sentences)."""
         if not texts:
             return []
-        embedder = self.hybrid.embedder
-        q = embedder.embed_query(question)
-        vectors = embedder.embed_documents(list(texts))
+        q = self.hybrid.embedder.embed_query(question)
+        vectors = self._embed([t[:_EMBEDDED_CHARS] for t in texts])
         lexical = lexical_relevance(question, texts)
         return [max(_cosine(q, v), 0.0) + lex for v, lex in zip(vectors, lexical, strict=True)]
+
+    def _embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        missing = sorted({t for t in texts if t not in self._vectors})
+        if missing:
+            for text, vector in zip(missing, self.hybrid.embedder.embed_documents(missing), strict=True):
+                self._vectors[text] = vector
+            while len(self._vectors) > _CACHED_READS:
+                self._vectors.popitem(last=False)
+        return [self._vectors[t] for t in texts]
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -96,8 +128,10 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def build_global_answers(pool: ConnectionPool, graph: GraphReader, hybrid: HybridSearcher) -> GlobalAnswerer:
+def build_global_answers(
+    pool: ConnectionPool, graph: GraphReader, hybrid: HybridSearcher, generation: Callable[[], int] | None = None
+) -> GlobalAnswerer:
     """The GLOBAL route over the communities stored in PostgreSQL (migration 0027)."""
     from kgrag_adapters.postgres.communities import PostgresCommunityStore
 
-    return GlobalAnswerer(PostgresCommunityStore(pool), graph, hybrid)
+    return GlobalAnswerer(PostgresCommunityStore(pool), graph, hybrid, generation=generation)

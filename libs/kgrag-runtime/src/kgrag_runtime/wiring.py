@@ -301,7 +301,7 @@ def open_embedded(
             curation=PostgresTraceStore(store.pool, cipher=store.cipher),
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
-            global_answers=build_global_answers(store.pool, store, searcher),
+            global_answers=build_global_answers(store.pool, store, searcher, cache.generation),
         )
 
 

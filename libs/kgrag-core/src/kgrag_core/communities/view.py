@@ -101,18 +101,21 @@ class _Fact:
     words: str = ""  # what the fact says, for matching a question before its sentence is loaded
 
 
-def community_view(
-    community: Community,
-    graph: GraphReader,
-    acl_class_ids: Sequence[str] | None,
-    load: ChunkLoader,
-    settings: ViewSettings | None = None,
-    *,
-    focus: str | None = None,
-) -> CommunityView | None:
-    """The community as this caller sees it; None when no member is visible or nothing visible is quotable.
-    With `focus` (a question), the facts and key sentences that bear on it are preferred: the map step of
-    the GLOBAL route reads each community this way."""
+@dataclass(frozen=True, slots=True)
+class VisibleCommunity:
+    """What one set of ACL classes sees of a community: the graph reads a view is built from. Holds nothing
+    another scope may see, so it may be reused for the same classes while the corpus and ACLs are unchanged
+    (the GLOBAL route caches it per question-independent key)."""
+
+    members: Mapping[str, EntityRef]
+    edges: tuple[Edge, ...]
+    claims: tuple[ClaimRecord, ...]
+
+
+def read_visible(
+    community: Community, graph: GraphReader, acl_class_ids: Sequence[str] | None, settings: ViewSettings | None = None
+) -> VisibleCommunity | None:
+    """The visible members, the visible edges among them and their current claims; None if none is visible."""
     cfg = settings or ViewSettings()
     visible: dict[str, EntityRef] = {}
     degree: dict[str, int] = {}
@@ -126,6 +129,40 @@ def community_view(
     readers = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
     edges = _edges(graph, visible, readers, acl_class_ids, cfg)
     claims = [c for c in graph.claims_of(sorted(visible), acl_class_ids) if _current(c)]
+    return VisibleCommunity(visible, tuple(edges), tuple(claims))
+
+
+def community_view(
+    community: Community,
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    load: ChunkLoader,
+    settings: ViewSettings | None = None,
+    *,
+    focus: str | None = None,
+    seen: VisibleCommunity | None = None,
+) -> CommunityView | None:
+    """The community as this caller sees it; None when no member is visible or nothing visible is quotable.
+    With `focus` (a question), the facts and key sentences that bear on it are preferred: the map step of
+    the GLOBAL route reads each community this way. `seen`: this caller's `read_visible`, already read."""
+    cfg = settings or ViewSettings()
+    seen = seen or read_visible(community, graph, acl_class_ids, cfg)
+    if seen is None:
+        return None
+    return view_of_visible(community, seen, load, cfg, focus=focus)
+
+
+def view_of_visible(
+    community: Community,
+    seen: VisibleCommunity,
+    load: ChunkLoader,
+    settings: ViewSettings | None = None,
+    *,
+    focus: str | None = None,
+) -> CommunityView | None:
+    """`community_view` from what the caller sees of the community."""
+    cfg = settings or ViewSettings()
+    visible, edges, claims = seen.members, seen.edges, seen.claims
     asked = set(content_terms(focus)) if focus else set()
     weight = cfg.focus_weight if asked else 0.0
 
