@@ -3,7 +3,7 @@
 # One image for every kgrag service; the command picks the service:
 #   python -m kgrag_query_api | kgrag_connector_gateway | kgrag_chunk_indexer
 #   python -m kgrag_deletion_worker | kgrag_acl_propagator | kgrag_graph_writer | kgrag_extractor
-#   python -m kgrag_entity_resolver
+#   python -m kgrag_entity_resolver | kgrag_community_builder
 #   python -m kgrag_runtime.admin init | rebuild --projection opensearch|qdrant|neo4j|all
 #
 # Build:  docker build -t kgrag:local .

@@ -10,11 +10,15 @@ import pytest
 
 from kgrag_adapters.communities.leiden import LeidenDetector
 from kgrag_adapters.postgres.communities import PostgresCommunityStore
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_core.communities.building import BuildSettings
 from kgrag_core.communities.model import GraphEdge
 from kgrag_core.communities.service import CommunityService
+from kgrag_core.ingest import DeletionRecord
 from kgrag_testing.contracts.community_store import CommunityStoreContract
+from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY, contract_entity_id
+from kgrag_testing.contracts.extraction_store import Stores, commit_doc, leads, mention, result
 
 
 @pytest.fixture
@@ -95,3 +99,41 @@ def test_stale_communities_are_refreshed_and_cleared(pg_communities: PostgresCom
     assert report.communities_removed == 1 and pg_communities.stale() == []
     assert [c.member_ids for c in pg_communities.communities_of(["b0"])] == [("b0", "b1", "b2")]
     assert [c.member_ids for c in pg_communities.communities_of(["a0"])] == [("a0", "a1", "a2", "a3")]
+
+
+def _team_doc(store: PostgresGraphStore, doc_id: str, people: Sequence[str], team: str) -> None:
+    text = " ".join(f"{p} leads the {team} team." for p in people)
+    [chunk] = commit_doc(Stores(store, store), doc_id, [text])
+    relations = [leads(p, team, f"{p} leads the {team} team") for p in people]
+    mentions = [mention(p, "Person") for p in people] + [mention(team, "Team")]
+    store.save([result(chunk, entities=mentions, relations=relations)])
+
+
+def test_graph_source_and_deletion_over_extracted_facts(pg_dsn: str) -> None:
+    with PostgresGraphStore.connect(pg_dsn) as store:
+        store.use_entity_id_key(CONTRACT_ENTITY_KEY)
+        communities = PostgresCommunityStore(store.pool)
+        _team_doc(store, "doc-routing", ["Priya Raman", "Omar Diaz"], "Routing")
+        _team_doc(store, "doc-billing", ["Lena Vogt", "Ken Ito"], "Billing")
+        routing, billing = contract_entity_id("Team", "Routing"), contract_entity_id("Team", "Billing")
+        priya, lena = contract_entity_id("Person", "Priya Raman"), contract_entity_id("Person", "Lena Vogt")
+        edges = communities.community_edges()
+        assert len(edges) == 4 and all(e.a < e.b and e.weight == pytest.approx(0.8) for e in edges)
+        assert communities.community_edges([priya, routing]) == [e for e in edges if {e.a, e.b} == {priya, routing}]
+        assert len(communities.community_entities()) == 6
+        assert communities.entities_of_documents(["doc-billing"]) == sorted(
+            [billing, lena, contract_entity_id("Person", "Ken Ito")]
+        )
+        service = CommunityService(communities, communities, LeidenDetector())
+        assert service.rebuild().communities_written == 2
+        [billing_community] = communities.communities_of([billing])
+
+        store.mark_deleted("doc-billing", DeletionRecord("doc-billing", (), (), ("postgres",)))
+        # The deletion's own transaction marked the community stale and listed it in its record.
+        [record] = store.deletion_records("doc-billing")
+        assert record.communities == (billing_community.community_id,)
+        assert [c.community_id for c in communities.stale()] == [billing_community.community_id]
+        assert communities.community_entities([billing, priya]) == [priya]  # no live evidence names billing
+        service.refresh_stale()
+        assert communities.communities_of([billing]) == [] and communities.stale() == []
+        assert len(communities.communities_of([priya, routing])) == 1

@@ -36,6 +36,7 @@ KGRAG_SERVICES = {
     "graph-writer": ("kgrag_graph_writer", 9100),
     "extractor": ("kgrag_extractor", 9100),
     "entity-resolver": ("kgrag_entity_resolver", 9100),
+    "community-builder": ("kgrag_community_builder", 9100),
 }
 ONE_SHOT = {"kgrag-init", "s3-init"}
 VAR = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|[A-Za-z_][A-Za-z0-9_]*)")

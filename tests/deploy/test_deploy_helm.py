@@ -33,6 +33,7 @@ SERVICES = {
     "graph-writer": ("kgrag_graph_writer", "consumer", 9100),
     "extractor": ("kgrag_extractor", "consumer", 9100),
     "entity-resolver": ("kgrag_entity_resolver", "consumer", 9100),
+    "community-builder": ("kgrag_community_builder", "consumer", 9100),
 }
 
 

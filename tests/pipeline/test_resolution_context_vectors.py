@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
+from kgrag_core.handlers.composite import handler_parts
 from kgrag_core.handlers.entity_resolver import EntityResolverHandler
 from kgrag_runtime.benchmarks.prose import prose_documents
 from kgrag_runtime.ingest_gateway import EmbeddedIngest
@@ -51,7 +52,7 @@ def test_ingest_embeds_only_chunks_and_every_context_comes_from_their_vectors(
         outcomes = kg.ingest(docs)
         assert all(o.error_code is None for o in outcomes)
         assert isinstance(kg.ingestion, EmbeddedIngest)
-        [resolver] = [h for h in kg.ingestion.handlers if isinstance(h, EntityResolverHandler)]
+        [resolver] = [h for h in handler_parts(kg.ingestion.handlers) if isinstance(h, EntityResolverHandler)]
         report = resolver.last_report
         assert report is not None and report.profiles > 10  # the prose names people, organisations, places
         assert (report.context_from_chunks, report.embedded) == (report.profiles, 0)

@@ -33,18 +33,19 @@ CREATE INDEX kg_community_members_entity ON kg_community_members (entity_id);
 ALTER TABLE deletion_log ADD COLUMN communities TEXT[] NOT NULL DEFAULT '{}';
 
 -- Marks stale, in the caller's transaction, every community with a member (canonical) that this
--- document's chunks name (a mention, a relation's end, a claim's subject); returns their ids, sorted.
--- Called before the chunks go, so it still sees what they named.
-CREATE FUNCTION kg_communities_stale_for_document(doc TEXT) RETURNS TEXT[] LANGUAGE sql AS $$
+-- document's chunks other than `keep` name (a mention, a relation's end, a claim's subject); returns
+-- their ids, sorted. Called before those chunks go (a deletion: all of them; a re-ingest: the ones the
+-- new version drops; an ACL change: all), so it still sees what they named.
+CREATE FUNCTION kg_communities_stale_for_chunks(doc TEXT, keep TEXT[]) RETURNS TEXT[] LANGUAGE sql AS $$
     WITH named AS (
-        SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id WHERE c.doc_id = doc
+        SELECT m.entity_id FROM kg_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id WHERE c.doc_id = doc AND NOT (c.chunk_id = ANY(keep))
         UNION
         SELECT unnest(ARRAY[r.subject_id, r.object_id]) FROM kg_relation_evidence ev
             JOIN kg_relations r ON r.relation_id = ev.relation_id
-            JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = doc
+            JOIN chunks c ON c.chunk_id = ev.chunk_id WHERE c.doc_id = doc AND NOT (c.chunk_id = ANY(keep))
         UNION
         SELECT cl.entity_id FROM kg_claim_evidence cv JOIN kg_claims cl ON cl.claim_id = cv.claim_id
-            JOIN chunks c ON c.chunk_id = cv.chunk_id WHERE c.doc_id = doc
+            JOIN chunks c ON c.chunk_id = cv.chunk_id WHERE c.doc_id = doc AND NOT (c.chunk_id = ANY(keep))
     ), canon AS (
         SELECT COALESCE(x.canonical_id, n.entity_id) AS entity_id FROM named n
             LEFT JOIN er_canonical x ON x.entity_id = n.entity_id

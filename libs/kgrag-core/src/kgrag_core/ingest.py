@@ -58,6 +58,8 @@ class DeletionRecord:
     at: datetime | None = None
     # per store: purged / shredded / deleted / failed, with when (the compliance trail of ADR 0008)
     purges: tuple[StorePurge, ...] = ()
+    # the communities the deletion made stale, in its own transaction (summaries fail closed on them)
+    communities: tuple[str, ...] = ()
 
 
 def no_active_document(doc_id: str) -> IngestOutcome:

@@ -77,6 +77,7 @@ ANSWER_STYLES = ("composed", "sentences")
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
     from kgrag_core.communities.global_route import GlobalResult
+    from kgrag_runtime.community_admin import CommunityAdmin
     from kgrag_runtime.evaluation.service import EvalService
     from kgrag_runtime.extraction_admin import ExtractionAdmin
     from kgrag_runtime.global_answers import GlobalAnswerer
@@ -110,6 +111,7 @@ class KgragApp:
     answer_style: str = "composed"
     # The GLOBAL route over community views (issue 12); None: GLOBAL answers from hybrid, flagged.
     global_answers: GlobalAnswerer | None = None
+    communities: CommunityAdmin | None = None  # communities over the entity graph (docs/communities.md)
 
     def __post_init__(self) -> None:
         if self.graph is not None and self.quality.backlog is None:
@@ -138,6 +140,16 @@ class KgragApp:
                 hint="The query API of either runtime provides them (docs/evaluation.md).",
             )
         return self.evaluation
+
+    def require_communities(self) -> CommunityAdmin:
+        """The community API, or CONFIGURATION_INVALID when communities (or the graph) are switched off."""
+        if self.communities is None:
+            raise KgragError(
+                ErrorCode.CONFIGURATION_INVALID,
+                "Communities are switched off.",
+                hint="Set KGRAG_EXTRACTION_ENABLED=true and KGRAG_COMMUNITIES_ENABLED=true (the defaults).",
+            )
+        return self.communities
 
     def require_graph(self) -> GraphAdmin:
         """The entity API, or CONFIGURATION_INVALID when the knowledge graph is switched off."""

@@ -25,6 +25,7 @@ from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.shredding import ContentCipher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.evaluation.service import EvalService
+from kgrag_runtime.global_answers import build_global_answers
 from kgrag_runtime.graph import build_graph_searcher, build_resolution
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
@@ -42,6 +43,7 @@ from kgrag_runtime.wiring import (
 if TYPE_CHECKING:  # the Neo4j driver is imported by the processes that project or read the graph only
     from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
     from kgrag_adapters.neo4j.lexical_graph import Neo4jLexicalGraph
+    from kgrag_runtime.community_admin import CommunityAdmin
 
 T = TypeVar("T")
 
@@ -328,7 +330,19 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         evaluation=EvalService(settings, stores.store.eval_runs, embedder=stores.embedder, llm=chat),
         traces=traces,
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
+        communities=_community_admin(settings, stores, graph),
+        global_answers=build_global_answers(stores.store.pool, graph, searcher, stores.cache.generation),
     )
+
+
+def _community_admin(settings: KgragSettings, stores: DistributedStores, reader: GraphReader) -> CommunityAdmin | None:
+    """The community API of the query API; the community-builder service keeps them current."""
+    if not settings.communities_enabled:
+        return None
+    from kgrag_runtime.communities import build_communities
+    from kgrag_runtime.community_admin import CommunityAdmin
+
+    return CommunityAdmin(build_communities(settings, stores.store.pool), reader, stores.store)
 
 
 def _announcer(events: EventProducer) -> Callable[[EntitiesChanged], None]:

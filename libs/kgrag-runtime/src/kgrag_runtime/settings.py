@@ -140,6 +140,21 @@ class KgragSettings(BaseSettings):
     resolution_overrides_file: Path | None = Field(
         None, description="Hand decisions (must_merge / must_not_merge); default: schemas/resolution/overrides.yaml."
     )
+    # --- communities (docs/communities.md) -------------------------------------------------------------
+    communities_enabled: bool = Field(
+        True, description="Keep communities over the entity graph after every resolution pass (embedded)."
+    )
+    communities_rebuild_every_s: float = Field(
+        0.0,
+        ge=0,
+        description="A full community rebuild this often (0: only the affected communities after a change, and "
+        "a full rebuild on demand: `kgrag communities rebuild`).",
+    )
+    communities_seed: int = Field(42, description="Leiden's seed: one graph always gives the same communities.")
+    communities_max_levels: int = Field(3, ge=1, le=6, description="Levels of the community hierarchy.")
+    communities_split_above: int = Field(
+        30, ge=2, description="A community with more members than this gets children one level down."
+    )
     llm_seconds_per_call: float = Field(8.0, gt=0, description="Assumed latency of one extraction call (previews).")
     eval_suites_dir: Path | None = Field(
         None, description="Folder of the bundled evaluation suites (a copy of corpora/); default: the repository's."

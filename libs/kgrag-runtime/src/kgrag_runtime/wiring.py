@@ -250,6 +250,7 @@ def open_embedded(
         quality = QualityMetrics()  # the app's metrics; in-process extraction reports its spend into them
         extraction = None
         graph_admin = None
+        communities = None
         if settings.extraction_enabled and not reads_only:
             # Imported here: a search or an answer never loads the extraction tiers (or their NER model).
             from kgrag_core.handlers.extractor import ExtractorHandler
@@ -267,8 +268,23 @@ def open_embedded(
             )
             resolution = build_resolution(settings, store=store, embedder=model)
             graph_admin = GraphAdmin(store, store, resolution, writer=writer)
-            if settings.resolution_enabled:
-                handlers.append(build_resolver_handler(settings, resolution))
+            resolver: Handler | None = (
+                build_resolver_handler(settings, resolution) if settings.resolution_enabled else None
+            )
+            if settings.communities_enabled:
+                from kgrag_core.handlers.composite import CompositeHandler
+                from kgrag_runtime.communities import build_communities, build_community_handler
+                from kgrag_runtime.community_admin import CommunityAdmin
+
+                community_service = build_communities(settings, store.pool)
+                communities = CommunityAdmin(community_service, store, store, writer=writer)
+                if resolver is not None:
+                    # One consumer of graph.changed (the in-process bus has one queue per topic): resolution
+                    # first, then the communities it changed, on each batch.
+                    parts = [resolver, build_community_handler(settings, community_service)]
+                    resolver = CompositeHandler("entity-resolver", parts)
+            if resolver is not None:
+                handlers.append(resolver)
         ingestion: IngestGateway = (
             ReadOnlyIngest()
             if reads_only
@@ -302,6 +318,7 @@ def open_embedded(
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
             global_answers=build_global_answers(store.pool, store, searcher, cache.generation),
+            communities=communities,
         )
 
 

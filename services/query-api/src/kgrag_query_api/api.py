@@ -28,6 +28,7 @@ from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
+from kgrag_query_api.community_routes import community_router
 from kgrag_query_api.entity_routes import entity_router
 from kgrag_query_api.eval_routes import eval_router
 from kgrag_query_api.ingest_status import ingest_status_router
@@ -88,6 +89,7 @@ _STATUS = {
     ErrorCode.ONTOLOGY_INVALID: 422,
     ErrorCode.RUN_NOT_FOUND: 404,
     ErrorCode.ENTITY_NOT_FOUND: 404,
+    ErrorCode.COMMUNITY_NOT_FOUND: 404,
     ErrorCode.LLM_RATE_LIMITED: 503,
     ErrorCode.BROKER_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
@@ -160,6 +162,7 @@ def create_app(
     api.include_router(ingest_status_router(kg.ingest_log, who_dep))
     api.include_router(extraction_router(kg, who_dep, run))
     api.include_router(entity_router(kg, who_dep, run))
+    api.include_router(community_router(kg, who_dep, run))
     api.include_router(trace_router(kg, who_dep, run))
     api.include_router(eval_router(kg, who_dep, run))
     return api

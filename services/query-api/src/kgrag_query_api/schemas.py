@@ -297,6 +297,11 @@ class EntityMergeRequest(_Strict):
         return value
 
 
+class CommunityRebuildRequest(_Strict):
+    dry_run: bool = Field(False, description="Only count what the rebuild would recluster.")
+    stale_only: bool = Field(False, description="Only the stale communities, not everything.")
+
+
 class EntitySplitRequest(_Strict):
     merge_id: str = _ENTITY_ID
 

@@ -265,6 +265,8 @@ class PostgresStore(Closeable):
                     _utc_or_none(doc.observed_at),
                 ),
             )
+            # Communities naming what the dropped chunks named go stale with them (0027).
+            self._conn.execute("SELECT kg_communities_stale_for_chunks(%s, %s)", (doc.doc_id, keep))
             self._conn.execute("DELETE FROM chunks WHERE doc_id = %s AND NOT (chunk_id = ANY(%s))", (doc.doc_id, keep))
             if chunks:
                 with self._conn.cursor() as cur:
@@ -297,6 +299,8 @@ class PostgresStore(Closeable):
             ).fetchone()
             if found is None:
                 return False
+            # Re-scoped evidence: the communities it supports go stale in this transaction (0027).
+            self._conn.execute("SELECT kg_communities_stale_for_chunks(%s, '{}')", (doc_id,))
             self._conn.execute("UPDATE chunks SET acl_class_id = %s WHERE doc_id = %s", (acl.acl_class_id, doc_id))
         return True
 
@@ -314,6 +318,9 @@ class PostgresStore(Closeable):
             if found is None:
                 # Raising rolls the transaction back: no audit row for a document that never existed.
                 raise KgragError(ErrorCode.DOCUMENT_NOT_FOUND, f"no document {doc_id!r} to delete")
+            # Before the chunks go, while they still name their entities (0027); listed in the record.
+            stale = self._conn.execute("SELECT kg_communities_stale_for_chunks(%s, '{}')", (doc_id,)).fetchone()
+            communities = sorted(set(record.communities) | set(stale[0] if stale else ()))
             self._conn.execute("DELETE FROM chunks WHERE doc_id = %s", (doc_id,))
             # Same transaction: the key goes exactly when the tombstone commits, never before.
             shredded = self.cipher.shred(doc_id)
@@ -329,8 +336,8 @@ class PostgresStore(Closeable):
                 )
             )
             self._conn.execute(
-                "INSERT INTO deletion_log (doc_id, chunk_ids, object_keys, stores, at, purges)"
-                " VALUES (%s, %s, %s, %s, COALESCE(%s::timestamptz, now()), %s)",
+                "INSERT INTO deletion_log (doc_id, chunk_ids, object_keys, stores, at, purges, communities)"
+                " VALUES (%s, %s, %s, %s, COALESCE(%s::timestamptz, now()), %s, %s)",
                 (
                     doc_id,
                     list(record.chunk_ids),
@@ -338,18 +345,21 @@ class PostgresStore(Closeable):
                     list(record.stores),
                     _utc_or_none(record.at),
                     Jsonb([p.as_dict() for p in purges]),
+                    communities,
                 ),
             )
 
     def deletion_records(self, doc_id: str) -> list[DeletionRecord]:
         with self._lease:
             rows = self._conn.execute(
-                "SELECT doc_id, chunk_ids, object_keys, stores, at, purges FROM deletion_log WHERE doc_id = %s"
-                " ORDER BY id",
+                "SELECT doc_id, chunk_ids, object_keys, stores, at, purges, communities FROM deletion_log"
+                " WHERE doc_id = %s ORDER BY id",
                 (doc_id,),
             ).fetchall()
         return [
-            DeletionRecord(r[0], tuple(r[1]), tuple(r[2]), tuple(r[3]), _utc(r[4]), tuple(map(_purge, r[5])))
+            DeletionRecord(
+                r[0], tuple(r[1]), tuple(r[2]), tuple(r[3]), _utc(r[4]), tuple(map(_purge, r[5])), tuple(r[6])
+            )
             for r in rows
         ]
 

@@ -93,7 +93,8 @@ def partition_with_hubs(
     resolution: float,
 ) -> list[tuple[str, ...]]:
     """One level: the non-hubs partitioned, then each hub added to the group it has the most weight to
-    (ties: the larger group, then the first); a hub tied to no group stays alone."""
+    (ties: the larger group, then the first; a hub tied to no group stays alone), then each entity left
+    alone that is tied to hubs only added to its strongest hub's group."""
     inside = set(members)
     hub_set = {h for h in members if h in hubs}
     core = [m for m in members if m not in hub_set]
@@ -112,8 +113,26 @@ def partition_with_hubs(
             groups[best].append(hub)
         else:
             alone.append([hub])
-    result = [tuple(sorted(g)) for g in groups + alone if g]
+    groups += alone
+    _attach_satellites(groups, graph, hub_set, inside)
+    result = [tuple(sorted(g)) for g in groups if g]
     return sorted(result, key=lambda g: (-len(g), g[0]))
+
+
+def _attach_satellites(groups: list[list[str]], graph: _Graph, hubs: set[str], inside: set[str]) -> None:
+    """An entity tied only to hubs is alone once hubs are left out; it joins its strongest hub's group
+    (ties: the hub first by id), so a team named only next to a busy system still has a community."""
+    if not hubs:
+        return
+    group_of = {m: i for i, g in enumerate(groups) for m in g}
+    for i, g in enumerate(groups):
+        if len(g) != 1 or g[0] in hubs:
+            continue
+        ties = {n: e.weight for n, e in graph.adjacent.get(g[0], {}).items() if n in hubs and n in inside}
+        if ties:
+            hub = max(sorted(ties), key=lambda n: ties[n])
+            groups[group_of[hub]].append(g[0])
+            groups[i] = []
 
 
 def roots_of(communities: Iterable[Community]) -> list[str]:

@@ -36,3 +36,11 @@ class CompositeHandler:
                     dead.add((letter.key, letter.reason))
                     result.dead_letters.append(letter)
         return result
+
+
+def handler_parts(handlers: Sequence[Handler]) -> list[Handler]:
+    """Every handler, a composite's parts in its place (to find one part by type, e.g. the resolver)."""
+    out: list[Handler] = []
+    for h in handlers:
+        out.extend(handler_parts(h.parts) if isinstance(h, CompositeHandler) else [h])
+    return out

@@ -33,6 +33,7 @@ from pathlib import Path
 from rich.console import Console
 
 from kgrag_core.documents import SourceDocument
+from kgrag_core.handlers.composite import handler_parts
 from kgrag_core.handlers.entity_resolver import EntityResolverHandler
 from kgrag_core.handlers.protocol import Handler, HandlerResult
 from kgrag_core.ports import Embedder, TokenCounter
@@ -205,7 +206,7 @@ def _row(
                 if model is not None:
                     done |= {"model_chunks_per_s": model, "pipeline_over_model": n / took / model}
                 steps.append(done)
-                timed = [h.inner for h in kg.ingestion.handlers if isinstance(h, _TimedHandler)]
+                timed = handler_parts([h.inner for h in kg.ingestion.handlers if isinstance(h, _TimedHandler)])
                 reports = [h.last_report for h in timed if isinstance(h, EntityResolverHandler) and h.last_report]
                 last_pass = reports[0].as_dict() if reports else None
                 progress({"row": name, "steps": steps, "parts_s": dict(clock.parts), "last_resolution_pass": last_pass})
@@ -216,7 +217,7 @@ def _row(
             total_s = time.perf_counter() - started - outside
             status = kg.status()
             backlog = kg.graph.store.backlog_counts() if kg.graph is not None else {}
-            resolvers = [h.inner for h in kg.ingestion.handlers if isinstance(h, _TimedHandler)]
+            resolvers = handler_parts([h.inner for h in kg.ingestion.handlers if isinstance(h, _TimedHandler)])
             last = [h.last_report for h in resolvers if isinstance(h, EntityResolverHandler)]
     extraction = status.get("extraction")
     parts = dict(sorted(clock.parts.items()))

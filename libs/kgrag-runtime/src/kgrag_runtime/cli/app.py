@@ -18,6 +18,7 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.ingest import IngestStatus
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_runtime.cli import render
+from kgrag_runtime.cli.communities import communities_app
 from kgrag_runtime.cli.context import CliState, open_app, open_ingest_log
 from kgrag_runtime.cli.entities import entities_app
 from kgrag_runtime.cli.eval_runs import eval_runs_app
@@ -424,6 +425,7 @@ _progress = render.progress
 app.add_typer(extract_app, name="extract")
 app.add_typer(ontology_app, name="ontology")
 app.add_typer(entities_app, name="entities")
+app.add_typer(communities_app, name="communities")
 app.add_typer(eval_runs_app, name="eval-runs")
 app.command()(claims)
 app.command()(trace)

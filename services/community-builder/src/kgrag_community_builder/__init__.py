@@ -1,0 +1,1 @@
+"""community-builder: keeps communities over the entity graph current (docs/communities.md)."""
