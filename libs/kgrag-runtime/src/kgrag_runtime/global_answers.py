@@ -18,7 +18,7 @@ from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
 from kgrag_core.communities.model import Community
 from kgrag_core.communities.ports import CommunityStore
-from kgrag_core.communities.view import CommunityView, ViewSettings, VisibleCommunity, read_visible, view_of_visible
+from kgrag_core.communities.view import CommunityReads, CommunityView, ViewSettings, read_visible, view_of_visible
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.linking import link_entities, seed_entities
 from kgrag_core.retrieval.fusion import FusedCandidate
@@ -44,7 +44,7 @@ class GlobalAnswerer:
     # The corpus-and-ACL generation (the answer cache's: bumped by every index or ACL change): what a cached
     # visible read is valid for. None: nothing is cached.
     generation: Callable[[], int] | None = None
-    _visible: OrderedDict[tuple[object, ...], VisibleCommunity | None] = field(default_factory=OrderedDict)
+    _visible: OrderedDict[tuple[object, ...], CommunityReads | None] = field(default_factory=OrderedDict)
     _vectors: OrderedDict[str, tuple[float, ...]] = field(default_factory=OrderedDict)
     # Whether AUTO asks the router routes as global take this route too (mode GLOBAL always does).
     on_router: bool = False
@@ -87,7 +87,7 @@ class GlobalAnswerer:
         chosen = self.communities.communities_of(sorted(linked), self.level) if linked else []
         return sorted(chosen, key=lambda c: c.community_id)
 
-    def _read_visible(self, community: Community, allowed: Sequence[str]) -> VisibleCommunity | None:
+    def _read_visible(self, community: Community, allowed: Sequence[str]) -> CommunityReads | None:
         """What these classes see of the community, reused while the corpus, the ACLs and the community's
         content are unchanged: the key holds the exact classes, so no scope ever reads another's."""
         if self.generation is None:

@@ -102,7 +102,7 @@ class _Fact:
 
 
 @dataclass(frozen=True, slots=True)
-class VisibleCommunity:
+class CommunityReads:
     """What one set of ACL classes sees of a community: the graph reads a view is built from. Holds nothing
     another scope may see, so it may be reused for the same classes while the corpus and ACLs are unchanged
     (the GLOBAL route caches it per question-independent key)."""
@@ -114,7 +114,7 @@ class VisibleCommunity:
 
 def read_visible(
     community: Community, graph: GraphReader, acl_class_ids: Sequence[str] | None, settings: ViewSettings | None = None
-) -> VisibleCommunity | None:
+) -> CommunityReads | None:
     """The visible members, the visible edges among them and their current claims; None if none is visible."""
     cfg = settings or ViewSettings()
     visible: dict[str, EntityRef] = {}
@@ -129,7 +129,7 @@ def read_visible(
     readers = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
     edges = _edges(graph, visible, readers, acl_class_ids, cfg)
     claims = [c for c in graph.claims_of(sorted(visible), acl_class_ids) if _current(c)]
-    return VisibleCommunity(visible, tuple(edges), tuple(claims))
+    return CommunityReads(visible, tuple(edges), tuple(claims))
 
 
 def community_view(
@@ -140,7 +140,7 @@ def community_view(
     settings: ViewSettings | None = None,
     *,
     focus: str | None = None,
-    seen: VisibleCommunity | None = None,
+    seen: CommunityReads | None = None,
 ) -> CommunityView | None:
     """The community as this caller sees it; None when no member is visible or nothing visible is quotable.
     With `focus` (a question), the facts and key sentences that bear on it are preferred: the map step of
@@ -154,7 +154,7 @@ def community_view(
 
 def view_of_visible(
     community: Community,
-    seen: VisibleCommunity,
+    seen: CommunityReads,
     load: ChunkLoader,
     settings: ViewSettings | None = None,
     *,
