@@ -15,10 +15,14 @@ from kgrag_adapters.postgres.store import PostgresStore
 from kgrag_core.communities.building import BuildSettings
 from kgrag_core.communities.model import GraphEdge
 from kgrag_core.communities.service import CommunityService
+from kgrag_core.communities.visible import visible_community
+from kgrag_core.events import ENTITIES_CHANGED, GRAPH_CHANGED
+from kgrag_core.handlers.community_builder import CommunityBuilderHandler
 from kgrag_core.ingest import DeletionRecord
 from kgrag_testing.contracts.community_store import CommunityStoreContract
+from kgrag_testing.contracts.document_store import ENG
 from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY, contract_entity_id
-from kgrag_testing.contracts.extraction_store import Stores, commit_doc, leads, mention, result
+from kgrag_testing.contracts.extraction_store import HR, Stores, commit_doc, leads, mention, result
 
 
 @pytest.fixture
@@ -137,3 +141,42 @@ def test_graph_source_and_deletion_over_extracted_facts(pg_dsn: str) -> None:
         service.refresh_stale()
         assert communities.communities_of([billing]) == [] and communities.stale() == []
         assert len(communities.communities_of([priya, routing])) == 1
+
+
+def test_the_builder_handler_builds_once_then_refreshes_and_refuses_malformed_events(
+    pg_communities: PostgresCommunityStore,
+) -> None:
+    graph = _Graph(_clique("a", 4) + _clique("b", 4))
+    handler = CommunityBuilderHandler(CommunityService(pg_communities, graph, LeidenDetector()))
+    first = handler.handle(ENTITIES_CHANGED, [("a0", {"entity_ids": ["a0"]}), ("x", {"entity_ids": "a0"})])
+    assert [d.error_code for d in first.dead_letters] == ["MALFORMED_EVENT"]
+    assert handler.last_report is not None and handler.last_report.full  # an empty store: a full build
+    assert len(pg_communities.communities()) == 2
+    graph.edges = [*graph.edges, GraphEdge("b0", "b9", 1.0)]
+    handler.handle(ENTITIES_CHANGED, [("b9", {"entity_ids": ["b9", "b0"], "reason": "merge"})])
+    assert not handler.last_report.full and handler.last_report.communities_removed == 1
+    assert [c.size for c in pg_communities.communities_of(["b9"])] == [5]
+    nothing = handler.handle(GRAPH_CHANGED, [("d", {"items": 1})])
+    assert [d.reason for d in nothing.dead_letters] == ["the event has no doc_id"]
+
+
+def test_membership_resting_on_restricted_edges_only_is_not_shown(pg_dsn: str) -> None:
+    with PostgresGraphStore.connect(pg_dsn) as store:
+        store.use_entity_id_key(CONTRACT_ENTITY_KEY)
+        both = Stores(store, store)
+        # Both entities are named in an engineering page; only an HR page says one leads the other.
+        [public] = commit_doc(both, "doc-public", ["Ann Lee and the Cygnus team met."])
+        store.save([result(public, entities=[mention("Ann Lee", "Person"), mention("Cygnus", "Team")])])
+        [secret] = commit_doc(both, "doc-hr", ["Ann Lee leads the Cygnus team."], acl=HR)
+        store.save([result(secret, relations=[leads("Ann Lee", "Cygnus", "Ann Lee leads the Cygnus team")])])
+        communities = PostgresCommunityStore(store.pool)
+        CommunityService(communities, communities, LeidenDetector()).rebuild()
+        [community] = communities.communities()
+        ann = contract_entity_id("Person", "Ann Lee")
+        assert ann in community.member_ids and store.entity(ann, [ENG.acl_class_id]) is not None
+        assert visible_community(community, store, [ENG.acl_class_id]) is None  # like an unknown id
+        hr_view = visible_community(community, store, [HR.acl_class_id])  # the positive control
+        assert hr_view is not None and {m.entity_id for m in hr_view.members} == set(community.member_ids)
+        assert hr_view.weight is None and hr_view.content_hash is None  # administrators only
+        admin = visible_community(community, store, None)
+        assert admin is not None and admin.size == 2 and admin.content_hash == community.content_hash

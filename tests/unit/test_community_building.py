@@ -110,7 +110,7 @@ def test_ids_name_nothing_and_hashes_follow_content() -> None:
 
 
 def test_an_entity_tied_only_to_a_hub_joins_the_hubs_community() -> None:
-    edges = _clique("a", 4) + [GraphEdge("a00", "zhub", 2.0), GraphEdge("a01", "zhub", 2.0)]
+    edges = [*_clique("a", 4), GraphEdge("a00", "zhub", 2.0), GraphEdge("a01", "zhub", 2.0)]
     edges += [GraphEdge("sat", "zhub", 1.0)]  # named only next to the hub
     tops = [m for level, m in _build(edges, hubs={"zhub"}) if level == 0]
     assert tops == [("a00", "a01", "a02", "a03", "sat", "zhub")]

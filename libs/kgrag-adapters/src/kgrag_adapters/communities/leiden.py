@@ -1,6 +1,6 @@
 """`CommunityDetector` on leidenalg over igraph: Leiden with the RB configuration model (resolution 1.0 is
-modularity), edge weights as given, a fixed seed and iteration to convergence, so one input always gives
-one partition."""
+modularity), edge weights as given, a fixed seed and a fixed number of iterations, so one input always
+gives one partition."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from kgrag_core.communities.model import GraphEdge
 
 
 class LeidenDetector:
-    def __init__(self, *, iterations: int = -1) -> None:
-        self._iterations = iterations  # -1: until no move improves the partition
+    def __init__(self, *, iterations: int = 2) -> None:
+        # leidenalg's default; -1 (until no move improves it) took ~15x longer for the same communities
+        # on the benchmark's planted graph (docs/communities.md, "Benchmarks").
+        self._iterations = iterations
 
     @property
     def version(self) -> str:

@@ -1,5 +1,6 @@
-"""A community as one caller may see it: members filtered by the graph reader's visibility, the size
-counted over visible members only, and nothing at all when no member is visible (as for an unknown id).
+"""A community as one caller may see it: members filtered by the graph reader's visibility (the entity is
+visible, and an edge the caller sees ties it to another member), the size counted over those members
+only, and nothing at all when no member is left (as for an unknown id).
 
 What a caller never gets: members only restricted evidence names, the edge weight and the content hash
 (both follow restricted edges too), and a size or a ranking that counts what they cannot see. Summaries per
@@ -14,6 +15,8 @@ from datetime import datetime
 from kgrag_core.communities.model import Community
 from kgrag_core.graph.model import EntityRef
 from kgrag_core.graph.ports import GraphReader
+
+TIE_EDGES = 200  # a member's strongest visible edges looked through for a tie inside its community
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +57,10 @@ def visible_community(
 ) -> VisibleCommunity | None:
     """`acl_class_ids=None`: an administrator (every member, weight and hash)."""
     members: list[EntityRef] = []
+    inside = set(community.member_ids)
     for entity_id in community.member_ids:
         summary = reader.entity(entity_id, acl_class_ids)
-        if summary is not None:
+        if summary is not None and (acl_class_ids is None or _tied_visibly(reader, entity_id, inside, acl_class_ids)):
             members.append(summary.entity)
     if not members:
         return None
@@ -72,6 +76,16 @@ def visible_community(
         weight=community.weight if admin else None,
         content_hash=community.content_hash if admin else None,
     )
+
+
+def _tied_visibly(reader: GraphReader, entity_id: str, inside: set[str], acl_class_ids: Sequence[str]) -> bool:
+    """Whether an edge the caller sees ties the entity to another member: membership that rests only on
+    restricted edges would tell the caller those entities are related. Fails closed past `TIE_EDGES`."""
+    for edge in reader.neighbours(entity_id, acl_class_ids, limit=TIE_EDGES):
+        other = edge.object if edge.subject.entity_id == entity_id else edge.subject
+        if other.entity_id != entity_id and other.entity_id in inside:
+            return True
+    return False
 
 
 def visible_communities(

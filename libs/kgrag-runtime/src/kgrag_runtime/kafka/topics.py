@@ -9,7 +9,15 @@ from confluent_kafka.cimpl import NewTopic
 from kgrag_runtime.kafka.codec import dead_letter_topic
 from kgrag_runtime.schema_export import EVENTS
 
-CONSUMERS = ("chunk-indexer", "deletion-worker", "acl-propagator", "graph-writer", "extractor", "entity-resolver", "community-builder")
+CONSUMERS = (
+    "chunk-indexer",
+    "deletion-worker",
+    "acl-propagator",
+    "graph-writer",
+    "extractor",
+    "entity-resolver",
+    "community-builder",
+)
 
 
 def all_topics(prefix: str = "") -> list[str]:
