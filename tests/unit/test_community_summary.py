@@ -8,8 +8,15 @@ from dataclasses import replace
 
 from kgrag_core.answering.model import AnswerMode
 from kgrag_core.communities.model import Community
-from kgrag_core.communities.summary import abstractive_summary, extractive_summary, may_serve, summary_key
+from kgrag_core.communities.summary import (
+    abstractive_summary,
+    extractive_summary,
+    may_serve,
+    summary_cost_preview,
+    summary_key,
+)
 from kgrag_core.communities.view import CommunityView
+from kgrag_core.extraction.rerun import CostModel
 from kgrag_core.search import SearchHit
 from kgrag_testing.scripted_llm import BAD_JSON, ScriptedChatModel
 from tests.unit.test_community_view_security import FINANCE, _view_fn, _world
@@ -77,3 +84,16 @@ def test_a_model_that_fails_gives_the_extractive_summary_flagged() -> None:
     assert summary.fallback == "llm_invalid_reply"
     assert [s.text for s in summary.sentences] == [s.text for s in extractive_summary(view).sentences]
     assert summary.sentences
+
+
+def test_the_rebuild_preview_prices_one_summary_per_community_and_scope_and_nothing_without_a_model() -> None:
+    priced = CostModel(input_price_per_mtok=1.0, output_price_per_mtok=2.0, seconds_per_call=2.0)
+    out = summary_cost_preview(10, priced, llm=True)["summaries"]
+    assert isinstance(out, dict)
+    assert out["calls"] == 10 and out["priced"] is True and out["per_scope"] is True
+    assert out["cost"] == priced.cost(out["input_tokens"], out["output_tokens"]) > 0
+    assert out["seconds"] == 20.0
+    none = summary_cost_preview(10, priced, llm=False)["summaries"]
+    assert isinstance(none, dict) and none["calls"] == 0 and none["cost"] == 0
+    unpriced = summary_cost_preview(3, CostModel(None, None), llm=True)["summaries"]
+    assert isinstance(unpriced, dict) and unpriced["priced"] is False and unpriced["cost"] == 0

@@ -27,6 +27,8 @@ from kgrag_core.search import SearchHit
 
 if TYPE_CHECKING:
     from kgrag_adapters.postgres.pool import ConnectionPool
+    from kgrag_core.communities.model import RebuildPlan
+    from kgrag_runtime.settings import KgragSettings
 
 _PASSAGES_LINKED = 5  # the caller's best passages whose entities seed the candidates on a large level
 _CACHED_READS = 1024  # visible reads and text vectors kept per process
@@ -135,3 +137,17 @@ def build_global_answers(
     from kgrag_adapters.postgres.communities import PostgresCommunityStore
 
     return GlobalAnswerer(PostgresCommunityStore(pool), graph, hybrid, generation=generation)
+
+
+def summary_preview(settings: KgragSettings) -> Callable[[RebuildPlan], dict[str, object]]:
+    """`kgrag communities rebuild --dry-run`'s summary cost: one abstractive summary per community to
+    rebuild and per access scope that queries it, priced like re-extraction (KGRAG_LLM_PRICE_*)."""
+    from kgrag_core.communities.summary import summary_cost_preview
+    from kgrag_runtime.extraction import cost_model
+
+    cost = cost_model(settings)
+
+    def preview(plan: RebuildPlan) -> dict[str, object]:
+        return summary_cost_preview(plan.communities, cost, llm=settings.llm_configured)
+
+    return preview

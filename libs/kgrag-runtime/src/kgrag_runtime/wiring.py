@@ -275,9 +275,12 @@ def open_embedded(
                 from kgrag_core.handlers.composite import CompositeHandler
                 from kgrag_runtime.communities import build_communities, build_community_handler
                 from kgrag_runtime.community_admin import CommunityAdmin
+                from kgrag_runtime.global_answers import summary_preview
 
                 community_service = build_communities(settings, store.pool)
-                communities = CommunityAdmin(community_service, store, store, writer=writer)
+                communities = CommunityAdmin(
+                    community_service, store, store, writer=writer, preview=summary_preview(settings)
+                )
                 if resolver is not None:
                     # One consumer of graph.changed (the in-process bus has one queue per topic): resolution
                     # first, then the communities it changed, on each batch.

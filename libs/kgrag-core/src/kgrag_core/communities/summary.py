@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from kgrag_core.answering.fallback import answer_or_fallback
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence
@@ -20,6 +21,9 @@ from kgrag_core.communities.model import Community
 from kgrag_core.communities.view import CommunityView
 from kgrag_core.ports import ChatModel
 from kgrag_core.search import SearchHit
+
+if TYPE_CHECKING:  # a search never loads the extraction package
+    from kgrag_core.extraction.rerun import CostModel
 
 PROMPT_VERSION = "community-summary-1"
 EXTRACTIVE_NOTICE = "The community's key sentences, quoted as written."
@@ -72,3 +76,29 @@ def abstractive_summary(view: CommunityView, hits: Sequence[SearchHit], model: C
     question = f"Summarise what the sources say about {view.title} (members: {members}): recurring themes first."
     answer = answer_or_fallback(question, hits, model, lambda: extractive_summary(view))
     return replace(verify_answer(answer), question=f"Summarise {view.title}.")
+
+
+# What one summary's request and reply hold: the view's quoted sentences (ViewSettings.facts_quoted at most,
+# about 40 tokens each, plus their chunks' titles) and the instructions; a reply of a few cited sentences.
+SUMMARY_INPUT_TOKENS = 24 * 40 + 600
+SUMMARY_OUTPUT_TOKENS = 300
+
+
+def summary_cost_preview(communities: int, cost: CostModel, *, llm: bool) -> dict[str, object]:
+    """What abstractive summaries of `communities` would cost, per access scope that queries them (they are
+    written on demand, one per community and scope), priced like re-extraction. Without a model: nothing."""
+    calls = communities if llm else 0
+    tokens_in, tokens_out = calls * SUMMARY_INPUT_TOKENS, calls * SUMMARY_OUTPUT_TOKENS
+    return {
+        "summaries": {
+            "llm": llm,
+            "per_scope": True,
+            "calls": calls,
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            "cost": cost.cost(tokens_in, tokens_out),
+            "currency": cost.currency,
+            "priced": cost.input_price_per_mtok is not None and cost.output_price_per_mtok is not None,
+            "seconds": round(calls * cost.seconds_per_call, 1),
+        }
+    }
