@@ -126,3 +126,21 @@ def test_global_answers_with_cited_themes_and_an_outsider_sees_nothing_restricte
     reader_docs = {x["doc_id"] for x in reader["citations"]}
     assert {"quartz-plan", "vault-review"} & reader_docs
     assert any(w in json.dumps(reader["themes"]) for w in ("Quartz", "Vault"))
+
+    # GET /v1/communities/{id}: the caller's summary, from the caller's view only (the reader's is the control).
+    restricted_seen, outsider_shown = False, 0
+    for community_id in reader["strategy_used"]["communities"]:
+        theirs = c.get(f"/v1/communities/{community_id}", headers=FINANCE)
+        assert theirs.status_code == 200, theirs.text
+        docs = set(theirs.json()["summary"]["doc_ids"])
+        restricted_seen |= bool({"quartz-plan", "vault-review"} & docs)
+        mine = c.get(f"/v1/communities/{community_id}", headers=OUTSIDER)
+        if docs <= {"quartz-plan", "vault-review"}:
+            assert mine.status_code == 404, mine.text  # wholly restricted: as if it did not exist
+            continue
+        assert mine.status_code == 200, mine.text
+        outsider_shown += 1
+        assert set(mine.json()["summary"]["doc_ids"]) == {"atlas-delays"}
+        for word in SECRET_WORDS:
+            assert word not in json.dumps(mine.json()), word
+    assert restricted_seen and outsider_shown

@@ -114,6 +114,8 @@ class KgragApp:
     communities: CommunityAdmin | None = None  # communities over the entity graph (docs/communities.md)
 
     def __post_init__(self) -> None:
+        if self.communities is not None and self.global_answers is not None and self.communities.summarise is None:
+            self.communities.summarise = self.global_answers.summary_of  # `show` gives the caller's summary
         if self.graph is not None and self.quality.backlog is None:
             self.quality.backlog = self.graph.store.backlog_counts
 

@@ -59,13 +59,7 @@ class GlobalAnswerer:
         if not allowed:
             return GlobalResult(question, (), (), (), 0)
         candidates = self.candidates(question, allowed, hits)
-        readable = set(allowed)
-
-        def load(chunk_ids: Sequence[str]) -> Mapping[str, SearchHit]:
-            if not chunk_ids:
-                return {}
-            found = self.hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], readable, len(chunk_ids))
-            return {h.chunk_id: h for _, h in found}
+        load = self._loader(set(allowed))
 
         def view_of(community: Community) -> CommunityView | None:
             seen = self._read_visible(community, allowed)
@@ -80,6 +74,33 @@ class GlobalAnswerer:
 
         return global_themes(question, candidates, view_of, self.relevance, self.settings, prior=prior)
 
+    def summary_of(self, community: Community, caller: Caller) -> dict[str, object] | None:
+        """The caller's extractive summary of one community (its key sentences, cited), or None when nothing
+        the caller may read is quotable. Built from the caller's view only, like the GLOBAL route's."""
+        allowed = None if caller.admin else readable_classes(self.hybrid.acls.acl_classes(), caller)
+        if allowed is not None and not allowed:
+            return None
+        readable = None if allowed is None else set(allowed)
+        seen = self._read_visible(community, allowed)
+        view = None if seen is None else view_of_visible(community, seen, self._loader(readable), self.view_settings)
+        if view is None:
+            return None
+        body = view.as_dict()
+        return {k: body[k] for k in ("title", "summary", "citations", "doc_ids", "stale", "built_at")}
+
+    def _loader(self, readable: set[str] | None) -> Callable[[Sequence[str]], Mapping[str, SearchHit]]:
+        def load(chunk_ids: Sequence[str]) -> Mapping[str, SearchHit]:
+            if not chunk_ids:
+                return {}
+            if readable is None:  # an administrator reads every class
+                every = {c.acl_class_id for c in self.hybrid.acls.acl_classes()}
+                found = self.hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], every, len(chunk_ids))
+            else:
+                found = self.hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], readable, len(chunk_ids))
+            return {h.chunk_id: h for _, h in found}
+
+        return load
+
     def candidates(self, question: str, allowed: Sequence[str], hits: Sequence[SearchHit]) -> list[Community]:
         level = self.communities.communities(self.level)
         if len(level) <= self.settings.max_communities:
@@ -89,12 +110,13 @@ class GlobalAnswerer:
         chosen = self.communities.communities_of(sorted(linked), self.level) if linked else []
         return sorted(chosen, key=lambda c: c.community_id)
 
-    def _read_visible(self, community: Community, allowed: Sequence[str]) -> CommunityReads | None:
+    def _read_visible(self, community: Community, allowed: Sequence[str] | None) -> CommunityReads | None:
         """What these classes see of the community, reused while the corpus, the ACLs and the community's
         content are unchanged: the key holds the exact classes, so no scope ever reads another's."""
         if self.generation is None:
             return read_visible(community, self.graph, allowed, self.view_settings)
-        key = (community.community_id, community.content_hash, tuple(allowed), self.generation())
+        scope = ("*",) if allowed is None else tuple(allowed)  # None: an administrator
+        key = (community.community_id, community.content_hash, scope, self.generation())
         if key in self._visible:
             self._visible.move_to_end(key)
             return self._visible[key]
