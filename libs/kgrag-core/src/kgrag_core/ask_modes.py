@@ -3,8 +3,9 @@
 AUTO leaves it to the router (and the server's graph setting); the others choose. VECTOR is hybrid search
 alone (dense + BM25: what "vector RAG" means here), GRAPH_ASSISTED always adds the graph layer (a question
 the router takes for a lookup is read as one about the entities it names), MULTI_HOP walks the graph as a
-chain. GLOBAL answers from hybrid search with `global_fallback: true` until community summaries exist
-(issue 12): the caller learns that the corpus-wide answer is not there yet.
+chain. GLOBAL is map-reduce over the caller's views of the communities (kgrag_core.communities.global_route,
+issue 12); while none exist it answers from hybrid search with `global_fallback: true`, so the caller learns
+that the corpus-wide answer is not there yet.
 """
 
 from __future__ import annotations

@@ -17,11 +17,13 @@ from kgrag_core.acl import AclClass, Caller
 from kgrag_core.answering.context import AnswerContext, build_context, chunks_only
 from kgrag_core.answering.model import Answer, RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
+from kgrag_core.answering.verification import verify_answer
 from kgrag_core.ask_modes import AskMode, ModePlan, plan_mode
 from kgrag_core.connectors import ConnectorItem
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.filters import SearchFilters
 from kgrag_core.graph.routing import RoutedGraphReader
+from kgrag_core.graph_retrieval.router import QuestionKind
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphFacts, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS, MAX_HOPS
@@ -36,6 +38,7 @@ from kgrag_runtime.answer_flow import answer_verified
 from kgrag_runtime.ask_contract import (
     check_filters,
     cite_versions,
+    global_part,
     graph_evidence,
     linked_entities,
     request_part,
@@ -73,9 +76,11 @@ class AskRequestOptions:
 ANSWER_STYLES = ("composed", "sentences")
 
 if TYPE_CHECKING:  # built only when extraction is on; a search never imports them
+    from kgrag_core.communities.global_route import GlobalResult
     from kgrag_runtime.community_admin import CommunityAdmin
     from kgrag_runtime.evaluation.service import EvalService
     from kgrag_runtime.extraction_admin import ExtractionAdmin
+    from kgrag_runtime.global_answers import GlobalAnswerer
     from kgrag_runtime.graph_admin import GraphAdmin
     from kgrag_runtime.traces import TraceRecorder
 
@@ -104,9 +109,13 @@ class KgragApp:
     # Without an LLM: "composed" (graph facts in words, then prose sentences; kgrag_core.answering.compose) or
     # "sentences" (the best supporting sentences only, the answerer before facts reached answers).
     answer_style: str = "composed"
+    # The GLOBAL route over community views (issue 12); None: GLOBAL answers from hybrid, flagged.
+    global_answers: GlobalAnswerer | None = None
     communities: CommunityAdmin | None = None  # communities over the entity graph (docs/communities.md)
 
     def __post_init__(self) -> None:
+        if self.communities is not None and self.global_answers is not None and self.communities.summarise is None:
+            self.communities.summarise = self.global_answers.summary_of  # `show` gives the caller's summary
         if self.graph is not None and self.quality.backlog is None:
             self.quality.backlog = self.graph.store.backlog_counts
 
@@ -293,7 +302,11 @@ class KgragApp:
             body = cached_answer_body(question, caller, request=request, versions=versions, timings_ms=ms)
         else:
             body = search_body(response, caller, request=request, versions=versions, timings_ms=ms)
-        body["answer"] = answer_part(out, cached=cached, removed=removed)
+        part = answer_part(out, cached=cached, removed=removed)
+        strategy = out.get("strategy_used")
+        if isinstance(strategy, dict) and "communities" in strategy:  # the GLOBAL route: what it read
+            part["communities"] = strategy["communities"]
+        body["answer"] = part
         return {**out, "trace_id": self.traces.record(TraceKind.ASK, caller, body)}
 
     def ask_stream(
@@ -335,8 +348,12 @@ class KgragApp:
         started = time.perf_counter()
         response = self._ask_search(question, caller, n, plan, options)
         answering = time.perf_counter()
+        found = self._global(question, caller, response, options)
         with stage("answer"):
-            answer = self._answer(question, caller, response, options)
+            if found is not None:
+                answer = verify_answer(found.answer(), ())
+            else:
+                answer = self._answer(question, caller, response, options)
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
@@ -344,6 +361,8 @@ class KgragApp:
             answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences, fallback=answer.fallback
         )
         out = self._answer_body(answer.as_dict(), response, options, plan)
+        if found is not None:
+            global_part(out, found)
         # A fallback answer is not cached: once the model is back, the next ask should get its answer.
         if self.answer_cache_ttl_s > 0 and answer.fallback is None:
             plain = json.dumps(out).encode("utf-8")
@@ -355,6 +374,22 @@ class KgragApp:
             if payload is not None:  # None: a cited document was deleted meanwhile, nothing to cache
                 self.cache.set(key, payload, self.answer_cache_ttl_s)
         return {**out, "cached": False}, response, answer.removed
+
+    def _global(
+        self, question: str, caller: Caller, response: SearchResponse | GraphSearchResponse, options: AskRequestOptions
+    ) -> GlobalResult | None:
+        """The GLOBAL route's themes, when the ask takes it (mode GLOBAL, or the router's global route when
+        the answerer follows it) and it found any; None: the ask answers as before (GLOBAL: flagged)."""
+        answers = self.global_answers
+        routed = isinstance(response, GraphSearchResponse) and response.route.kind is QuestionKind.GLOBAL
+        wanted = options.mode is AskMode.GLOBAL or (options.mode is AskMode.AUTO and routed)
+        if answers is None or not wanted or (options.mode is AskMode.AUTO and not answers.on_router):
+            return None
+        if not answers.available():
+            return None
+        with stage("global"):
+            found = answers.themes(question, caller, response.hits)
+        return found if found.themes else None
 
     def _plan(self, graph: bool | None, options: AskRequestOptions) -> ModePlan:
         """Which strategy the ask runs: the router and `graph` under AUTO, else what `mode` names."""

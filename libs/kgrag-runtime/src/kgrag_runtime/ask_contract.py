@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.ask_modes import AskMode, ModePlan
+from kgrag_core.communities.global_route import GlobalResult
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.filters import SearchFilters
 from kgrag_core.graph_retrieval.linking import link_entities
@@ -110,3 +111,37 @@ def request_part(
         "max_hops": max_hops,
         "include_graph_paths": include_graph_paths,
     }
+
+
+def global_part(out: dict[str, object], found: GlobalResult) -> None:
+    """What the GLOBAL route adds to an answer: its themes (points cite the verified answer's citations, by
+    chunk and span; a point verification removed is left out), and in `strategy_used` the route and the
+    communities it used; `global_fallback` is false since the themes came from communities."""
+    cited = out.get("citations")
+    ids = {
+        (str(c.get("chunk_id")), tuple(c.get("span") or ())): c.get("id")
+        for c in (cited if isinstance(cited, list) else [])
+        if isinstance(c, dict)
+    }
+    by_id = {c.id: (c.chunk_id, (c.start_byte, c.end_byte)) for c in found.citations}
+    themes: list[dict[str, object]] = []
+    for theme in found.themes:
+        points = []
+        for point in theme.points:
+            now = [ids.get(by_id[i]) for i in point.citation_ids]
+            if all(n is not None for n in now):
+                points.append({"text": point.text, "citations": now})
+        if points:
+            themes.append({**theme.as_dict(), "points": points})
+    out["themes"] = themes
+    out["global_fallback"] = False
+    strategy = out.get("strategy_used")
+    if isinstance(strategy, dict):
+        strategy.update(
+            route="global",
+            strategies=[*strategy.get("strategies", []), "communities"],
+            global_fallback=False,
+            communities=list(found.communities_used),
+            communities_read=found.communities_read,
+            skipped=dict(found.skipped),
+        )

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kgrag_core.acl import Caller, readable_classes
-from kgrag_core.communities.model import RebuildPlan
+from kgrag_core.communities.model import Community, RebuildPlan
 from kgrag_core.communities.service import CommunityService
 from kgrag_core.communities.visible import visible_communities, visible_community
 from kgrag_core.errors import ErrorCode, KgragError
@@ -28,6 +28,8 @@ class CommunityAdmin:
     writer: SingleWriter = field(default_factory=shared_nothing)
     # Adds to a dry run's preview (G2: the LLM cost of summaries), given the plan.
     preview: Callable[[RebuildPlan], dict[str, object]] | None = None
+    # The caller's summary of a community for `show` (G2: kgrag_runtime.global_answers), or None.
+    summarise: Callable[[Community, Caller], dict[str, object] | None] | None = None
 
     def listing(self, caller: Caller, *, level: int | None = None, limit: int = 50) -> dict[str, object]:
         if not 1 <= limit <= MAX_LIMIT or (level is not None and level < 0):
@@ -56,7 +58,10 @@ class CommunityAdmin:
             for c in self.service.store.children(community_id)
             if (v := visible_community(c, self.reader, visible)) is not None
         ]
-        return {**seen.as_dict(), "children": children}
+        out: dict[str, object] = {**seen.as_dict(), "children": children}
+        if self.summarise is not None and community is not None:
+            out["summary"] = self.summarise(community, caller)
+        return out
 
     def rebuild(self, *, dry_run: bool = False, stale_only: bool = False) -> dict[str, object]:
         if dry_run:

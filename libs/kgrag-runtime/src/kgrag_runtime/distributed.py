@@ -25,6 +25,7 @@ from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.shredding import ContentCipher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.evaluation.service import EvalService
+from kgrag_runtime.global_answers import build_global_answers
 from kgrag_runtime.graph import build_graph_searcher, build_resolution
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
@@ -330,6 +331,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         traces=traces,
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
         communities=_community_admin(settings, stores, graph),
+        global_answers=build_global_answers(stores.store.pool, graph, searcher, stores.cache.generation),
     )
 
 

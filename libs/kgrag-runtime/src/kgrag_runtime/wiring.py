@@ -35,6 +35,7 @@ from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
 from kgrag_runtime.evaluation.service import EvalService
+from kgrag_runtime.global_answers import build_global_answers
 from kgrag_runtime.graph import build_graph_searcher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
 from kgrag_runtime.quality_metrics import QualityMetrics
@@ -274,9 +275,12 @@ def open_embedded(
                 from kgrag_core.handlers.composite import CompositeHandler
                 from kgrag_runtime.communities import build_communities, build_community_handler
                 from kgrag_runtime.community_admin import CommunityAdmin
+                from kgrag_runtime.global_answers import summary_preview
 
                 community_service = build_communities(settings, store.pool)
-                communities = CommunityAdmin(community_service, store, store, writer=writer)
+                communities = CommunityAdmin(
+                    community_service, store, store, writer=writer, preview=summary_preview(settings)
+                )
                 if resolver is not None:
                     # One consumer of graph.changed (the in-process bus has one queue per topic): resolution
                     # first, then the communities it changed, on each batch.
@@ -316,6 +320,7 @@ def open_embedded(
             curation=PostgresTraceStore(store.pool, cipher=store.cipher),
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
+            global_answers=build_global_answers(store.pool, store, searcher, cache.generation),
             communities=communities,
         )
 

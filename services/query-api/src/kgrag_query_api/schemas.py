@@ -177,7 +177,7 @@ class AskRequest(_Strict):
     mode: AskMode = Field(
         AskMode.AUTO,
         description="AUTO (the router), VECTOR (hybrid search only), GRAPH_ASSISTED, MULTI_HOP, or GLOBAL "
-        "(hybrid with global_fallback: true until community summaries exist).",
+        "(cited themes from community views; hybrid with global_fallback: true while no communities exist).",
     )
     filters: Filters | None = None
     options: AskOptions | None = None

@@ -1,0 +1,320 @@
+"""A caller's view of one community: only what that caller's evidence says (ADR 0009).
+
+The stored community is structure (member ids, name-free); everything shown here is read again through the
+GraphReader's ACL-filtered reads and the chunk loader's ACL recheck. The visible members, the size, the title,
+the points and their order come from that view alone, so a restricted document can change none of them; a
+community with nothing visible is None, exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from kgrag_core.answering.extractive import is_prose
+from kgrag_core.answering.model import Citation, cite
+from kgrag_core.answering.quotes import normalise_for_quote
+from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.communities.model import Community
+from kgrag_core.extraction.model import Modality
+from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
+from kgrag_core.graph.model import Edge, EntityRef
+from kgrag_core.graph.ports import GraphReader
+from kgrag_core.search import SearchHit
+from kgrag_core.text_terms import content_terms
+
+# Loads chunks by id through the ACL recheck (the hybrid searcher's `hydrate`): a chunk the caller may not
+# read is simply absent from the result.
+ChunkLoader = Callable[[Sequence[str]], Mapping[str, SearchHit]]
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSettings:
+    max_members_read: int = 60  # members whose visibility is checked (a community can be large)
+    edges_per_member: int = 20
+    edge_members: int = 15  # the most connected visible members whose edges are read
+    focus_weight: float = 2.0  # with a question: how much its terms count against a fact's strength
+    facts_quoted: int = 24  # the strongest facts whose evidence is loaded and quoted
+    max_points: int = 6  # key sentences kept, chosen for coverage
+    title_members: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CommunityPoint:
+    """One key sentence: a quote of a chunk the caller may read, stating a fact about visible members."""
+
+    text: str
+    citation_id: int
+    entity_ids: tuple[str, ...]
+    kind: str  # claim | relation
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class CommunityView:
+    community_id: str
+    level: int
+    title: str
+    members: tuple[EntityRef, ...]  # visible members, most connected (in the caller's view) first
+    points: tuple[CommunityPoint, ...]
+    citations: tuple[Citation, ...]
+    stale: bool
+    built_at: datetime
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    @property
+    def doc_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c.doc_id for c in self.citations))
+
+    def text(self) -> str:
+        """What a question is matched against: title, member names and key sentences (all visible)."""
+        return " ".join([self.title, *(m.name for m in self.members), *(p.text for p in self.points)])
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "community_id": self.community_id,
+            "level": self.level,
+            "title": self.title,
+            "size": self.size,
+            "members": [{"entity_id": m.entity_id, "name": m.name, "type": m.type} for m in self.members],
+            "summary": [{"text": p.text, "citations": [p.citation_id]} for p in self.points],
+            "citations": [c.as_dict() for c in self.citations],
+            "doc_ids": list(self.doc_ids),
+            "stale": self.stale,
+            "built_at": self.built_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Fact:
+    kind: str
+    entity_ids: tuple[str, ...]
+    chunk_ids: tuple[str, ...]
+    score: float
+    quote: str = ""  # a claim's extractor quote
+    ends: tuple[str, ...] = ()  # a relation's end names, one of which its sentence must name
+    words: str = ""  # what the fact says, for matching a question before its sentence is loaded
+
+
+@dataclass(frozen=True, slots=True)
+class CommunityReads:
+    """What one set of ACL classes sees of a community: the graph reads a view is built from. Holds nothing
+    another scope may see, so it may be reused for the same classes while the corpus and ACLs are unchanged
+    (the GLOBAL route caches it per question-independent key)."""
+
+    members: Mapping[str, EntityRef]
+    edges: tuple[Edge, ...]
+    claims: tuple[ClaimRecord, ...]
+
+
+def read_visible(
+    community: Community, graph: GraphReader, acl_class_ids: Sequence[str] | None, settings: ViewSettings | None = None
+) -> CommunityReads | None:
+    """The visible members, the visible edges among them and their current claims; None if none is visible."""
+    cfg = settings or ViewSettings()
+    visible: dict[str, EntityRef] = {}
+    degree: dict[str, int] = {}
+    for member_id in community.member_ids[: cfg.max_members_read]:
+        summary = graph.entity(member_id, acl_class_ids)
+        if summary is not None:
+            visible.setdefault(summary.entity.entity_id, summary.entity)
+            degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
+    if not visible:
+        return None
+    readers = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
+    edges = _edges(graph, visible, readers, acl_class_ids, cfg)
+    claims = [c for c in graph.claims_of(sorted(visible), acl_class_ids) if _current(c)]
+    return CommunityReads(visible, tuple(edges), tuple(claims))
+
+
+def community_view(
+    community: Community,
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    load: ChunkLoader,
+    settings: ViewSettings | None = None,
+    *,
+    focus: str | None = None,
+    seen: CommunityReads | None = None,
+) -> CommunityView | None:
+    """The community as this caller sees it; None when no member is visible or nothing visible is quotable.
+    With `focus` (a question), the facts and key sentences that bear on it are preferred: the map step of
+    the GLOBAL route reads each community this way. `seen`: this caller's `read_visible`, already read."""
+    cfg = settings or ViewSettings()
+    seen = seen or read_visible(community, graph, acl_class_ids, cfg)
+    if seen is None:
+        return None
+    return view_of_visible(community, seen, load, cfg, focus=focus)
+
+
+def view_of_visible(
+    community: Community,
+    seen: CommunityReads,
+    load: ChunkLoader,
+    settings: ViewSettings | None = None,
+    *,
+    focus: str | None = None,
+) -> CommunityView | None:
+    """`community_view` from what the caller sees of the community."""
+    cfg = settings or ViewSettings()
+    visible, edges, claims = seen.members, seen.edges, seen.claims
+    asked = set(content_terms(focus)) if focus else set()
+    weight = cfg.focus_weight if asked else 0.0
+
+    def strength(fact: _Fact) -> float:
+        return fact.score + weight * _fit(asked, fact.words)
+
+    facts = sorted(
+        [*_edge_facts(edges, visible), *_claim_facts(claims)], key=lambda f: (-strength(f), f.chunk_ids, f.entity_ids)
+    )[: cfg.facts_quoted]
+    hits = load(sorted({c for f in facts for c in f.chunk_ids}))
+    quoted = [q for q in (_quote(f, hits) for f in facts) if q is not None]
+    points, citations = _cover(quoted, cfg.max_points, asked, weight)
+    if not points:
+        return None
+    members = _ranked_members(visible, edges, claims)
+    title = " / ".join(m.name for m in members[: cfg.title_members])
+    return CommunityView(
+        community.community_id,
+        community.level,
+        title,
+        tuple(members),
+        tuple(points),
+        tuple(citations),
+        community.stale,
+        community.built_at,
+    )
+
+
+def _current(claim: ClaimRecord) -> bool:
+    return claim.status is ClaimStatus.CURRENT and claim.modality is Modality.FACT
+
+
+def _fit(asked: set[str], text: str) -> float:
+    """Share of the question's terms the text holds (0 without a question)."""
+    return len(asked & set(content_terms(text))) / len(asked) if asked else 0.0
+
+
+def _edges(
+    graph: GraphReader,
+    visible: Mapping[str, EntityRef],
+    readers: Sequence[str],
+    acl: Sequence[str] | None,
+    cfg: ViewSettings,
+) -> list[Edge]:
+    """Visible edges with both ends among the visible members, once each (read from `readers`' sides)."""
+    out: dict[str, Edge] = {}
+    for member_id in readers:
+        for edge in graph.neighbours(member_id, acl, limit=cfg.edges_per_member):
+            if edge.subject.entity_id in visible and edge.object.entity_id in visible:
+                out.setdefault(edge.relation_id, edge)
+    return [out[k] for k in sorted(out)]
+
+
+def _edge_facts(edges: Sequence[Edge], visible: Mapping[str, EntityRef]) -> list[_Fact]:
+    return [
+        _Fact(
+            "relation",
+            (e.subject.entity_id, e.object.entity_id),
+            e.evidence_chunk_ids[:3],
+            e.confidence * math.log1p(e.evidence_count) + 0.5,
+            ends=(e.subject.name, e.object.name),
+            words=f"{e.subject.name} {e.relation.replace('_', ' ')} {e.object.name}",
+        )
+        for e in edges
+    ]
+
+
+def _claim_facts(claims: Sequence[ClaimRecord]) -> list[_Fact]:
+    return [
+        _Fact(
+            "claim",
+            (c.entity_id,),
+            (c.chunk_id,),
+            c.confidence * math.log1p(1),
+            quote=c.quote,
+            words=f"{c.entity_name} {c.attribute.replace('_', ' ')} {c.value} {c.quote}",
+        )
+        for c in claims
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Quoted:
+    fact: _Fact
+    hit: SearchHit
+    start_byte: int
+    end_byte: int
+    text: str
+
+
+def _quote(fact: _Fact, hits: Mapping[str, SearchHit]) -> _Quoted | None:
+    """The fact's sentence in the first of its evidence chunks the caller could load (byte-exact)."""
+    for chunk_id in fact.chunk_ids:
+        hit = hits.get(chunk_id)
+        if hit is None:
+            continue
+        wanted = normalise_for_quote(fact.quote) if fact.kind == "claim" else ""
+        ends = [e.casefold() for e in fact.ends]
+        for sentence in split_sentences(hit.text):
+            if not is_prose(hit, sentence):
+                continue
+            if fact.kind == "claim" and not (wanted and wanted in normalise_for_quote(sentence.text)):
+                continue
+            if fact.kind == "relation" and not all(e in sentence.text.casefold() for e in ends):
+                continue
+            start = hit.start_byte + sentence.start_byte
+            return _Quoted(fact, hit, start, hit.start_byte + sentence.end_byte, sentence.text)
+    return None
+
+
+def _cover(
+    quoted: Sequence[_Quoted], limit: int, asked: set[str], weight: float
+) -> tuple[list[CommunityPoint], list[Citation]]:
+    """Key sentences chosen greedily for coverage: each next one the strongest, with a bonus for members
+    and documents no chosen sentence names yet; one sentence is never chosen twice."""
+    points: list[CommunityPoint] = []
+    citations: list[Citation] = []
+    seen_members: set[str] = set()
+    seen_docs: set[str] = set()
+    seen_spans: set[tuple[str, int]] = set()
+    pool = list(quoted)
+    while pool and len(points) < limit:
+
+        def gain(q: _Quoted) -> float:
+            new_members = len(set(q.fact.entity_ids) - seen_members)
+            novelty = 0.5 * new_members + (0.5 if q.hit.doc_id not in seen_docs else 0.0)
+            return q.fact.score + novelty + weight * _fit(asked, q.text)
+
+        best = max(pool, key=gain)  # max keeps the first of equals: the pool's order is deterministic
+        pool.remove(best)
+        span = (best.hit.chunk_id, best.start_byte)
+        if span in seen_spans:
+            continue
+        seen_spans.add(span)
+        score = gain(best)
+        seen_members.update(best.fact.entity_ids)
+        seen_docs.add(best.hit.doc_id)
+        citation = cite(len(citations) + 1, best.hit, best.start_byte, best.end_byte, best.text)
+        citations.append(citation)
+        points.append(CommunityPoint(best.text, citation.id, best.fact.entity_ids, best.fact.kind, score))
+    return points, citations
+
+
+def _ranked_members(
+    visible: Mapping[str, EntityRef], edges: Sequence[Edge], claims: Sequence[ClaimRecord]
+) -> list[EntityRef]:
+    """Members by their visible facts inside the community (edges count twice), then by name."""
+    weight = dict.fromkeys(visible, 0.0)
+    for edge in edges:
+        for end in (edge.subject.entity_id, edge.object.entity_id):
+            weight[end] += 2 * edge.confidence
+    for claim in claims:
+        if claim.entity_id in weight:
+            weight[claim.entity_id] += claim.confidence
+    return sorted(visible.values(), key=lambda m: (-weight[m.entity_id], m.name.casefold(), m.entity_id))

@@ -1,0 +1,146 @@
+"""The GLOBAL route end to end on the embedded runtime over HTTP (issue 12): real PostgreSQL, communities built
+by the embedded pipeline (hierarchical Leiden), the caller's views and themes; an outsider against a finance
+reader (the positive control).
+
+The graph comes from tier-3 extraction with a FAKE scripted model (labelled: kgrag_testing.scripted_llm) that
+states one relation per sentence below; the strongest facts of the Atlas community and the whole Vault
+community rest on finance-only documents.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from kgrag_adapters.postgres.communities import PostgresCommunityStore
+from kgrag_core.acl import Caller
+from kgrag_core.extraction.tier3 import rendered_chunks
+from kgrag_core.ports import ChatMessage
+from kgrag_query_api.api import create_app
+from kgrag_query_api.auth import TokenVerifier
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.wiring import open_embedded
+from kgrag_testing.scripted_llm import ScriptedChatModel, extraction_reply, relation
+from tests.pipeline.corpus import doc
+
+VERIFIER = TokenVerifier(key="test-key-" + "g" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
+OUTSIDER = {"Authorization": f"Bearer {VERIFIER.issue('sam', groups=['engineering'], scopes=['search'])}"}
+FINANCE = {"Authorization": f"Bearer {VERIFIER.issue('fay', groups=['finance'], scopes=['search'])}"}
+QUESTION = "What are the recurring causes of delays?"
+
+# sentence -> (subject, type), relation, (object, type): what the scripted model extracts from it.
+FACTS = {
+    "The Routing team owns Atlas.": (("Routing", "Team"), "OWNS", ("Atlas", "System")),
+    "Atlas delays at the Leipzig hub came from late carrier scans, so Atlas uses Relay for scans.": (
+        ("Atlas", "System"),
+        "USES",
+        ("Relay", "System"),
+    ),
+    "Jordan Blake leads Project Quartz because the delays cost a key customer.": (
+        ("Jordan Blake", "Person"),
+        "LEADS",
+        ("Project Quartz", "Project"),
+    ),
+    "The Routing team owns Project Quartz.": (("Routing", "Team"), "OWNS", ("Project Quartz", "Project")),
+    "Vault Ledger delays came from its Orion dependency, as Vault Ledger depends on Orion.": (
+        ("Vault Ledger", "System"),
+        "DEPENDS_ON",
+        ("Orion", "System"),
+    ),
+}
+SECRET_WORDS = ("Quartz", "Jordan", "Vault", "Orion", "customer")
+
+
+def scripted_extraction(messages: Sequence[ChatMessage]) -> str:
+    items = []
+    for chunk_id, text in rendered_chunks(messages[-1].content):
+        for sentence, (subject, name, obj) in FACTS.items():
+            if sentence in text:
+                items.append(relation(chunk_id, subject, name, obj, sentence, confidence=0.95))
+    return extraction_reply(relations=items)
+
+
+@pytest.fixture
+def client(tmp_path: Any, pg_dsn: str, embedder: Any) -> Iterator[tuple[TestClient, Any]]:
+    sentences = list(FACTS)
+    docs = [
+        doc("atlas-delays", f"# Atlas delays\n\n{sentences[0]} {sentences[1]}\n", title="Atlas delays"),
+        doc(
+            "quartz-plan",
+            f"# Quartz plan\n\n{sentences[2]} {sentences[3]}\n",
+            title="Quartz plan",
+            acl={"groups": ["finance"]},
+        ),
+        doc("vault-review", f"# Vault review\n\n{sentences[4]}\n", title="Vault review", acl={"groups": ["finance"]}),
+    ]
+    settings = KgragSettings(
+        data_dir=tmp_path / "index",
+        pg_dsn=pg_dsn,
+        extraction_priority_sources=["*"],
+        answer_cache_ttl_s=0,
+    )
+    model = ScriptedChatModel(scripted_extraction)
+    with open_embedded(settings, embedder=embedder, llm=model) as kg, TestClient(create_app(kg, VERIFIER)) as c:
+        outcomes = kg.ingest(docs)
+        assert all(o.error_code is None for o in outcomes), [o.as_dict() for o in outcomes]
+        yield c, kg
+
+
+def ask(c: TestClient, headers: dict[str, str]) -> dict[str, Any]:
+    response = c.post("/v1/ask", json={"question": QUESTION, "mode": "GLOBAL"}, headers=headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_global_answers_with_cited_themes_and_an_outsider_sees_nothing_restricted(
+    client: tuple[TestClient, Any],
+) -> None:
+    c, kg = client
+    # The embedded pipeline built the communities after resolution (the community builder); no rebuild here.
+    assert PostgresCommunityStore(kg.graph.store.pool).communities(0)
+
+    outsider = ask(c, OUTSIDER)
+    assert outsider["global_fallback"] is False
+    assert outsider["strategy_used"]["route"] == "global" and outsider["strategy_used"]["communities"]
+    assert outsider["themes"], outsider
+    cited = {x["doc_id"] for x in outsider["citations"]}
+    assert cited == {"atlas-delays"}
+    for theme in outsider["themes"]:
+        assert set(theme["doc_ids"]) == {"atlas-delays"}
+        for point in theme["points"]:
+            quoted = [x for x in outsider["citations"] if x["id"] in point["citations"]]
+            assert quoted and all(q["quote"] == point["text"] for q in quoted)
+    text = json.dumps(outsider)
+    for word in SECRET_WORDS:
+        assert word not in text, word
+    trace = kg.traces.get(outsider["trace_id"], Caller(admin=True))
+    assert trace.body["answer"]["communities"] == outsider["strategy_used"]["communities"]
+
+    # Positive control: the finance reader's themes rest on the restricted documents too.
+    reader = ask(c, FINANCE)
+    reader_docs = {x["doc_id"] for x in reader["citations"]}
+    assert {"quartz-plan", "vault-review"} & reader_docs
+    assert any(w in json.dumps(reader["themes"]) for w in ("Quartz", "Vault"))
+
+    # GET /v1/communities/{id}: the caller's summary, from the caller's view only (the reader's is the control).
+    restricted_seen, outsider_shown = False, 0
+    for community_id in reader["strategy_used"]["communities"]:
+        theirs = c.get(f"/v1/communities/{community_id}", headers=FINANCE)
+        assert theirs.status_code == 200, theirs.text
+        docs = set(theirs.json()["summary"]["doc_ids"])
+        restricted_seen |= bool({"quartz-plan", "vault-review"} & docs)
+        mine = c.get(f"/v1/communities/{community_id}", headers=OUTSIDER)
+        if docs <= {"quartz-plan", "vault-review"}:
+            assert mine.status_code == 404, mine.text  # wholly restricted: as if it did not exist
+            continue
+        assert mine.status_code == 200, mine.text
+        outsider_shown += 1
+        assert set(mine.json()["summary"]["doc_ids"]) == {"atlas-delays"}
+        for word in SECRET_WORDS:
+            assert word not in json.dumps(mine.json()), word
+    assert restricted_seen and outsider_shown
