@@ -219,12 +219,8 @@ def bridge_names(
         if phrase is not None:
             scored[phrase] = max(scored.get(phrase, 0.0), specificity(edge.df, passages))
     # A name inside a longer bridge adds nothing ("england" under "bank of england").
-    ordered = sorted(scored.items(), key=lambda item: (-item[1], -len(item[0]), item[0]))
-    kept: list[str] = []
-    for phrase, _ in ordered:
-        if not any(f" {phrase} " in f" {longer} " for longer in kept):
-            kept.append(phrase)
-    return kept
+    kept = {p: s for p, s in scored.items() if not any(p != o and f" {p} " in f" {o} " for o in scored)}
+    return [p for p, _ in sorted(kept.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> SearchResponse:
