@@ -16,33 +16,29 @@ from kgrag_core.text_graph.ports import Neighbourhood
 
 _DOMAIN = "text_graph"
 
-# Two hops from the seeds over visible edges only (NOT MATERIALIZED: the view is filtered, never scanned
-# whole). Nodes whose visible passage count is over the cap are dropped before their edges are read.
-_NEIGHBOURHOOD = """
-WITH vis AS NOT MATERIALIZED (
-    SELECT m.chunk_id, m.node_key, m.weight, m.kind
-    FROM text_graph_mentions m JOIN chunks c ON c.chunk_id = m.chunk_id
-    WHERE c.acl_class_id = ANY(%(allowed)s) AND m.acl_class_id = ANY(%(allowed)s)
-),
-syn AS (
-    SELECT s.node_b AS node_key FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
-    WHERE s.node_a = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s)
-    UNION SELECT s.node_a FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
-    WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s)
-),
-seed_nodes AS (SELECT unnest(%(nodes)s::text[]) AS node_key UNION SELECT node_key FROM syn),
-p1 AS (
-    SELECT DISTINCT chunk_id FROM vis WHERE node_key IN (SELECT node_key FROM seed_nodes)
-    UNION SELECT chunk_id FROM vis WHERE chunk_id = ANY(%(chunks)s)
-),
-n1 AS (SELECT DISTINCT node_key FROM vis WHERE chunk_id IN (SELECT chunk_id FROM p1)
-       UNION SELECT node_key FROM seed_nodes),
-df AS (
-    SELECT node_key, count(*) AS df FROM vis WHERE node_key IN (SELECT node_key FROM n1)
-    GROUP BY node_key HAVING count(*) <= %(cap)s
+# Each hop is one indexed query over visible edges only: an edge counts when its chunk, now, is of a class
+# the caller may read (the chunk's class is authoritative; the edge's copy is checked too, never trusted).
+_VISIBLE = (
+    "JOIN chunks c ON c.chunk_id = m.chunk_id"
+    " AND c.acl_class_id = ANY(%(allowed)s) AND m.acl_class_id = ANY(%(allowed)s)"
 )
-SELECT v.chunk_id, v.node_key, df.df, v.kind, v.weight FROM vis v JOIN df ON df.node_key = v.node_key
-ORDER BY df.df, v.node_key, v.chunk_id
+_SYNONYMS = """
+SELECT s.node_b FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
+WHERE s.node_a = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
+UNION SELECT s.node_a FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
+WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
+"""
+_FIRST_HOP = f"SELECT DISTINCT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key = ANY(%(nodes)s)"
+_NODES_OF = f"SELECT DISTINCT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id = ANY(%(chunks)s)"
+# Nodes over the cap (counted over visible edges) are dropped before their edges are read back.
+_EDGES_OF = f"""
+WITH df AS (
+    SELECT m.node_key, count(*) AS df FROM text_graph_mentions m {_VISIBLE}
+    WHERE m.node_key = ANY(%(nodes)s) GROUP BY m.node_key HAVING count(*) <= %(cap)s
+)
+SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
+FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
+ORDER BY df.df, m.node_key, m.chunk_id
 LIMIT %(limit)s
 """
 
@@ -146,20 +142,17 @@ class PostgresTextGraph:
     ) -> Neighbourhood:
         if not allowed or not (node_keys or chunk_ids):
             return Neighbourhood((), 0)
+        params: dict[str, object] = {"allowed": list(allowed), "nodes": list(node_keys), "chunks": list(chunk_ids)}
         with self._pool as conn:
             # The passages the caller can read: specificity's denominator, over what they see only.
             row = conn.execute("SELECT count(*) FROM chunks WHERE acl_class_id = ANY(%s)", (list(allowed),)).fetchone()
             passages = int(row[0]) if row else 0
+            seeds = set(node_keys) | {str(r[0]) for r in conn.execute(_SYNONYMS, params)}
+            first = set(chunk_ids) | {str(r[0]) for r in conn.execute(_FIRST_HOP, params | {"nodes": sorted(seeds)})}
+            nodes = seeds | {str(r[0]) for r in conn.execute(_NODES_OF, params | {"chunks": sorted(first)})}
             cap = max(min_cap, int(max_share * passages))
             rows = conn.execute(
-                _NEIGHBOURHOOD,
-                {
-                    "allowed": list(allowed),
-                    "nodes": list(node_keys),
-                    "chunks": list(chunk_ids),
-                    "cap": cap,
-                    "limit": max_edges + 1,
-                },
+                _EDGES_OF, params | {"nodes": sorted(nodes), "cap": cap, "limit": max_edges + 1}
             ).fetchall()
         edges = tuple(
             WalkEdge(str(r[0]), str(r[1]), int(r[2]), MentionKind(r[3]), float(r[4])) for r in rows[:max_edges]

@@ -17,10 +17,12 @@ def personalized_pagerank(
     damping: float = 0.5,
     iterations: int = 30,
     tolerance: float = 1e-6,
+    corpus: int | None = None,
 ) -> dict[str, float]:
     """Stationary scores of a walk that restarts at `seeds` (node or chunk ids, by weight) with probability
     1 - damping. Edges are undirected (a passage names a node; the node leads back to every passage naming
-    it), weighted by the node's specificity. Returns passage (chunk id) scores only, highest first."""
+    it), weighted by the edge's weight, times its node's specificity when `corpus` (the number of passages the
+    edges' `df` counts in) is given. Returns passage (chunk id) scores only, highest first."""
     if not edges or not seeds:
         return {}
     ids: dict[str, int] = {}
@@ -28,6 +30,7 @@ def personalized_pagerank(
     rows: list[int] = []
     cols: list[int] = []
     vals: list[float] = []
+    dfs: list[int] = []
     for edge in edges:
         p = ids.setdefault("p:" + edge.chunk_id, len(ids))
         n = ids.setdefault("n:" + edge.node_key, len(ids))
@@ -35,10 +38,13 @@ def personalized_pagerank(
         rows += [p, n]
         cols += [n, p]
         vals += [edge.weight, edge.weight]
+        dfs += [edge.df, edge.df]
     size = len(ids)
     src = np.asarray(rows, dtype=np.int64)
     dst = np.asarray(cols, dtype=np.int64)
     weight = np.asarray(vals, dtype=np.float64)
+    if corpus is not None:
+        weight *= np.log1p(max(corpus, 1) / np.maximum(np.asarray(dfs, dtype=np.float64), 1.0))
     out_weight = np.bincount(src, weights=weight, minlength=size)
     share = weight / out_weight[src]  # row-stochastic: each node hands its mass out by edge weight
     restart = np.zeros(size)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from kgrag_core.text_graph.model import Mention, MentionKind
+from kgrag_core.text_graph.phrases import normalise_phrase
 
 _WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)\s]+)\)")
@@ -54,3 +55,17 @@ class PatternPhraseExtractor:
 
     def extract(self, texts: Sequence[str]) -> list[list[Mention]]:
         return [capitalised_runs(t) + link_mentions(t) for t in texts]
+
+
+def name_phrases(text: str, longest: int = 6) -> set[str]:
+    """The node forms of every name in the text and of each name's inner runs ("Kestrel Pharma EDI" also
+    gives "kestrel pharma"): the candidates for the names a passage adds (bridges), without NER."""
+    out: set[str] = set()
+    for mention in capitalised_runs(text) + link_mentions(text):
+        words = mention.text.split()
+        for start in range(len(words)):
+            for end in range(start + 1, min(start + longest, len(words)) + 1):
+                phrase = normalise_phrase(" ".join(words[start:end]), max_words=longest)
+                if phrase is not None:
+                    out.add(phrase)
+    return out

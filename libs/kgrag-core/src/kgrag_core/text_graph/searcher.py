@@ -27,6 +27,7 @@ from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
 from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
+from kgrag_core.text_graph.patterns import name_phrases
 from kgrag_core.text_graph.phrases import NAME_KINDS
 from kgrag_core.text_graph.ports import TextGraphStore
 from kgrag_core.tracing.timing import stage
@@ -114,11 +115,11 @@ class TextGraphSearcher:
         self, base: SearchResponse, caller: Caller, allowed: Sequence[str], filters: SearchFilters | None
     ) -> _Walk:
         cfg = self.settings
-        # Model-free linking: every word run of the question (and of the first-hop passages) that is a node.
-        # The builder's nodes came from NER and noun chunks; a lookup by normal form finds them all.
+        # Model-free linking: every word run of the question that is a node (the builder's nodes came from NER
+        # and noun chunks; a lookup by normal form finds them), and the names of the first-hop passages.
         question = word_ngrams(base.query, cfg.max_phrase_words)
         first_hop = base.hits[: cfg.bridge_passages]
-        hop_grams = set().union(*(word_ngrams(h.text, cfg.max_phrase_words) for h in first_hop))
+        hop_grams = set().union(*(name_phrases(h.text, cfg.max_phrase_words) for h in first_hop))
         keys = self.store.node_keys(sorted(question | hop_grams))
         question_keys = {keys[p] for p in question}
         seed_chunks = [h.chunk_id for h in base.hits[: cfg.seed_passages]]
@@ -131,7 +132,6 @@ class TextGraphSearcher:
             max_edges=cfg.max_edges,
         )
         df = {edge.node_key: edge.df for edge in hood.edges}
-        edges = [replace(e, weight=e.weight * specificity(e.df, hood.passages)) for e in hood.edges]
         seeds: dict[str, float] = {}
         for key in question_keys:
             if key in df:
@@ -139,7 +139,12 @@ class TextGraphSearcher:
         for rank, chunk_id in enumerate(seed_chunks, start=1):
             seeds[chunk_id] = seeds.get(chunk_id, 0.0) + cfg.seed_passage_weight / rank
         scores = personalized_pagerank(
-            edges, seeds, damping=cfg.damping, iterations=cfg.iterations, tolerance=cfg.tolerance
+            hood.edges,
+            seeds,
+            damping=cfg.damping,
+            iterations=cfg.iterations,
+            tolerance=cfg.tolerance,
+            corpus=hood.passages,
         )
         ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
         bridges = bridge_names(hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages)
