@@ -30,11 +30,13 @@ WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_
 """
 _FIRST_HOP = f"SELECT DISTINCT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key = ANY(%(nodes)s)"
 _NODES_OF = f"SELECT DISTINCT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id = ANY(%(chunks)s)"
-# Nodes over the cap (counted over visible edges) are dropped before their edges are read back.
+# Nodes over the cap (counted over visible edges) are dropped before their edges are read back, and so are
+# nodes only one passage names (other than the seeds): a walk through one leads back where it came from.
 _EDGES_OF = f"""
 WITH df AS (
     SELECT m.node_key, count(*) AS df FROM text_graph_mentions m {_VISIBLE}
-    WHERE m.node_key = ANY(%(nodes)s) GROUP BY m.node_key HAVING count(*) <= %(cap)s
+    WHERE m.node_key = ANY(%(nodes)s) GROUP BY m.node_key
+    HAVING count(*) <= %(cap)s AND (count(*) > 1 OR m.node_key = ANY(%(seeds)s))
 )
 SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
 FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
@@ -152,7 +154,7 @@ class PostgresTextGraph:
             nodes = seeds | {str(r[0]) for r in conn.execute(_NODES_OF, params | {"chunks": sorted(first)})}
             cap = max(min_cap, int(max_share * passages))
             rows = conn.execute(
-                _EDGES_OF, params | {"nodes": sorted(nodes), "cap": cap, "limit": max_edges + 1}
+                _EDGES_OF, params | {"nodes": sorted(nodes), "seeds": sorted(seeds), "cap": cap, "limit": max_edges + 1}
             ).fetchall()
         edges = tuple(
             WalkEdge(str(r[0]), str(r[1]), int(r[2]), MentionKind(r[3]), float(r[4])) for r in rows[:max_edges]
