@@ -139,3 +139,46 @@ def test_a_walk_never_reaches_a_passage_through_a_chunk_the_caller_cannot_read(a
     assert "t1-zephyr" in _docs(insider), [(h.doc_id, h.ranks) for h in insider.hits]
     after = app.search(QUESTION, INSIDER, top_k=3, text_graph=True)  # deleted: its edges went with its chunks
     assert "t1-memo" not in _docs(after) and "t1-zephyr" not in _docs(after)
+
+
+class _CountingEmbedder:
+    """The real embedding model, counting the names it is asked to embed (not a fake: it delegates)."""
+
+    def __init__(self, model) -> None:  # type: ignore[no-untyped-def]
+        self.model = model
+        self.names: list[str] = []
+
+    @property
+    def dimension(self) -> int:
+        return int(self.model.dimension)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.names += texts
+        return list(self.model.embed_documents(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self.model.embed_query(text))
+
+
+def test_a_new_name_is_embedded_once_and_joins_its_near_identical_name(app: KgragApp, embedder) -> None:  # type: ignore[no-untyped-def]
+    # Last in this module: it rebuilds one distractor's edges by hand.
+    from kgrag_adapters.postgres.text_graph import PostgresTextGraph
+    from kgrag_core.text_graph.builder import TextGraphBuilder
+    from kgrag_core.text_graph.model import Passage
+    from kgrag_core.text_graph.patterns import PatternPhraseExtractor
+
+    store = app.ingest_log  # the embedded app's PostgreSQL store
+    graph = PostgresTextGraph(store.pool, store.installation_key)  # type: ignore[attr-defined]
+    counting = _CountingEmbedder(embedder)
+    builder = TextGraphBuilder(graph, PatternPhraseExtractor(), embedder=counting)  # type: ignore[arg-type]
+    [chunk] = app.searcher.documents.chunks_of("t1-orion")
+    passage = Passage(
+        chunk.chunk_id, "t1-orion", chunk.acl_class_id, "Orion team", "Orion serves Kestrel Pharmaceuticals."
+    )
+    first = builder.build("t1-orion", "Orion team", [passage])
+    assert "kestrel pharmaceuticals" in counting.names
+    # The bundled corpus names "Kestrel Pharma"; the new name is near-identical (MiniLM cosine ~0.90).
+    assert first.synonyms >= 1
+    embedded = len(counting.names)
+    again = builder.build("t1-orion", "Orion team", [passage])
+    assert again.new_nodes == 0 and len(counting.names) == embedded  # nothing new: nothing embedded again

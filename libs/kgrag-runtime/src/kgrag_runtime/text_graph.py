@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from kgrag_adapters.postgres.text_graph import PostgresTextGraph
 from kgrag_core.graph_retrieval.router import QuestionRouter
+from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.text_graph.model import TextGraphSettings
 from kgrag_core.text_graph.searcher import TextGraphSearcher
@@ -31,6 +32,7 @@ def build_text_graph_handler(
     store: PostgresExtractionStore,
     metrics: TextGraphMetrics | None,
     *,
+    embedder: Embedder | None = None,
     name: str = "text-graph",
 ) -> TextGraphHandler:
     from kgrag_adapters.spacy_ner.phrases import SpacyPhraseExtractor
@@ -38,7 +40,7 @@ def build_text_graph_handler(
     from kgrag_core.text_graph.builder import TextGraphBuilder
 
     extractor = SpacyPhraseExtractor(noun_chunks=settings.text_graph_noun_phrases)
-    builder = TextGraphBuilder(text_graph_store(store), extractor, text_graph_settings(settings))
+    builder = TextGraphBuilder(text_graph_store(store), extractor, text_graph_settings(settings), embedder=embedder)
     return TextGraphHandler(
         store, builder, name=name, on_batch=metrics.build_seconds.observe if metrics is not None else None
     )

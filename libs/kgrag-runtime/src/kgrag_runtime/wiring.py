@@ -272,7 +272,7 @@ def open_embedded(
         if settings.text_graph and not reads_only:
             from kgrag_runtime.text_graph import build_text_graph_handler
 
-            handlers.append(build_text_graph_handler(settings, store, quality.text_graph))
+            handlers.append(build_text_graph_handler(settings, store, quality.text_graph, embedder=model))
         ingestion: IngestGateway = (
             ReadOnlyIngest()
             if reads_only

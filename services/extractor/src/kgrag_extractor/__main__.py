@@ -27,7 +27,9 @@ def main() -> None:
         if not settings.text_graph:
             return handler
         # The text graph is built from the same chunks.changed stream, in the same consumer group.
-        return CompositeHandler(SERVICE, [handler, build_text_graph_handler(settings, stores.store, text_graph)])
+        return CompositeHandler(
+            SERVICE, [handler, build_text_graph_handler(settings, stores.store, text_graph, embedder=stores.embedder)]
+        )
 
     run_worker(SERVICE, build, settings, metrics=metrics)
 

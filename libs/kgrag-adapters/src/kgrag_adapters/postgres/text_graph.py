@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from kgrag_adapters.postgres.pool import ConnectionPool
 from kgrag_core.extraction.identity import blind
 from kgrag_core.text_graph.model import MentionEdge, MentionKind, SynonymEdge, WalkEdge
-from kgrag_core.text_graph.ports import Neighbourhood
+from kgrag_core.text_graph.ports import Neighbourhood, NewName
 
 _DOMAIN = "text_graph"
+_TOKEN_DOMAIN = "text_graph_word"
+_CANDIDATES = 200  # stored names sharing a word that one new name is compared with, at most
 
 # Each hop is one indexed query over visible edges only: an edge counts when its chunk, now, is of a class
 # the caller may read (the chunk's class is authoritative; the edge's copy is checked too, never trusted).
@@ -58,7 +62,6 @@ class PostgresTextGraph:
         self,
         doc_id: str,
         edges: Sequence[MentionEdge],
-        synonyms: Sequence[SynonymEdge] = (),
         *,
         titled: Sequence[str] = (),
     ) -> list[str]:
@@ -94,25 +97,56 @@ class PostgresTextGraph:
                     doc_id,
                 ),
             )
-            if synonyms:
-                conn.execute(
-                    """
-                    INSERT INTO text_graph_synonyms (node_a, node_b, chunk_id, acl_class_id, similarity)
-                    SELECT s.a, s.b, s.chunk_id, s.acl, s.sim
-                    FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::real[])
-                         AS s(a, b, chunk_id, acl, sim)
-                    WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = s.chunk_id)
-                    ON CONFLICT DO NOTHING
-                    """,
-                    (
-                        [s.node_a for s in synonyms],
-                        [s.node_b for s in synonyms],
-                        [s.chunk_id for s in synonyms],
-                        [s.acl_class_id for s in synonyms],
-                        [s.similarity for s in synonyms],
-                    ),
-                )
         return sorted(str(r[0]) for r in new)
+
+    def add_synonyms(self, synonyms: Sequence[SynonymEdge]) -> None:
+        if not synonyms:
+            return
+        with self._pool as conn:
+            conn.execute(
+                """
+                INSERT INTO text_graph_synonyms (node_a, node_b, chunk_id, acl_class_id, similarity)
+                SELECT s.a, s.b, s.chunk_id, s.acl, s.sim
+                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::real[]) AS s(a, b, chunk_id, acl, sim)
+                WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = s.chunk_id)
+                ON CONFLICT DO NOTHING
+                """,
+                (
+                    [s.node_a for s in synonyms],
+                    [s.node_b for s in synonyms],
+                    [s.chunk_id for s in synonyms],
+                    [s.acl_class_id for s in synonyms],
+                    [s.similarity for s in synonyms],
+                ),
+            )
+
+    def similar_names(self, names: Sequence[NewName], threshold: float) -> list[tuple[str, str, float]]:
+        if not names:
+            return []
+        key = self._key()
+        found: list[tuple[str, str, float]] = []
+        with self._pool as conn, conn.transaction():
+            for name in names:
+                tokens = sorted({blind(key, _TOKEN_DOMAIN, w) for w in name.words})
+                rows = conn.execute(
+                    "SELECT node_key, vector FROM text_graph_name_vectors"
+                    " WHERE tokens && %s::text[] AND node_key <> %s ORDER BY node_key LIMIT %s",
+                    (tokens, name.node_key, _CANDIDATES),
+                ).fetchall()
+                mine = np.asarray(name.vector, dtype=np.float64)
+                for other, vector in rows:
+                    theirs = np.asarray(vector, dtype=np.float64)
+                    norm = float(np.linalg.norm(mine) * np.linalg.norm(theirs))
+                    cosine = float(mine @ theirs) / norm if norm else 0.0
+                    if cosine >= threshold:
+                        found.append((name.node_key, str(other), cosine))
+                conn.execute(
+                    "INSERT INTO text_graph_name_vectors (node_key, chunk_id, tokens, vector)"
+                    " SELECT %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = %s)"
+                    " ON CONFLICT (node_key) DO NOTHING",
+                    (name.node_key, name.chunk_id, tokens, list(name.vector), name.chunk_id),
+                )
+        return found
 
     def delete_document(self, doc_id: str) -> None:
         with self._pool as conn, conn.transaction():

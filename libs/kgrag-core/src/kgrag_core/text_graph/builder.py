@@ -7,9 +7,10 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kgrag_core.text_graph.model import MentionEdge, MentionKind, Passage, TextGraphSettings
-from kgrag_core.text_graph.phrases import node_phrases, normalise_phrase
-from kgrag_core.text_graph.ports import PhraseExtractor, TextGraphStore
+from kgrag_core.ports import Embedder
+from kgrag_core.text_graph.model import MentionEdge, MentionKind, Passage, SynonymEdge, TextGraphSettings
+from kgrag_core.text_graph.phrases import NAME_KINDS, node_phrases, normalise_phrase
+from kgrag_core.text_graph.ports import NewName, PhraseExtractor, TextGraphStore
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _TITLE_WORDS = 6
@@ -21,6 +22,7 @@ class BuildReport:
     passages: int
     edges: int
     new_nodes: int
+    synonyms: int = 0
 
 
 def word_ngrams(text: str, longest: int = _TITLE_WORDS) -> set[str]:
@@ -36,10 +38,18 @@ def word_ngrams(text: str, longest: int = _TITLE_WORDS) -> set[str]:
 
 
 class TextGraphBuilder:
-    def __init__(self, store: TextGraphStore, extractor: PhraseExtractor, settings: TextGraphSettings | None = None):
+    def __init__(
+        self,
+        store: TextGraphStore,
+        extractor: PhraseExtractor,
+        settings: TextGraphSettings | None = None,
+        *,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.store = store
         self.extractor = extractor
         self.settings = settings or TextGraphSettings()
+        self.embedder = embedder  # None: synonyms by normal form only
 
     def build(self, doc_id: str, title: str, passages: Sequence[Passage]) -> BuildReport:
         """The document's edges, replacing whatever it had: every passage links to the nodes it names, to
@@ -67,4 +77,28 @@ class TextGraphBuilder:
                 edges.append(MentionEdge(passage.chunk_id, doc_id, passage.acl_class_id, keys[phrase], kind, weight))
         own = [keys[own_title]] if own_title is not None and own_title in keys else []
         new = self.store.replace_document(doc_id, edges, titled=own)
-        return BuildReport(doc_id, len(passages), len(edges), len(new))
+        synonyms = self._synonyms(set(new), edges, {key: phrase for phrase, key in keys.items()})
+        return BuildReport(doc_id, len(passages), len(edges), len(new), synonyms)
+
+    def _synonyms(self, new: set[str], edges: Sequence[MentionEdge], phrase_of: dict[str, str]) -> int:
+        """Synonym edges for the names first seen in this document: each new name is embedded once, now (a
+        name is new only once, so a re-ingest or a later batch embeds nothing for it again)."""
+        if self.embedder is None or not new:
+            return 0
+        first: dict[str, MentionEdge] = {}
+        for edge in edges:
+            if edge.node_key in new and edge.kind in NAME_KINDS and edge.node_key not in first:
+                first[edge.node_key] = edge
+        if not first:
+            return 0
+        ordered = sorted(first)
+        vectors = self.embedder.embed_documents([phrase_of[k] for k in ordered])
+        names = [
+            NewName(k, tuple(phrase_of[k].split()), tuple(v), first[k].chunk_id)
+            for k, v in zip(ordered, vectors, strict=True)
+        ]
+        pairs = self.store.similar_names(names, self.settings.synonym_threshold)
+        self.store.add_synonyms(
+            [SynonymEdge(a, b, first[a].chunk_id, first[a].acl_class_id, round(sim, 4)) for a, b, sim in pairs]
+        )
+        return len(pairs)

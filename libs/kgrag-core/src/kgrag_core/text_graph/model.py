@@ -81,8 +81,9 @@ class TextGraphSettings:
     min_passage_cap: int = 3
     max_phrase_words: int = 6
     min_phrase_chars: int = 3
-    # Name embeddings at or above this cosine are synonyms (MiniLM: "Acme Corp" ~ "ACME Corporation").
-    synonym_threshold: float = 0.92
+    # Name embeddings at or above this cosine are synonyms. MiniLM: "kestrel pharma" ~ "kestrel
+    # pharmaceuticals" 0.90; "priya raman" ~ "priya" 0.81 and "acme" ~ "acme corporation" 0.82 stay apart.
+    synonym_threshold: float = 0.88
     # The walk
     damping: float = 0.5  # restart probability 1 - damping at every step (HippoRAG uses 0.5)
     iterations: int = 30

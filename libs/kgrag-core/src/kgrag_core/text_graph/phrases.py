@@ -26,7 +26,8 @@ NAME_KINDS = frozenset({MentionKind.ENTITY, MentionKind.TITLE, MentionKind.LINK}
 def normalise_phrase(text: str, *, max_words: int = 6, min_chars: int = 3) -> str | None:
     """The node a mention belongs to, or None when it should connect nothing (numbers, stopwords)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    words = [_POSSESSIVE.sub("", _EDGE.sub("", w)) for w in folded.split()]
+    # "Kestrel's" is Kestrel; "O'Neill" and "ONeill" are one name.
+    words = [_POSSESSIVE.sub("", _EDGE.sub("", w)).replace("'", "").replace("’", "") for w in folded.split()]
     words = [w for w in words if w]
     while words and words[0] in _LEADING:
         words = words[1:]

@@ -20,6 +20,17 @@ class PhraseExtractor(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class NewName:
+    """A name first seen now: its node, its words (as the store blinds them), its vector and the chunk
+    that brought it (the evidence of any synonym edge it makes)."""
+
+    node_key: str
+    words: tuple[str, ...]
+    vector: tuple[float, ...]
+    chunk_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Neighbourhood:
     """The caller-visible edges around the seeds, with each node's visible passage count (`df`) and the
     number of passages the caller can read (`passages`): specificity is computed over what the caller sees,
@@ -40,7 +51,6 @@ class TextGraphStore(Protocol):
         self,
         doc_id: str,
         edges: Sequence[MentionEdge],
-        synonyms: Sequence[SynonymEdge] = (),
         *,
         titled: Sequence[str] = (),
     ) -> list[str]:
@@ -53,6 +63,13 @@ class TextGraphStore(Protocol):
         ...
 
     def delete_document(self, doc_id: str) -> None: ...
+
+    def similar_names(self, names: Sequence[NewName], threshold: float) -> list[tuple[str, str, float]]:
+        """Keep the new names' vectors; return (new node, existing node, cosine) for every stored name that
+        shares a word with a new one and whose vector is at least `threshold` similar."""
+        ...
+
+    def add_synonyms(self, synonyms: Sequence[SynonymEdge]) -> None: ...
 
     def neighbourhood(
         self,

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk
 from kgrag_core.ingest import DeletionRecord
-from kgrag_core.text_graph.model import MentionEdge, MentionKind
-from kgrag_core.text_graph.ports import TextGraphStore
+from kgrag_core.text_graph.model import MentionEdge, MentionKind, SynonymEdge
+from kgrag_core.text_graph.ports import NewName, TextGraphStore
 from kgrag_testing.contracts.document_store import ALICE, ENG, FullStore, commit
 
 SECRET = AclClass.of(["user:mallory-only"])
@@ -139,3 +139,35 @@ class TextGraphStoreContract:
         keys = text_graph.node_keys(["atlas"])
         found = text_graph.neighbourhood([keys["atlas"]], [], [ENG.acl_class_id], max_share=1, min_cap=9, max_edges=3)
         assert len(found.edges) == 3 and found.truncated
+
+    def test_similar_names_share_a_word_and_are_stored_once(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        chunks = commit(documents, "doc-s", ["Kestrel Pharma.", "Kestrel Pharmaceuticals.", "Harbor."])
+        link(text_graph, chunks, [["kestrel pharma"], ["kestrel pharmaceuticals"], ["harbor"]])
+        keys = text_graph.node_keys(["kestrel pharma", "kestrel pharmaceuticals", "harbor"])
+        near, far = (1.0, 0.0, 0.0), (0.95, 0.31, 0.0)  # cosine 0.95 with `near`
+        first = [
+            NewName(keys["kestrel pharma"], ("kestrel", "pharma"), near, chunks[0].chunk_id),
+            NewName(keys["harbor"], ("harbor",), far, chunks[2].chunk_id),  # same vector, no shared word
+        ]
+        assert text_graph.similar_names(first, 0.9) == []
+        later = NewName(keys["kestrel pharmaceuticals"], ("kestrel", "pharmaceuticals"), far, chunks[1].chunk_id)
+        [(new, old, cosine)] = text_graph.similar_names([later], 0.9)
+        assert (new, old) == (keys["kestrel pharmaceuticals"], keys["kestrel pharma"]) and 0.94 < cosine < 0.96
+        assert text_graph.similar_names([later], 0.99) == []
+
+    def test_a_synonym_joins_the_walk_only_for_readers_of_its_evidence(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        open_doc = commit(documents, "doc-k1", ["Kestrel Pharma signed."])
+        other = commit(documents, "doc-k2", ["Kestrel Pharmaceuticals renewed."])
+        secret = commit(documents, "doc-k3", ["Kestrel Pharmaceuticals, internally."], acl=SECRET)
+        link(text_graph, open_doc, [["kestrel pharma"]])
+        link(text_graph, other, [["kestrel pharmaceuticals"]])
+        keys = text_graph.node_keys(["kestrel pharma", "kestrel pharmaceuticals"])
+        a, b = keys["kestrel pharma"], keys["kestrel pharmaceuticals"]
+        text_graph.add_synonyms([SynonymEdge(b, a, secret[0].chunk_id, SECRET.acl_class_id, 0.9)])
+        assert {c for c, _ in hood(text_graph, ["kestrel pharma"], [ENG])} == {open_doc[0].chunk_id}
+        insider = {c for c, _ in hood(text_graph, ["kestrel pharma"], [ENG, SECRET])}
+        assert insider == {open_doc[0].chunk_id, other[0].chunk_id}  # positive control: through the synonym
