@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from kgrag_adapters.postgres.text_graph import PostgresTextGraph
 from kgrag_core.graph_retrieval.router import QuestionRouter
+from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.text_graph.model import TextGraphSettings
@@ -51,3 +52,21 @@ def build_text_graph_searcher(
 ) -> TextGraphSearcher:
     """Always built (it loads no model): a per-call `text_graph=true` walks whatever graph ingest has built."""
     return TextGraphSearcher(hybrid, text_graph_store(store), settings=text_graph_settings(settings), router=router)
+
+
+def with_text_graph(
+    settings: KgragSettings,
+    handler: Handler,
+    store: PostgresExtractionStore,
+    metrics: TextGraphMetrics | None,
+    *,
+    embedder: Embedder | None = None,
+) -> Handler:
+    """The extractor service's handler (distributed): with KGRAG_TEXT_GRAPH, the text graph is built from the
+    same chunks.changed stream in the same consumer group, by the handler the embedded runtime runs."""
+    if not settings.text_graph:
+        return handler
+    from kgrag_core.handlers.composite import CompositeHandler
+
+    graph = build_text_graph_handler(settings, store, metrics, embedder=embedder)
+    return CompositeHandler(handler.name, [handler, graph])
