@@ -180,9 +180,9 @@ class KgragApp:
         and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer.
         `filters` (sources, document date, as_of) run inside every route; `include_entities` lists the
         entities the query links to; `max_hops` and `include_graph_paths` as for `ask` (graph layer only).
-        `text_graph` (None: KGRAG_TEXT_GRAPH) walks the text graph on top of hybrid search instead of the
-        knowledge-graph layer; `limits["text_graph"]` says whether it was used, why not, or that it degraded.
-        The response carries the id of its trace (`trace_id`)."""
+        `text_graph` walks the text graph on top of hybrid search instead of the knowledge-graph layer (None:
+        KGRAG_TEXT_GRAPH, where the graph layer is not in use); `limits["text_graph"]` says whether it was
+        used, why not, or that it degraded. The response carries the id of its trace (`trace_id`)."""
         hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
         check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
         with measuring() as timings:
@@ -227,7 +227,7 @@ class KgragApp:
         text_graph: bool | None = None,
     ) -> SearchResponse | GraphSearchResponse:
         started = time.perf_counter()
-        if mode is SearchMode.HYBRID and (self.text_graph_by_default if text_graph is None else text_graph):
+        if mode is SearchMode.HYBRID and self._use_text_graph(text_graph, graph):
             return self._text_graph_search(query, caller, top_k=top_k, filters=filters, started=started)
         if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
             found = self.graph_searcher.search(
@@ -515,6 +515,12 @@ class KgragApp:
 
     def _use_graph(self, graph: bool | None) -> bool:
         return self.graph_by_default if graph is None else graph
+
+    def _use_text_graph(self, text_graph: bool | None, graph: bool | None) -> bool:
+        """Asked for, it runs; by default (KGRAG_TEXT_GRAPH) only where the knowledge-graph layer does not."""
+        if text_graph is not None:
+            return text_graph
+        return self.text_graph_by_default and not (self._use_graph(graph) and self.graph_searcher is not None)
 
     def _answer_key(self, question: str, caller: Caller, n: int, graph: bool, options: str = "") -> str:
         raw = f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}\x1f{options}"
