@@ -19,7 +19,7 @@ def documents(pg_dsn: str) -> Iterator[PostgresGraphStore]:
 
 @pytest.fixture
 def text_graph(documents: PostgresGraphStore) -> PostgresTextGraph:
-    return PostgresTextGraph(documents.pool, documents.installation_key)
+    return PostgresTextGraph(documents.pool, documents.installation_key, documents.cipher)
 
 
 class TestPostgresTextGraph(TextGraphStoreContract):

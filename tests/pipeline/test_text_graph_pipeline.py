@@ -168,7 +168,7 @@ def test_a_new_name_is_embedded_once_and_joins_its_near_identical_name(app: Kgra
     from kgrag_core.text_graph.patterns import PatternPhraseExtractor
 
     store = app.ingest_log  # the embedded app's PostgreSQL store
-    graph = PostgresTextGraph(store.pool, store.installation_key)  # type: ignore[attr-defined]
+    graph = PostgresTextGraph(store.pool, store.installation_key, store.cipher)  # type: ignore[attr-defined]
     counting = _CountingEmbedder(embedder)
     builder = TextGraphBuilder(graph, PatternPhraseExtractor(), embedder=counting)  # type: ignore[arg-type]
     [chunk] = app.searcher.documents.chunks_of("t1-orion")

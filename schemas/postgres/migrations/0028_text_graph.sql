@@ -39,13 +39,16 @@ CREATE TABLE text_graph_synonyms (
 CREATE INDEX text_graph_synonyms_b ON text_graph_synonyms (node_b);
 
 -- The vector of a name, embedded once when the name first appeared (a name is new once; re-ingesting it costs
--- no embedding), kept with the chunk that brought it. Candidates for a synonym share a word, found through
--- the blind indexes of the names' words (`tokens`), so no name is compared with every other.
+-- no embedding), kept with the chunk that brought it and sealed under that document's data key like its
+-- content (an embedding says something about the name): shredding the document makes it unreadable.
+-- Candidates for a synonym share a word, found through the blind indexes of the names' words (`tokens`),
+-- so no name is compared with every other.
 CREATE TABLE text_graph_name_vectors (
     node_key  TEXT PRIMARY KEY REFERENCES text_graph_nodes (node_key) ON DELETE CASCADE,
     chunk_id  TEXT NOT NULL REFERENCES chunks (chunk_id) ON DELETE CASCADE,
+    doc_id    TEXT NOT NULL,
     tokens    TEXT[] NOT NULL,
-    vector    REAL[] NOT NULL
+    vector    BYTEA NOT NULL
 );
 CREATE INDEX text_graph_name_vectors_tokens ON text_graph_name_vectors USING GIN (tokens);
 CREATE INDEX text_graph_name_vectors_chunk ON text_graph_name_vectors (chunk_id);

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # built for ingestion only: a search never loads the spaCy pi
 
 def text_graph_store(store: PostgresExtractionStore) -> PostgresTextGraph:
     """The authoritative text graph on the store's pool, keyed like entity ids (the installation key)."""
-    return PostgresTextGraph(store.pool, store.installation_key)
+    return PostgresTextGraph(store.pool, store.installation_key, store.cipher)
 
 
 def text_graph_settings(settings: KgragSettings) -> TextGraphSettings:

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from kgrag_adapters.postgres.pool import ConnectionPool
+from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.identity import blind
+from kgrag_core.shredding import ContentCipher
 from kgrag_core.text_graph.model import MentionEdge, MentionKind, SynonymEdge, WalkEdge
 from kgrag_core.text_graph.ports import Neighbourhood, NewName
 
@@ -50,9 +52,10 @@ LIMIT %(limit)s
 
 
 class PostgresTextGraph:
-    def __init__(self, pool: ConnectionPool, installation_key: Callable[[], bytes]) -> None:
+    def __init__(self, pool: ConnectionPool, installation_key: Callable[[], bytes], cipher: ContentCipher) -> None:
         self._pool = pool
         self._key = installation_key
+        self._cipher = cipher  # name vectors are sealed under their document's data key (ADR 0008)
 
     def node_keys(self, phrases: Sequence[str]) -> dict[str, str]:
         key = self._key()
@@ -129,22 +132,31 @@ class PostgresTextGraph:
             for name in names:
                 tokens = sorted({blind(key, _TOKEN_DOMAIN, w) for w in name.words})
                 rows = conn.execute(
-                    "SELECT node_key, vector FROM text_graph_name_vectors"
+                    "SELECT node_key, doc_id, vector FROM text_graph_name_vectors"
                     " WHERE tokens && %s::text[] AND node_key <> %s ORDER BY node_key LIMIT %s",
                     (tokens, name.node_key, _CANDIDATES),
                 ).fetchall()
-                mine = np.asarray(name.vector, dtype=np.float64)
-                for other, vector in rows:
-                    theirs = np.asarray(vector, dtype=np.float64)
+                mine = np.asarray(name.vector, dtype=np.float32)
+                for other, doc_id, sealed in rows:
+                    plain = self._cipher.open(str(doc_id), bytes(sealed))
+                    if plain is None:  # its document was shredded: the name is gone with it
+                        continue
+                    theirs = np.frombuffer(plain, dtype=np.float32)
                     norm = float(np.linalg.norm(mine) * np.linalg.norm(theirs))
                     cosine = float(mine @ theirs) / norm if norm else 0.0
                     if cosine >= threshold:
                         found.append((name.node_key, str(other), cosine))
+                try:
+                    sealed_vector = self._cipher.sealer(name.doc_id, create=False)(mine.tobytes())
+                except KgragError as err:
+                    if err.code is not ErrorCode.CONTENT_SHREDDED:
+                        raise
+                    continue  # deleted while being built: nothing of it is kept
                 conn.execute(
-                    "INSERT INTO text_graph_name_vectors (node_key, chunk_id, tokens, vector)"
-                    " SELECT %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = %s)"
+                    "INSERT INTO text_graph_name_vectors (node_key, chunk_id, doc_id, tokens, vector)"
+                    " SELECT %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = %s)"
                     " ON CONFLICT (node_key) DO NOTHING",
-                    (name.node_key, name.chunk_id, tokens, list(name.vector), name.chunk_id),
+                    (name.node_key, name.chunk_id, name.doc_id, tokens, sealed_vector, name.chunk_id),
                 )
         return found
 

@@ -94,7 +94,7 @@ class TextGraphBuilder:
         ordered = sorted(first)
         vectors = self.embedder.embed_documents([phrase_of[k] for k in ordered])
         names = [
-            NewName(k, tuple(phrase_of[k].split()), tuple(v), first[k].chunk_id)
+            NewName(k, tuple(phrase_of[k].split()), tuple(v), first[k].chunk_id, first[k].doc_id)
             for k, v in zip(ordered, vectors, strict=True)
         ]
         pairs = self.store.similar_names(names, self.settings.synonym_threshold)

@@ -28,6 +28,7 @@ class NewName:
     words: tuple[str, ...]
     vector: tuple[float, ...]
     chunk_id: str
+    doc_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,14 +148,29 @@ class TextGraphStoreContract:
         keys = text_graph.node_keys(["kestrel pharma", "kestrel pharmaceuticals", "harbor"])
         near, far = (1.0, 0.0, 0.0), (0.95, 0.31, 0.0)  # cosine 0.95 with `near`
         first = [
-            NewName(keys["kestrel pharma"], ("kestrel", "pharma"), near, chunks[0].chunk_id),
-            NewName(keys["harbor"], ("harbor",), far, chunks[2].chunk_id),  # same vector, no shared word
+            NewName(keys["kestrel pharma"], ("kestrel", "pharma"), near, chunks[0].chunk_id, "doc-s"),
+            NewName(keys["harbor"], ("harbor",), far, chunks[2].chunk_id, "doc-s"),  # same vector, no shared word
         ]
         assert text_graph.similar_names(first, 0.9) == []
-        later = NewName(keys["kestrel pharmaceuticals"], ("kestrel", "pharmaceuticals"), far, chunks[1].chunk_id)
+        later = NewName(
+            keys["kestrel pharmaceuticals"], ("kestrel", "pharmaceuticals"), far, chunks[1].chunk_id, "doc-s"
+        )
         [(new, old, cosine)] = text_graph.similar_names([later], 0.9)
         assert (new, old) == (keys["kestrel pharmaceuticals"], keys["kestrel pharma"]) and 0.94 < cosine < 0.96
         assert text_graph.similar_names([later], 0.99) == []
+        # A deleted document's names are compared no more (their vectors go with its chunks, and are sealed).
+        documents.mark_deleted("doc-s", DeletionRecord("doc-s", tuple(c.chunk_id for c in chunks), (), ("postgres",)))
+        commit(documents, "doc-s2", ["Kestrel Pharmacy."])
+        [chunk] = documents.chunks_of("doc-s2")
+        link(text_graph, [chunk], [["kestrel pharmacy"]])
+        again = NewName(
+            text_graph.node_keys(["kestrel pharmacy"])["kestrel pharmacy"],
+            ("kestrel", "pharmacy"),
+            near,
+            chunk.chunk_id,
+            "doc-s2",
+        )
+        assert text_graph.similar_names([again], 0.5) == []
 
     def test_a_synonym_joins_the_walk_only_for_readers_of_its_evidence(
         self, text_graph: TextGraphStore, documents: FullStore
