@@ -35,13 +35,18 @@ UNION SELECT s.node_a FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s
 WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
 """
 _FIRST_HOP = f"SELECT DISTINCT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key = ANY(%(nodes)s)"
-_NODES_OF = f"SELECT DISTINCT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id = ANY(%(chunks)s)"
-# Nodes over the cap (counted over visible edges) are dropped before their edges are read back, and so are
-# nodes only one passage names (other than the seeds): a walk through one leads back where it came from.
+# The second hop and its edges in one statement: the first hop's nodes (and the seeds) never travel to the
+# client and back. Nodes over the cap (counted over visible edges) are dropped before their edges are read,
+# and so are nodes only one passage names (other than the seeds): a walk through one leads back where it
+# came from.
 _EDGES_OF = f"""
-WITH df AS (
+WITH n1 AS (
+    SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id = ANY(%(chunks)s)
+    UNION SELECT unnest(%(seeds)s::text[])
+),
+df AS (
     SELECT m.node_key, count(*) AS df FROM text_graph_mentions m {_VISIBLE}
-    WHERE m.node_key = ANY(%(nodes)s) GROUP BY m.node_key
+    WHERE m.node_key IN (SELECT node_key FROM n1) GROUP BY m.node_key
     HAVING count(*) <= %(cap)s AND (count(*) > 1 OR m.node_key = ANY(%(seeds)s))
 )
 SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
@@ -49,6 +54,7 @@ FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
 ORDER BY df.df, m.node_key, m.chunk_id
 LIMIT %(limit)s
 """
+_KINDS = {kind.value: kind for kind in MentionKind}
 
 
 class PostgresTextGraph:
@@ -197,12 +203,10 @@ class PostgresTextGraph:
             passages = int(row[0]) if row else 0
             seeds = set(node_keys) | {str(r[0]) for r in conn.execute(_SYNONYMS, params)}
             first = set(chunk_ids) | {str(r[0]) for r in conn.execute(_FIRST_HOP, params | {"nodes": sorted(seeds)})}
-            nodes = seeds | {str(r[0]) for r in conn.execute(_NODES_OF, params | {"chunks": sorted(first)})}
             cap = max(min_cap, int(max_share * passages))
             rows = conn.execute(
-                _EDGES_OF, params | {"nodes": sorted(nodes), "seeds": sorted(seeds), "cap": cap, "limit": max_edges + 1}
+                _EDGES_OF,
+                params | {"chunks": sorted(first), "seeds": sorted(seeds), "cap": cap, "limit": max_edges + 1},
             ).fetchall()
-        edges = tuple(
-            WalkEdge(str(r[0]), str(r[1]), int(r[2]), MentionKind(r[3]), float(r[4])) for r in rows[:max_edges]
-        )
+        edges = tuple(WalkEdge(str(r[0]), str(r[1]), int(r[2]), _KINDS[r[3]], float(r[4])) for r in rows[:max_edges])
         return Neighbourhood(edges, passages, truncated=len(rows) > max_edges)
