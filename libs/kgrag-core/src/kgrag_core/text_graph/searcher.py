@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.errors import KgragError
 from kgrag_core.filters import SearchFilters
-from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, RuleRouter
+from kgrag_core.graph_retrieval.router import QuestionRouter, RuleRouter
 from kgrag_core.graph_retrieval.searcher import HybridBackend
 from kgrag_core.limits import TOP_K
 from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
@@ -72,14 +72,15 @@ class TextGraphSearcher:
         filters: SearchFilters | None = None,
         routed: bool = True,
     ) -> SearchResponse:
-        """`routed=False` walks even for a lookup (evaluation); the response's `limits["text_graph"]` says
+        """Walks for the question kinds of `settings.kinds` (the router's); `routed=False` walks for any
+        (evaluation). The response's `limits["text_graph"]` says
         whether the walk was used, why not, and whether it degraded."""
         k = TOP_K.resolve(top_k)
         route = self.router.route(query)
-        if routed and route.strategies == (QuestionKind.LOOKUP,):
-            plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
-            return _plain(plain, k, reason="lookup", degraded=False)
         cfg = self.settings
+        if routed and not any(kind.value in cfg.kinds for kind in route.strategies):
+            plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
+            return _plain(plain, k, reason=route.kind.value, degraded=False)
         base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)), filters=filters)
         started = self.clock()
         with stage("text_graph"):
