@@ -8,7 +8,7 @@ from kgrag_core.text_graph.builder import word_ngrams
 from kgrag_core.text_graph.model import Mention, MentionKind, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
 from kgrag_core.text_graph.patterns import PatternPhraseExtractor
-from kgrag_core.text_graph.phrases import node_phrases, normalise_phrase, titles_named
+from kgrag_core.text_graph.phrases import node_phrases, normalise_phrase
 from kgrag_core.text_graph.searcher import bridge_names
 
 
@@ -51,11 +51,6 @@ def test_word_ngrams_are_normalised_runs_without_stopword_or_number_runs() -> No
     grams = word_ngrams("The director of Blue Harbor (2019) was born in Oslo.")
     assert {"director", "blue harbor", "director of blue harbor", "oslo"} <= grams
     assert "2019" not in grams and "of" not in grams and "the" not in grams
-
-
-def test_titles_named_are_word_bounded() -> None:
-    named = titles_named("Sold to the Atlas Group in May.", ["Atlas Group", "Las", "Atlas"])
-    assert [m.text for m in named] == ["Atlas Group", "Atlas"]
 
 
 def test_pattern_extractor_finds_names_and_links_not_sentence_initial_words() -> None:

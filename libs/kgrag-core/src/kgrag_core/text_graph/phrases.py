@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from kgrag_core.text_graph.model import Mention, MentionKind
 from kgrag_core.text_terms import STOPWORDS
@@ -53,16 +53,3 @@ def node_phrases(mentions: Iterable[Mention], *, max_words: int = 6, min_chars: 
         if known is None or order[mention.kind] < order[known]:
             out[phrase] = mention.kind
     return out
-
-
-def titles_named(text: str, titles: Sequence[str]) -> list[Mention]:
-    """Other documents' titles the text names, word-bounded and case-insensitive: a title/link edge."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    found: list[Mention] = []
-    for title in titles:
-        phrase = normalise_phrase(title)
-        if phrase is None:
-            continue
-        if re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", folded):
-            found.append(Mention(title, MentionKind.TITLE))
-    return found
