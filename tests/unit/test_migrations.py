@@ -34,6 +34,7 @@ ALL = [
     "0021_document_sources",
     "0026_watch_state",
     "0027_communities",
+    "0028_text_graph",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,10 @@ TABLES = {
     "er_split_log",
     "er_senses",
     "watch_files",
+    "text_graph_nodes",
+    "text_graph_mentions",
+    "text_graph_synonyms",
+    "text_graph_name_vectors",
 }
 
 

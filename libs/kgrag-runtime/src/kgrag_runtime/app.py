@@ -31,6 +31,7 @@ from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsS
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
 from kgrag_core.shredding import ContentCipher
+from kgrag_core.text_graph.searcher import TextGraphSearcher
 from kgrag_core.tracing.build import answer_part, cached_answer_body, search_body
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring, stage
@@ -112,6 +113,9 @@ class KgragApp:
     # The GLOBAL route over community views (issue 12); None: GLOBAL answers from hybrid, flagged.
     global_answers: GlobalAnswerer | None = None
     communities: CommunityAdmin | None = None  # communities over the entity graph (docs/communities.md)
+    # The text graph (KGRAG_TEXT_GRAPH): None when it is not built; `search(text_graph=...)` per call.
+    text_graph_searcher: TextGraphSearcher | None = None
+    text_graph_by_default: bool = False
 
     def __post_init__(self) -> None:
         if self.communities is not None and self.global_answers is not None and self.communities.summarise is None:
@@ -191,12 +195,15 @@ class KgragApp:
         include_entities: bool = False,
         max_hops: int | None = None,
         include_graph_paths: bool = False,
+        text_graph: bool | None = None,
     ) -> SearchResponse | GraphSearchResponse:
         """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
         and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer.
         `filters` (sources, document date, as_of) run inside every route; `include_entities` lists the
         entities the query links to; `max_hops` and `include_graph_paths` as for `ask` (graph layer only).
-        The response carries the id of its trace (`trace_id`)."""
+        `text_graph` walks the text graph on top of hybrid search instead of the knowledge-graph layer (None:
+        KGRAG_TEXT_GRAPH, where the graph layer is not in use); `limits["text_graph"]` says whether it was
+        used, why not, or that it degraded. The response carries the id of its trace (`trace_id`)."""
         hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
         check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
         with measuring() as timings:
@@ -209,6 +216,7 @@ class KgragApp:
                 filters=filters,
                 max_hops=hops,
                 include_paths=include_graph_paths,
+                text_graph=text_graph,
             )
             if include_entities:
                 entities = linked_entities(query, caller, self.graph_searcher, self.searcher.acls)
@@ -216,6 +224,8 @@ class KgragApp:
         if self.traces is None:
             return response
         request: dict[str, object] = {"top_k": top_k, "mode": mode.value, "graph": graph}
+        if text_graph is not None:
+            request["text_graph"] = text_graph
         if filters is not None and not filters.is_empty:
             request["filters"] = filters.as_dict()
         body = search_body(
@@ -235,8 +245,11 @@ class KgragApp:
         plan: ModePlan | None = None,
         max_hops: int | None = None,
         include_paths: bool = False,
+        text_graph: bool | None = None,
     ) -> SearchResponse | GraphSearchResponse:
         started = time.perf_counter()
+        if mode is SearchMode.HYBRID and self._use_text_graph(text_graph, graph):
+            return self._text_graph_search(query, caller, top_k=top_k, filters=filters, started=started)
         if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
             found = self.graph_searcher.search(
                 query,
@@ -255,6 +268,22 @@ class KgragApp:
         self.quality.record_stage("retrieval", time.perf_counter() - started)
         self.quality.record_search(mode.value)
         return response
+
+    def _text_graph_search(
+        self, query: str, caller: Caller, *, top_k: int | None, filters: SearchFilters | None, started: float
+    ) -> SearchResponse:
+        if self.text_graph_searcher is None:
+            plain = self.searcher.search(query, caller, top_k=top_k, filters=filters)
+            limits = plain.limits | {"text_graph": {"used": False, "degraded": False, "reason": "not built"}}
+            found = replace(plain, limits=limits)
+        else:
+            found = self.text_graph_searcher.search(query, caller, top_k=top_k, filters=filters)
+        self.quality.record_stage("retrieval", time.perf_counter() - started)
+        self.quality.record_search(found.mode)
+        info = found.limits.get("text_graph")
+        if isinstance(info, dict):
+            self.quality.record_text_graph_search(info)
+        return found
 
     def _record_graph(self, found: GraphSearchResponse) -> None:
         info = found.limits.get("graph")
@@ -533,6 +562,12 @@ class KgragApp:
 
     def _use_graph(self, graph: bool | None) -> bool:
         return self.graph_by_default if graph is None else graph
+
+    def _use_text_graph(self, text_graph: bool | None, graph: bool | None) -> bool:
+        """Asked for, it runs; by default (KGRAG_TEXT_GRAPH) only where the knowledge-graph layer does not."""
+        if text_graph is not None:
+            return text_graph
+        return self.text_graph_by_default and not (self._use_graph(graph) and self.graph_searcher is not None)
 
     def _answer_key(self, question: str, caller: Caller, n: int, graph: bool, options: str = "") -> str:
         raw = f"{question.strip()}\x1f{n}\x1f{self.llm is not None}\x1f{graph}\x1f{options}"

@@ -41,6 +41,7 @@ from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnly
 from kgrag_runtime.quality_metrics import QualityMetrics
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.single_writer import SingleWriter
+from kgrag_runtime.text_graph import build_text_graph_searcher
 from kgrag_runtime.traces import TraceRecorder, VersionSource
 
 # How long a start waits for the supervisor's momentary probe of the lock, and for it to stop a server.
@@ -288,6 +289,10 @@ def open_embedded(
                     resolver = CompositeHandler("entity-resolver", parts)
             if resolver is not None:
                 handlers.append(resolver)
+        if settings.text_graph and not reads_only:
+            from kgrag_runtime.text_graph import build_text_graph_handler
+
+            handlers.append(build_text_graph_handler(settings, store, quality.text_graph, embedder=model))
         ingestion: IngestGateway = (
             ReadOnlyIngest()
             if reads_only
@@ -301,6 +306,7 @@ def open_embedded(
         )
         searcher = HybridSearcher(store, store, vectors, keywords, model)
         graph_searcher = build_graph_searcher(settings, searcher, store, model)
+        text_graph_searcher = build_text_graph_searcher(settings, searcher, store, graph_searcher.router)
         traces = build_traces(settings, stack, store=store, searcher=searcher, graph_searcher=graph_searcher, llm=chat)
         yield KgragApp(
             searcher=searcher,
@@ -322,6 +328,8 @@ def open_embedded(
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
             global_answers=build_global_answers(store.pool, store, searcher, cache.generation),
             communities=communities,
+            text_graph_searcher=text_graph_searcher,
+            text_graph_by_default=settings.text_graph,
         )
 
 

@@ -135,6 +135,7 @@ def create_app(
                 graph=body.graph,
                 filters=filters,
                 include_entities=body.include_entities,
+                text_graph=body.text_graph,
             )
         ).as_dict()
 

@@ -151,6 +151,12 @@ class SearchRequest(_Strict):
     include_entities: bool = Field(
         False, strict=True, description="List the entities the query links to (entity_id, name, type, score)."
     )
+    text_graph: bool | None = Field(
+        None,
+        strict=True,
+        description="Walk the text graph on top of hybrid search (default: KGRAG_TEXT_GRAPH); limits.text_graph "
+        "says whether it was used, why not, or that it degraded.",
+    )
 
 
 class AskOptions(_Strict):

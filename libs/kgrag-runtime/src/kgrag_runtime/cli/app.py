@@ -100,6 +100,10 @@ def search(
     max_hops: MaxHops = None,
     graph_paths: GraphPaths = False,
     entities: Annotated[bool, typer.Option("--entities", help="List the entities the query links to.")] = False,
+    text_graph: Annotated[
+        bool | None,
+        typer.Option("--text-graph/--no-text-graph", help="Walk the text graph on top of hybrid search."),
+    ] = None,
     data_dir: DataDir = None,
     as_json: JsonOut = False,
     principal: Principal = None,
@@ -120,6 +124,7 @@ def search(
             include_entities=entities,
             max_hops=max_hops,
             include_graph_paths=graph_paths,
+            text_graph=text_graph,
         )
     if state.as_json:
         render.emit_json(response.as_dict())

@@ -1,0 +1,212 @@
+"""`TextGraphStore` in PostgreSQL (migration 0028): the authoritative text graph.
+
+Node keys are blind indexes under the installation key (the one entity ids use), so the tables hold no
+phrase. Every read of edges joins `chunks` and admits only chunks of the caller's ACL classes: the filter
+runs in SQL, before anything reaches the walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from kgrag_adapters.postgres.pool import ConnectionPool
+from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.identity import blind
+from kgrag_core.shredding import ContentCipher
+from kgrag_core.text_graph.model import MentionEdge, MentionKind, SynonymEdge, WalkEdge
+from kgrag_core.text_graph.ports import Neighbourhood, NewName
+
+_DOMAIN = "text_graph"
+_TOKEN_DOMAIN = "text_graph_word"
+_CANDIDATES = 200  # stored names sharing a word that one new name is compared with, at most
+
+# Each hop is one indexed query over visible edges only: an edge counts when its chunk, now, is of a class
+# the caller may read (the chunk's class is authoritative; the edge's copy is checked too, never trusted).
+_VISIBLE = (
+    "JOIN chunks c ON c.chunk_id = m.chunk_id"
+    " AND c.acl_class_id = ANY(%(allowed)s) AND m.acl_class_id = ANY(%(allowed)s)"
+)
+_SYNONYMS = """
+SELECT s.node_b FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
+WHERE s.node_a = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
+UNION SELECT s.node_a FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
+WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
+"""
+_FIRST_HOP = f"SELECT DISTINCT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key = ANY(%(nodes)s)"
+# The second hop and its edges in one statement: the first hop's nodes (and the seeds) never travel to the
+# client and back. Nodes over the cap (counted over visible edges) are dropped before their edges are read,
+# and so are nodes only one passage names (other than the seeds): a walk through one leads back where it
+# came from.
+_EDGES_OF = f"""
+WITH n1 AS (
+    SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id = ANY(%(chunks)s)
+    UNION SELECT unnest(%(seeds)s::text[])
+),
+df AS (
+    SELECT m.node_key, count(*) AS df FROM text_graph_mentions m {_VISIBLE}
+    WHERE m.node_key IN (SELECT node_key FROM n1) GROUP BY m.node_key
+    HAVING count(*) <= %(cap)s AND (count(*) > 1 OR m.node_key = ANY(%(seeds)s))
+)
+SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
+FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
+ORDER BY df.df, m.node_key, m.chunk_id
+LIMIT %(limit)s
+"""
+_KINDS = {kind.value: kind for kind in MentionKind}
+
+
+class PostgresTextGraph:
+    def __init__(self, pool: ConnectionPool, installation_key: Callable[[], bytes], cipher: ContentCipher) -> None:
+        self._pool = pool
+        self._key = installation_key
+        self._cipher = cipher  # name vectors are sealed under their document's data key (ADR 0008)
+
+    def node_keys(self, phrases: Sequence[str]) -> dict[str, str]:
+        key = self._key()
+        return {p: blind(key, _DOMAIN, p) for p in phrases}
+
+    def replace_document(
+        self,
+        doc_id: str,
+        edges: Sequence[MentionEdge],
+        *,
+        titled: Sequence[str] = (),
+    ) -> list[str]:
+        """Exactly `edges` for the document's passages, in one transaction; edges of a chunk deleted in the
+        meantime are skipped (the chunk's deletion already took its edges)."""
+        nodes = sorted({e.node_key for e in edges})
+        with self._pool as conn, conn.transaction():
+            new = conn.execute(
+                "INSERT INTO text_graph_nodes (node_key) SELECT unnest(%s::text[])"
+                " ON CONFLICT (node_key) DO NOTHING RETURNING node_key",
+                (nodes,),
+            ).fetchall()
+            if titled:
+                conn.execute("UPDATE text_graph_nodes SET titled = TRUE WHERE node_key = ANY(%s)", (list(titled),))
+            conn.execute("DELETE FROM text_graph_mentions WHERE doc_id = %s", (doc_id,))
+            conn.execute(
+                """
+                INSERT INTO text_graph_mentions (chunk_id, node_key, doc_id, acl_class_id, kind, weight)
+                SELECT e.chunk_id, e.node_key, %s, e.acl, e.kind, e.weight
+                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::real[])
+                     AS e(chunk_id, node_key, acl, kind, weight)
+                WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = e.chunk_id AND c.doc_id = %s)
+                ON CONFLICT (chunk_id, node_key) DO UPDATE SET weight = EXCLUDED.weight, kind = EXCLUDED.kind,
+                    acl_class_id = EXCLUDED.acl_class_id
+                """,
+                (
+                    doc_id,
+                    [e.chunk_id for e in edges],
+                    [e.node_key for e in edges],
+                    [e.acl_class_id for e in edges],
+                    [e.kind.value for e in edges],
+                    [e.weight for e in edges],
+                    doc_id,
+                ),
+            )
+        return sorted(str(r[0]) for r in new)
+
+    def add_synonyms(self, synonyms: Sequence[SynonymEdge]) -> None:
+        if not synonyms:
+            return
+        with self._pool as conn:
+            conn.execute(
+                """
+                INSERT INTO text_graph_synonyms (node_a, node_b, chunk_id, acl_class_id, similarity)
+                SELECT s.a, s.b, s.chunk_id, s.acl, s.sim
+                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::real[]) AS s(a, b, chunk_id, acl, sim)
+                WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = s.chunk_id)
+                ON CONFLICT DO NOTHING
+                """,
+                (
+                    [s.node_a for s in synonyms],
+                    [s.node_b for s in synonyms],
+                    [s.chunk_id for s in synonyms],
+                    [s.acl_class_id for s in synonyms],
+                    [s.similarity for s in synonyms],
+                ),
+            )
+
+    def similar_names(self, names: Sequence[NewName], threshold: float) -> list[tuple[str, str, float]]:
+        if not names:
+            return []
+        key = self._key()
+        found: list[tuple[str, str, float]] = []
+        with self._pool as conn, conn.transaction():
+            for name in names:
+                tokens = sorted({blind(key, _TOKEN_DOMAIN, w) for w in name.words})
+                rows = conn.execute(
+                    "SELECT node_key, doc_id, vector FROM text_graph_name_vectors"
+                    " WHERE tokens && %s::text[] AND node_key <> %s ORDER BY node_key LIMIT %s",
+                    (tokens, name.node_key, _CANDIDATES),
+                ).fetchall()
+                mine = np.asarray(name.vector, dtype=np.float32)
+                for other, doc_id, sealed in rows:
+                    plain = self._cipher.open(str(doc_id), bytes(sealed))
+                    if plain is None:  # its document was shredded: the name is gone with it
+                        continue
+                    theirs = np.frombuffer(plain, dtype=np.float32)
+                    norm = float(np.linalg.norm(mine) * np.linalg.norm(theirs))
+                    cosine = float(mine @ theirs) / norm if norm else 0.0
+                    if cosine >= threshold:
+                        found.append((name.node_key, str(other), cosine))
+                try:
+                    sealed_vector = self._cipher.sealer(name.doc_id, create=False)(mine.tobytes())
+                except KgragError as err:
+                    if err.code is not ErrorCode.CONTENT_SHREDDED:
+                        raise
+                    continue  # deleted while being built: nothing of it is kept
+                conn.execute(
+                    "INSERT INTO text_graph_name_vectors (node_key, chunk_id, doc_id, tokens, vector)"
+                    " SELECT %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = %s)"
+                    " ON CONFLICT (node_key) DO NOTHING",
+                    (name.node_key, name.chunk_id, name.doc_id, tokens, sealed_vector, name.chunk_id),
+                )
+        return found
+
+    def delete_document(self, doc_id: str) -> None:
+        with self._pool as conn, conn.transaction():
+            conn.execute("DELETE FROM text_graph_mentions WHERE doc_id = %s", (doc_id,))
+            conn.execute(
+                "DELETE FROM text_graph_synonyms s USING chunks c WHERE c.chunk_id = s.chunk_id AND c.doc_id = %s",
+                (doc_id,),
+            )
+
+    def titled(self, node_keys: Sequence[str]) -> set[str]:
+        """Which of these nodes are some document's title."""
+        if not node_keys:
+            return set()
+        with self._pool as conn:
+            rows = conn.execute(
+                "SELECT node_key FROM text_graph_nodes WHERE titled AND node_key = ANY(%s)", (list(node_keys),)
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def neighbourhood(
+        self,
+        node_keys: Sequence[str],
+        chunk_ids: Sequence[str],
+        allowed: Sequence[str],
+        *,
+        max_share: float,
+        min_cap: int,
+        max_edges: int,
+    ) -> Neighbourhood:
+        if not allowed or not (node_keys or chunk_ids):
+            return Neighbourhood((), 0)
+        params: dict[str, object] = {"allowed": list(allowed), "nodes": list(node_keys), "chunks": list(chunk_ids)}
+        with self._pool as conn:
+            # The passages the caller can read: specificity's denominator, over what they see only.
+            row = conn.execute("SELECT count(*) FROM chunks WHERE acl_class_id = ANY(%s)", (list(allowed),)).fetchone()
+            passages = int(row[0]) if row else 0
+            seeds = set(node_keys) | {str(r[0]) for r in conn.execute(_SYNONYMS, params)}
+            first = set(chunk_ids) | {str(r[0]) for r in conn.execute(_FIRST_HOP, params | {"nodes": sorted(seeds)})}
+            cap = max(min_cap, int(max_share * passages))
+            rows = conn.execute(
+                _EDGES_OF,
+                params | {"chunks": sorted(first), "seeds": sorted(seeds), "cap": cap, "limit": max_edges + 1},
+            ).fetchall()
+        edges = tuple(WalkEdge(str(r[0]), str(r[1]), int(r[2]), _KINDS[r[3]], float(r[4])) for r in rows[:max_edges])
+        return Neighbourhood(edges, passages, truncated=len(rows) > max_edges)
