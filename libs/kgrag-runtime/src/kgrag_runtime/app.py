@@ -29,6 +29,7 @@ from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsS
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
 from kgrag_core.shredding import ContentCipher
+from kgrag_core.text_graph.searcher import TextGraphSearcher
 from kgrag_core.tracing.build import answer_part, cached_answer_body, search_body
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring, stage
@@ -103,6 +104,9 @@ class KgragApp:
     # Without an LLM: "composed" (graph facts in words, then prose sentences; kgrag_core.answering.compose) or
     # "sentences" (the best supporting sentences only, the answerer before facts reached answers).
     answer_style: str = "composed"
+    # The text graph (KGRAG_TEXT_GRAPH): None when it is not built; `search(text_graph=...)` per call.
+    text_graph_searcher: TextGraphSearcher | None = None
+    text_graph_by_default: bool = False
 
     def __post_init__(self) -> None:
         if self.graph is not None and self.quality.backlog is None:
@@ -170,11 +174,14 @@ class KgragApp:
         include_entities: bool = False,
         max_hops: int | None = None,
         include_graph_paths: bool = False,
+        text_graph: bool | None = None,
     ) -> SearchResponse | GraphSearchResponse:
         """Hybrid search; with the graph layer (graph=True, or the configured default) the question is routed
         and, unless it is a lookup, graph evidence joins the fusion. Only hybrid mode has a graph layer.
         `filters` (sources, document date, as_of) run inside every route; `include_entities` lists the
         entities the query links to; `max_hops` and `include_graph_paths` as for `ask` (graph layer only).
+        `text_graph` (None: KGRAG_TEXT_GRAPH) walks the text graph on top of hybrid search instead of the
+        knowledge-graph layer; `limits["text_graph"]` says whether it was used, why not, or that it degraded.
         The response carries the id of its trace (`trace_id`)."""
         hops = MAX_HOPS.resolve(max_hops) if max_hops is not None else None
         check_filters(filters, caller, self.searcher.documents, self.searcher.acls)
@@ -188,6 +195,7 @@ class KgragApp:
                 filters=filters,
                 max_hops=hops,
                 include_paths=include_graph_paths,
+                text_graph=text_graph,
             )
             if include_entities:
                 entities = linked_entities(query, caller, self.graph_searcher, self.searcher.acls)
@@ -195,6 +203,8 @@ class KgragApp:
         if self.traces is None:
             return response
         request: dict[str, object] = {"top_k": top_k, "mode": mode.value, "graph": graph}
+        if text_graph is not None:
+            request["text_graph"] = text_graph
         if filters is not None and not filters.is_empty:
             request["filters"] = filters.as_dict()
         body = search_body(
@@ -214,8 +224,11 @@ class KgragApp:
         plan: ModePlan | None = None,
         max_hops: int | None = None,
         include_paths: bool = False,
+        text_graph: bool | None = None,
     ) -> SearchResponse | GraphSearchResponse:
         started = time.perf_counter()
+        if mode is SearchMode.HYBRID and (self.text_graph_by_default if text_graph is None else text_graph):
+            return self._text_graph_search(query, caller, top_k=top_k, filters=filters, started=started)
         if self._use_graph(graph) and mode is SearchMode.HYBRID and self.graph_searcher is not None:
             found = self.graph_searcher.search(
                 query,
@@ -234,6 +247,22 @@ class KgragApp:
         self.quality.record_stage("retrieval", time.perf_counter() - started)
         self.quality.record_search(mode.value)
         return response
+
+    def _text_graph_search(
+        self, query: str, caller: Caller, *, top_k: int | None, filters: SearchFilters | None, started: float
+    ) -> SearchResponse:
+        if self.text_graph_searcher is None:
+            plain = self.searcher.search(query, caller, top_k=top_k, filters=filters)
+            limits = plain.limits | {"text_graph": {"used": False, "degraded": False, "reason": "not built"}}
+            found = replace(plain, limits=limits)
+        else:
+            found = self.text_graph_searcher.search(query, caller, top_k=top_k, filters=filters)
+        self.quality.record_stage("retrieval", time.perf_counter() - started)
+        self.quality.record_search(found.mode)
+        info = found.limits.get("text_graph")
+        if isinstance(info, dict):
+            self.quality.record_text_graph_search(info)
+        return found
 
     def _record_graph(self, found: GraphSearchResponse) -> None:
         info = found.limits.get("graph")

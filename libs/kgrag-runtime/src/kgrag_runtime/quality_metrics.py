@@ -32,7 +32,7 @@ LLM_FALLBACK_REASONS = (*FALLBACK_REASONS, "other")  # kgrag_core.answering.fall
 # What a caller may report about an answer (the feedback endpoint validates against this set).
 FEEDBACK_ISSUES = ("wrong", "incomplete", "outdated", "not_cited", "forbidden_content", "other")
 _ISSUE_LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
-STAGES = ("retrieval", "graph", "answer", "ask")
+STAGES = ("retrieval", "graph", "answer", "ask", "text_graph", "text_graph_build")
 _STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 BacklogSource = Callable[[], Mapping[str, int]]
@@ -79,6 +79,9 @@ class QualityMetrics:
         )
         self.graph_degraded = Counter(
             "kgrag_graph_degraded", "Graph-layer searches that failed or overran and fell back degraded.", registry=r
+        )
+        self.text_graph_degraded = Counter(
+            "kgrag_text_graph_degraded", "Text-graph searches that failed or overran, answered by hybrid.", registry=r
         )
         self.answers = Counter("kgrag_answers", "Answers by mode and confidence.", ["mode", "confidence"], registry=r)
         self.abstentions = Counter(
@@ -132,6 +135,14 @@ class QualityMetrics:
             self.abstentions.labels(mode).inc()
         if removed_sentences:
             self.removed_sentences.inc(removed_sentences)
+
+    def record_text_graph_search(self, info: Mapping[str, object]) -> None:
+        """A text-graph search's `limits["text_graph"]`: its walk latency, or that it degraded."""
+        if info.get("degraded"):
+            self.text_graph_degraded.inc()
+        walk_ms = info.get("walk_ms")
+        if isinstance(walk_ms, int | float):
+            self.record_stage("text_graph", walk_ms / 1000)
 
     def record_stage(self, stage: str, seconds: float) -> None:
         self.stage_seconds.labels(stage).observe(seconds)

@@ -109,6 +109,14 @@ class KgragSettings(BaseSettings):
     graph_retrieval: bool = Field(
         False, description="Search and ask through the graph layer by default (per call: --graph / graph=true)."
     )
+    text_graph: bool = Field(
+        False,
+        description="Build the text graph with ingest (entities, noun phrases, titles, links over passages) and "
+        "search through it by default (per call: text_graph=true/false); docs/knowledge-graph.md, 'Text graph'.",
+    )
+    text_graph_timeout_s: float = Field(
+        1.0, gt=0, description="Budget of the text-graph walk and bridges; over it the answer is hybrid's, degraded."
+    )
     graph_expansion_budget_s: float = Field(
         0.25, gt=0, description="Wall-clock budget of the graph walk; over it the walk stops with what it found."
     )

@@ -1,0 +1,100 @@
+"""The text graph's shapes: mentions found in a passage, the edges they become, and the walk's settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class MentionKind(StrEnum):
+    ENTITY = "entity"  # a named entity (NER)
+    PHRASE = "phrase"  # a noun phrase
+    TITLE = "title"  # another document's title named in the passage (or the passage's own)
+    LINK = "link"  # a wikilink or hyperlink target
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A phrase a passage names; `text` as written, `kind` what found it."""
+
+    text: str
+    kind: MentionKind
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One chunk as the builder sees it: its text, its document's title and its ACL class."""
+
+    chunk_id: str
+    doc_id: str
+    acl_class_id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class MentionEdge:
+    """Passage `chunk_id` names node `node_key` (a blind index of the normalised phrase, never the phrase).
+
+    `weight` is the mention's specificity (IDF-like, computed when read: the store keeps counts); the edge
+    keeps its evidence chunk and ACL class, so a walk uses only edges from chunks the caller can read."""
+
+    chunk_id: str
+    doc_id: str
+    acl_class_id: str
+    node_key: str
+    kind: MentionKind
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SynonymEdge:
+    """Two nodes naming the same thing (a loose normal form, or name embeddings above the threshold); the
+    chunk whose new name created it is its evidence, so it goes with that chunk."""
+
+    node_a: str
+    node_b: str
+    chunk_id: str
+    acl_class_id: str
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class WalkEdge:
+    """One edge of the caller-visible neighbourhood, as the store returns it for a walk."""
+
+    chunk_id: str
+    node_key: str
+    df: int  # passages the caller can read that name the node
+    weight: float = 1.0  # the node's specificity, set by the searcher from `df`
+
+
+@dataclass(frozen=True, slots=True)
+class TextGraphSettings:
+    # A phrase named by more than this share of passages connects nothing useful ("company", "2023").
+    max_passage_share: float = 0.05
+    # ... but in a tiny corpus every phrase is in 5 %: at least this many passages are always allowed.
+    min_passage_cap: int = 3
+    max_phrase_words: int = 6
+    min_phrase_chars: int = 3
+    # Name embeddings at or above this cosine are synonyms (MiniLM: "Acme Corp" ~ "ACME Corporation").
+    synonym_threshold: float = 0.92
+    # The walk
+    damping: float = 0.5  # restart probability 1 - damping at every step (HippoRAG uses 0.5)
+    iterations: int = 30
+    tolerance: float = 1e-6
+    max_nodes: int = 20_000  # edges loaded for one walk are bounded by this many (node + passage) ids
+    max_edges: int = 50_000
+    seed_passages: int = 5  # hybrid's best passages whose nodes also seed the walk
+    seed_passage_weight: float = 0.5
+    bridge_passages: int = 3  # first-hop passages whose new names become second-hop queries
+    max_bridges: int = 4
+    bridge_candidates: int = 10  # hits a second-hop query adds
+    walk_candidates: int = 30  # passages the walk offers to the fusion
+    pool: int = 50  # hybrid hits used as the dense/BM25 side
+    # Route weights of the fusion: the walk and the bridges weigh less than hybrid's routes, so a passage
+    # only they found does not outrank a direct top match.
+    walk_weight: float = 0.7
+    bridge_weight: float = 0.5
+    keep_head: int = 2  # hybrid's first hits keep their places (the first hop is what direct retrieval finds)
+    timeout_s: float = 1.0

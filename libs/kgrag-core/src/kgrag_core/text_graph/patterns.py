@@ -1,0 +1,50 @@
+"""A model-free phrase extractor: capitalised runs, wikilinks and hyperlinks.
+
+The spaCy extractor (kgrag_adapters.spacy_ner.phrases) adds NER and noun chunks; this one serves tests and
+any process without the model, and supplies the link targets to both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kgrag_core.text_graph.model import Mention, MentionKind
+
+_WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+_MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)\s]+)\)")
+_URL_PATH = re.compile(r"https?://[^\s/]+/(?:wiki/)?([\w%-]+)")
+# A capitalised run of words, allowing inner connectors ("Bank of England"); a sentence's first word alone
+# is not a name.
+_NAME = re.compile(r"(?<![\w'])([A-ZÀ-Þ][\w&'-]*(?:\s+(?:of|de|van|von|the|and|&)?\s*[A-ZÀ-Þ][\w&'-]*)*)")
+
+
+def link_mentions(text: str) -> list[Mention]:
+    out = [Mention(m.group(1).strip(), MentionKind.LINK) for m in _WIKILINK.finditer(text)]
+    out += [Mention(m.group(1).strip(), MentionKind.LINK) for m in _MD_LINK.finditer(text)]
+    out += [Mention(m.group(1).replace("_", " "), MentionKind.LINK) for m in _URL_PATH.finditer(text)]
+    return out
+
+
+def capitalised_runs(text: str) -> list[Mention]:
+    out: list[Mention] = []
+    for match in _NAME.finditer(text):
+        name = match.group(1).strip()
+        start = match.start(1)
+        before = text[:start].rstrip()
+        sentence_start = not before or before[-1] in ".!?:\n#*-"
+        if sentence_start and " " not in name:
+            continue
+        out.append(Mention(name, MentionKind.ENTITY))
+    return out
+
+
+class PatternPhraseExtractor:
+    """Names by capitalisation plus link targets; deterministic and model-free."""
+
+    @property
+    def version(self) -> str:
+        return "patterns-1"
+
+    def extract(self, texts: Sequence[str]) -> list[list[Mention]]:
+        return [capitalised_runs(t) + link_mentions(t) for t in texts]

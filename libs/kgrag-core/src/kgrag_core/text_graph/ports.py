@@ -1,0 +1,70 @@
+"""What the text graph needs from the outside: a phrase extractor and an authoritative store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from kgrag_core.text_graph.model import Mention, MentionEdge, SynonymEdge, WalkEdge
+
+
+@runtime_checkable
+class PhraseExtractor(Protocol):
+    """Entities, noun phrases and link targets of each text (spaCy in the adapters; patterns in the core)."""
+
+    @property
+    def version(self) -> str: ...
+
+    def extract(self, texts: Sequence[str]) -> list[list[Mention]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    """The caller-visible edges around the seeds, with each node's visible passage count (`df`) and the
+    number of passages the caller can read (`passages`): specificity is computed over what the caller sees,
+    so a document the caller cannot read changes nothing in their walk, not even a weight."""
+
+    edges: tuple[WalkEdge, ...]
+    passages: int
+    truncated: bool = False
+
+
+@runtime_checkable
+class TextGraphStore(Protocol):
+    def node_keys(self, phrases: Sequence[str]) -> dict[str, str]:
+        """The blind index (node key) of each normalised phrase: nodes store no phrase (ADR 0008)."""
+        ...
+
+    def replace_document(
+        self, doc_id: str, edges: Sequence[MentionEdge], synonyms: Sequence[SynonymEdge] = ()
+    ) -> list[str]:
+        """The document's passage-mention edges become exactly `edges`; returns the node keys that are new
+        to the whole graph (their name embeddings are computed once, now, and never again)."""
+        ...
+
+    def delete_document(self, doc_id: str) -> None: ...
+
+    def neighbourhood(
+        self,
+        node_keys: Sequence[str],
+        chunk_ids: Sequence[str],
+        allowed: Sequence[str],
+        *,
+        max_share: float,
+        min_cap: int,
+        max_edges: int,
+    ) -> Neighbourhood:
+        """Edges (from chunks of `allowed` ACL classes only, checked in SQL) of the seed nodes and passages,
+        of their passages' nodes, and of those nodes' passages: two hops, bounded by `max_edges`. Nodes whose
+        visible passage count exceeds max(min_cap, max_share * passages) are left out."""
+        ...
+
+
+@runtime_checkable
+class NameVectors(Protocol):
+    """Embeddings of node names for synonym edges, keyed by node key (optional)."""
+
+    def similar(self, vectors: Sequence[tuple[str, Sequence[float]]], threshold: float) -> list[tuple[str, str, float]]:
+        """Store the new names' vectors; return (new key, existing key, cosine) at or above `threshold`."""
+        ...

@@ -1,0 +1,222 @@
+"""Text-graph search: hybrid first, then a personalized PageRank walk and query-time bridges, fused by RRF.
+
+The question's own names and phrases, and the nodes of hybrid's best passages, seed a walk over the
+caller-visible text graph (edges from readable chunks only, loaded with the ACL filter in SQL). The names
+the first-hop passages add to the question's become second-hop BM25 queries (bridging: "the director of
+the film that won X" finds the film, then the director's page by the film's name). Both join dense and
+BM25 as weighted routes below hybrid's head. Lookups stay hybrid; any failure or overrun answers hybrid's
+ranking with `degraded` and the reason in `limits["text_graph"]`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.errors import KgragError
+from kgrag_core.filters import SearchFilters
+from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, RuleRouter
+from kgrag_core.graph_retrieval.searcher import HybridBackend
+from kgrag_core.limits import TOP_K
+from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
+from kgrag_core.retrieval.hybrid import SearchMode
+from kgrag_core.search import RouteHit, SearchHit, SearchResponse
+from kgrag_core.text_graph.model import TextGraphSettings
+from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
+from kgrag_core.text_graph.phrases import NAME_KINDS, node_phrases
+from kgrag_core.text_graph.ports import PhraseExtractor, TextGraphStore
+from kgrag_core.tracing.timing import stage
+
+log = logging.getLogger(__name__)
+
+TEXT_GRAPH_MODE = "hybrid+text_graph"
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    ranked: list[RouteHit]
+    bridged: list[RouteHit]
+    bridges: list[str]
+    seeds: int
+    edges: int
+    truncated: bool
+
+
+class TextGraphSearcher:
+    def __init__(
+        self,
+        hybrid: HybridBackend,
+        store: TextGraphStore,
+        extractor: PhraseExtractor,
+        *,
+        settings: TextGraphSettings | None = None,
+        router: QuestionRouter | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.hybrid = hybrid
+        self.store = store
+        self.extractor = extractor
+        self.settings = settings or TextGraphSettings()
+        self.router: QuestionRouter = router or RuleRouter()
+        self.clock = clock
+
+    def search(
+        self,
+        query: str,
+        caller: Caller,
+        top_k: int | None = None,
+        *,
+        filters: SearchFilters | None = None,
+        routed: bool = True,
+    ) -> SearchResponse:
+        """`routed=False` walks even for a lookup (evaluation); the response's `limits["text_graph"]` says
+        whether the walk was used, why not, and whether it degraded."""
+        k = TOP_K.resolve(top_k)
+        route = self.router.route(query)
+        if routed and route.strategies == (QuestionKind.LOOKUP,):
+            plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
+            return _plain(plain, k, reason="lookup", degraded=False)
+        cfg = self.settings
+        base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)), filters=filters)
+        started = self.clock()
+        with stage("text_graph"):
+            try:
+                allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
+                if not allowed:
+                    return _plain(base, k, reason="nothing readable", degraded=False)
+                walk = self._walk(base, caller, allowed, filters)
+                hits, limits = self._fuse(base, walk, set(allowed), k, filters)
+            except Exception as err:
+                # Not swallowed: the response says degraded with the reason, and operators get the traceback.
+                log.warning("text graph failed, answering from hybrid search: %s", err, exc_info=True)
+                return _plain(base, k, reason=_describe(err), degraded=True)
+            elapsed = self.clock() - started
+        if elapsed > cfg.timeout_s:
+            reason = f"timeout: text graph took {elapsed * 1000:.0f} ms (limit {cfg.timeout_s * 1000:.0f} ms)"
+            return _plain(base, k, reason=reason, degraded=True)
+        limits["text_graph"] = {
+            "used": True,
+            "degraded": False,
+            "reason": None,
+            "walk_ms": round(elapsed * 1000, 1),
+            "seeds": walk.seeds,
+            "edges": walk.edges,
+            "truncated": walk.truncated,
+            "bridges": len(walk.bridges),
+        }
+        return SearchResponse(query=base.query, hits=hits, mode=TEXT_GRAPH_MODE, limits=limits)
+
+    # --- the walk --------------------------------------------------------------------------------------
+
+    def _walk(
+        self, base: SearchResponse, caller: Caller, allowed: Sequence[str], filters: SearchFilters | None
+    ) -> _Walk:
+        cfg = self.settings
+        question_phrases = node_phrases(self.extractor.extract([base.query])[0])
+        first_hop = base.hits[: cfg.bridge_passages]
+        hop_phrases = [node_phrases(m) for m in self.extractor.extract([h.text for h in first_hop])]
+        wanted = set(question_phrases) | {p for found in hop_phrases for p in found}
+        keys = self.store.node_keys(sorted(wanted)) if wanted else {}
+        question_keys = {keys[p] for p in question_phrases if p in keys}
+        seed_chunks = [h.chunk_id for h in base.hits[: cfg.seed_passages]]
+        hood = self.store.neighbourhood(
+            sorted(question_keys),
+            seed_chunks,
+            allowed,
+            max_share=cfg.max_passage_share,
+            min_cap=cfg.min_passage_cap,
+            max_edges=cfg.max_edges,
+        )
+        df = {edge.node_key: edge.df for edge in hood.edges}
+        edges = [replace(e, weight=specificity(e.df, hood.passages)) for e in hood.edges]
+        seeds: dict[str, float] = {}
+        for key in question_keys:
+            if key in df:
+                seeds[key] = specificity(df[key], hood.passages)
+        for rank, chunk_id in enumerate(seed_chunks, start=1):
+            seeds[chunk_id] = seeds.get(chunk_id, 0.0) + cfg.seed_passage_weight / rank
+        scores = personalized_pagerank(
+            edges, seeds, damping=cfg.damping, iterations=cfg.iterations, tolerance=cfg.tolerance
+        )
+        ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
+
+        # Bridges: names the first-hop passages add to the question, most specific first (visible df).
+        candidates: dict[str, float] = {}
+        for found in hop_phrases:
+            for phrase, kind in found.items():
+                node = keys.get(phrase)
+                if kind not in NAME_KINDS or node is None or node in question_keys or phrase in question_phrases:
+                    continue
+                if node not in df:  # too common to be a node for this caller, or not in the graph
+                    continue
+                candidates[phrase] = max(candidates.get(phrase, 0.0), specificity(df[node], hood.passages))
+        bridges = [p for p, _ in sorted(candidates.items(), key=lambda item: (-item[1], item[0]))[: cfg.max_bridges]]
+        bridged: list[RouteHit] = []
+        seen: set[str] = set()
+        lists = [
+            self.hybrid.search(p, caller, top_k=cfg.bridge_candidates, mode=SearchMode.BM25, filters=filters).hits
+            for p in bridges
+        ]
+        # Round-robin over the bridges, so every second hop gets its best passage in before any gets a second.
+        for depth in range(cfg.bridge_candidates):
+            for hits in lists:
+                if depth < len(hits) and hits[depth].chunk_id not in seen:
+                    seen.add(hits[depth].chunk_id)
+                    bridged.append(RouteHit(hits[depth].chunk_id, hits[depth].score, len(bridged) + 1))
+        return _Walk(ranked, bridged, bridges, len(seeds), len(hood.edges), hood.truncated)
+
+    def _fuse(
+        self, base: SearchResponse, walk: _Walk, allowed: set[str], k: int, filters: SearchFilters | None
+    ) -> tuple[tuple[SearchHit, ...], dict[str, object]]:
+        cfg = self.settings
+        routes: dict[str, list[RouteHit]] = {}
+        for name in ("dense", "bm25"):
+            ranked = sorted((h.ranks[name], h.chunk_id) for h in base.hits if name in h.ranks)
+            routes[name] = [RouteHit(chunk_id, 0.0, rank) for rank, chunk_id in ranked]
+        routes["text_graph"] = walk.ranked
+        routes["bridge"] = walk.bridged
+        weights = {"dense": 1.0, "bm25": 1.0, "text_graph": cfg.walk_weight, "bridge": cfg.bridge_weight}
+        fused = reciprocal_rank_fusion(routes, k=self.hybrid.rrf_k, weights=weights)
+        known = {h.chunk_id: h for h in base.hits}
+        unseen = [c for c in fused if c.chunk_id not in known][: max(k, cfg.walk_candidates)]
+        # Chunks only the walk reached pass the hybrid searcher's own hydration and ACL recheck.
+        for _, loaded in self.hybrid.hydrate(unseen, allowed, len(unseen), filters=filters) if unseen else []:
+            known[loaded.chunk_id] = loaded
+        head = [h.chunk_id for h in base.hits[: cfg.keep_head]]
+        by_id = {c.chunk_id: c for c in fused}
+        ordered = [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in set(head)]
+        hits: list[SearchHit] = []
+        for candidate in ordered:
+            hit = known.get(candidate.chunk_id)
+            if hit is None:  # not hydrated or failed the recheck: deleted, re-permissioned, never readable
+                continue
+            hits.append(replace(hit, score=candidate.score, ranks=dict(candidate.ranks)))
+            if len(hits) == k:
+                break
+        limits = dict(base.limits)
+        limits.update(
+            {
+                "top_k": k,
+                "route_counts": {name: len(r) for name, r in sorted(routes.items())},
+                "route_weights": dict(sorted(weights.items())),
+                "fused_candidates": len(fused),
+                "truncated": len(fused) > k,
+            }
+        )
+        return tuple(hits), limits
+
+
+def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> SearchResponse:
+    limits = dict(response.limits)
+    limits["top_k"] = k
+    limits["text_graph"] = {"used": False, "degraded": degraded, "reason": reason}
+    return replace(response, hits=response.hits[:k], limits=limits)
+
+
+def _describe(err: Exception) -> str:
+    if isinstance(err, KgragError):
+        return f"{err.code.value}: {err}"
+    return f"{type(err).__name__}: {err}"
