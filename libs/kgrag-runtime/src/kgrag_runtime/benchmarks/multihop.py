@@ -198,7 +198,14 @@ def run_multihop_benchmark(
             items = [item for path in corpus_files for item in iter_path(path)]
             console.print(f"Multi-hop benchmark: ingesting {len(items)} documents (text graph {text_graph})…")
             started = time.perf_counter()
-            app.ingest(items)
+            done = [0]
+
+            def advance(n: int) -> None:  # a line per 500 documents: the ingest takes minutes on 2 cores
+                before, done[0] = done[0], done[0] + n
+                if before // 500 != done[0] // 500:
+                    console.print(f"  {done[0]}/{len(items)} documents")
+
+            app.ingest(items, progress=advance)
             ingest_s = time.perf_counter() - started
             console.print(f"  ingested in {ingest_s:.0f} s; {len(questions)} questions × {len(configs)} configurations")
             load_start = os.getloadavg()
