@@ -30,6 +30,7 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.text_graph import build_text_graph_searcher
 from kgrag_runtime.wiring import (
     build_embedder,
     build_extraction_llm,
@@ -293,6 +294,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         )
     chat = llm if llm is not None else build_llm(settings)
     graph_searcher = build_graph_searcher(settings, searcher, graph, stores.embedder)
+    text_graph_searcher = build_text_graph_searcher(settings, searcher, stores.store, graph_searcher.router)
     traces = build_traces(
         settings, stores.stack, store=stores.store, searcher=searcher, graph_searcher=graph_searcher, llm=chat
     )
@@ -328,6 +330,8 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         evaluation=EvalService(settings, stores.store.eval_runs, embedder=stores.embedder, llm=chat),
         traces=traces,
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
+        text_graph_searcher=text_graph_searcher,
+        text_graph_by_default=settings.text_graph,
     )
 
 

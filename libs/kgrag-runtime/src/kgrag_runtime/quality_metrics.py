@@ -32,7 +32,7 @@ LLM_FALLBACK_REASONS = (*FALLBACK_REASONS, "other")  # kgrag_core.answering.fall
 # What a caller may report about an answer (the feedback endpoint validates against this set).
 FEEDBACK_ISSUES = ("wrong", "incomplete", "outdated", "not_cited", "forbidden_content", "other")
 _ISSUE_LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
-STAGES = ("retrieval", "graph", "answer", "ask", "text_graph", "text_graph_build")
+STAGES = ("retrieval", "graph", "answer", "ask", "text_graph")
 _STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 BacklogSource = Callable[[], Mapping[str, int]]
@@ -60,6 +60,19 @@ class ExtractionUsageMetrics:
         self.tokens.labels("input").inc(input_tokens)
         self.tokens.labels("output").inc(output_tokens)
         self.spend.labels(currency).inc(cost)
+
+
+class TextGraphMetrics:
+    """How long the text graph's ingest handler took per batch: on the query API (embedded ingest) and the
+    extractor service (distributed). Walk latency is the `text_graph` stage of `kgrag_stage_seconds`."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.build_seconds = Histogram(
+            "kgrag_text_graph_build_seconds",
+            "Text-graph build time of one ingest batch.",
+            buckets=_STAGE_BUCKETS,
+            registry=registry,
+        )
 
 
 @dataclass
@@ -103,6 +116,7 @@ class QualityMetrics:
             "kgrag_stage_seconds", "Latency of one stage of a query.", ["stage"], buckets=_STAGE_BUCKETS, registry=r
         )
         self.extraction = ExtractionUsageMetrics(r)
+        self.text_graph = TextGraphMetrics(r)
         # Every labelled series exists from the start, so a rate() or an alert sees 0 rather than no data.
         for reason in GRAPH_FALLBACK_REASONS:
             self.graph_fallbacks.labels(reason)

@@ -114,6 +114,9 @@ class KgragSettings(BaseSettings):
         description="Build the text graph with ingest (entities, noun phrases, titles, links over passages) and "
         "search through it by default (per call: text_graph=true/false); docs/knowledge-graph.md, 'Text graph'.",
     )
+    text_graph_noun_phrases: bool = Field(
+        True, description="Noun phrases join the text graph's nodes (spaCy's parser at ingest; off: NER and links)."
+    )
     text_graph_timeout_s: float = Field(
         1.0, gt=0, description="Budget of the text-graph walk and bridges; over it the answer is hybrid's, degraded."
     )

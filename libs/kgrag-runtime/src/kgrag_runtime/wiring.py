@@ -40,6 +40,7 @@ from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnly
 from kgrag_runtime.quality_metrics import QualityMetrics
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.single_writer import SingleWriter
+from kgrag_runtime.text_graph import build_text_graph_searcher
 from kgrag_runtime.traces import TraceRecorder, VersionSource
 
 # How long a start waits for the supervisor's momentary probe of the lock, and for it to stop a server.
@@ -268,6 +269,10 @@ def open_embedded(
             graph_admin = GraphAdmin(store, store, resolution, writer=writer)
             if settings.resolution_enabled:
                 handlers.append(build_resolver_handler(settings, resolution))
+        if settings.text_graph and not reads_only:
+            from kgrag_runtime.text_graph import build_text_graph_handler
+
+            handlers.append(build_text_graph_handler(settings, store, quality.text_graph))
         ingestion: IngestGateway = (
             ReadOnlyIngest()
             if reads_only
@@ -281,6 +286,7 @@ def open_embedded(
         )
         searcher = HybridSearcher(store, store, vectors, keywords, model)
         graph_searcher = build_graph_searcher(settings, searcher, store, model)
+        text_graph_searcher = build_text_graph_searcher(settings, searcher, store, graph_searcher.router)
         traces = build_traces(settings, stack, store=store, searcher=searcher, graph_searcher=graph_searcher, llm=chat)
         yield KgragApp(
             searcher=searcher,
@@ -300,6 +306,8 @@ def open_embedded(
             curation=PostgresTraceStore(store.pool, cipher=store.cipher),
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
+            text_graph_searcher=text_graph_searcher,
+            text_graph_by_default=settings.text_graph,
         )
 
 

@@ -280,6 +280,10 @@ class PostgresExtractionStore(PostgresStore):
         key = self._id_key()
         return name_key(key, name), name_token_keys(key, name)
 
+    def installation_key(self) -> bytes:
+        """The installation's secret that keys entity ids and blind indexes (the text graph's node keys)."""
+        return self._id_key()
+
     def _id_key(self) -> bytes:
         if self._entity_key is None:
             with self._lease:

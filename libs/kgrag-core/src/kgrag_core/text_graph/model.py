@@ -36,15 +36,16 @@ class Passage:
 class MentionEdge:
     """Passage `chunk_id` names node `node_key` (a blind index of the normalised phrase, never the phrase).
 
-    `weight` is the mention's specificity (IDF-like, computed when read: the store keeps counts); the edge
-    keeps its evidence chunk and ACL class, so a walk uses only edges from chunks the caller can read."""
+    `weight` is the mention's salience in its passage; the walk multiplies it by the node's specificity
+    (IDF-like, over the passages the caller can read). The edge keeps its evidence chunk and ACL class, so a
+    walk uses only edges from chunks the caller can read."""
 
     chunk_id: str
     doc_id: str
     acl_class_id: str
     node_key: str
     kind: MentionKind
-    count: int = 1
+    weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +67,14 @@ class WalkEdge:
     chunk_id: str
     node_key: str
     df: int  # passages the caller can read that name the node
-    weight: float = 1.0  # the node's specificity, set by the searcher from `df`
+    kind: MentionKind = MentionKind.PHRASE
+    weight: float = 1.0  # the mention's salience; the searcher multiplies in the specificity from `df`
 
 
 @dataclass(frozen=True, slots=True)
 class TextGraphSettings:
+    # Salience of a mention by kind: a name or a link says more about a passage than a common noun phrase.
+    phrase_weight: float = 0.5
     # A phrase named by more than this share of passages connects nothing useful ("company", "2023").
     max_passage_share: float = 0.05
     # ... but in a tiny corpus every phrase is in 5 %: at least this many passages are always allowed.

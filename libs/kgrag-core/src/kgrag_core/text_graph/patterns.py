@@ -13,6 +13,7 @@ from kgrag_core.text_graph.model import Mention, MentionKind
 
 _WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)\s]+)\)")
+_URL = re.compile(r"https?://\S+")
 _URL_PATH = re.compile(r"https?://[^\s/]+/(?:wiki/)?([\w%-]+)")
 # A capitalised run of words, allowing inner connectors ("Bank of England"); a sentence's first word alone
 # is not a name.
@@ -27,13 +28,18 @@ def link_mentions(text: str) -> list[Mention]:
 
 
 def capitalised_runs(text: str) -> list[Mention]:
+    """Capitalised runs outside links; at a sentence's start the first word may be capitalised only by
+    position ("Yesterday Kestrel Pharma"), so the run is also offered without it."""
+    plain = _URL.sub(" ", text)
     out: list[Mention] = []
-    for match in _NAME.finditer(text):
+    for match in _NAME.finditer(plain):
         name = match.group(1).strip()
-        start = match.start(1)
-        before = text[:start].rstrip()
-        sentence_start = not before or before[-1] in ".!?:\n#*-"
-        if sentence_start and " " not in name:
+        before = plain[: match.start(1)].rstrip()
+        if not before or before[-1] in ".!?:\n#*-":
+            rest = name.partition(" ")[2]
+            if rest:
+                out.append(Mention(name, MentionKind.ENTITY))
+                out.append(Mention(rest.strip(), MentionKind.ENTITY))
             continue
         out.append(Mention(name, MentionKind.ENTITY))
     return out

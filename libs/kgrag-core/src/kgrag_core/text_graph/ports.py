@@ -37,10 +37,19 @@ class TextGraphStore(Protocol):
         ...
 
     def replace_document(
-        self, doc_id: str, edges: Sequence[MentionEdge], synonyms: Sequence[SynonymEdge] = ()
+        self,
+        doc_id: str,
+        edges: Sequence[MentionEdge],
+        synonyms: Sequence[SynonymEdge] = (),
+        *,
+        titled: Sequence[str] = (),
     ) -> list[str]:
-        """The document's passage-mention edges become exactly `edges`; returns the node keys that are new
-        to the whole graph (their name embeddings are computed once, now, and never again)."""
+        """The document's passage-mention edges become exactly `edges` (`titled`: nodes that are its title);
+        returns the node keys new to the whole graph (what is computed per name is computed for them only)."""
+        ...
+
+    def titled(self, node_keys: Sequence[str]) -> set[str]:
+        """Which of these nodes are some document's title."""
         ...
 
     def delete_document(self, doc_id: str) -> None: ...
@@ -58,13 +67,4 @@ class TextGraphStore(Protocol):
         """Edges (from chunks of `allowed` ACL classes only, checked in SQL) of the seed nodes and passages,
         of their passages' nodes, and of those nodes' passages: two hops, bounded by `max_edges`. Nodes whose
         visible passage count exceeds max(min_cap, max_share * passages) are left out."""
-        ...
-
-
-@runtime_checkable
-class NameVectors(Protocol):
-    """Embeddings of node names for synonym edges, keyed by node key (optional)."""
-
-    def similar(self, vectors: Sequence[tuple[str, Sequence[float]]], threshold: float) -> list[tuple[str, str, float]]:
-        """Store the new names' vectors; return (new key, existing key, cosine) at or above `threshold`."""
         ...

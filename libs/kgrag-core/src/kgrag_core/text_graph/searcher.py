@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kgrag_core.acl import Caller, readable_classes
@@ -24,10 +24,11 @@ from kgrag_core.limits import TOP_K
 from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
-from kgrag_core.text_graph.model import TextGraphSettings
+from kgrag_core.text_graph.builder import word_ngrams
+from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
-from kgrag_core.text_graph.phrases import NAME_KINDS, node_phrases
-from kgrag_core.text_graph.ports import PhraseExtractor, TextGraphStore
+from kgrag_core.text_graph.phrases import NAME_KINDS
+from kgrag_core.text_graph.ports import TextGraphStore
 from kgrag_core.tracing.timing import stage
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,6 @@ class TextGraphSearcher:
         self,
         hybrid: HybridBackend,
         store: TextGraphStore,
-        extractor: PhraseExtractor,
         *,
         settings: TextGraphSettings | None = None,
         router: QuestionRouter | None = None,
@@ -58,7 +58,6 @@ class TextGraphSearcher:
     ) -> None:
         self.hybrid = hybrid
         self.store = store
-        self.extractor = extractor
         self.settings = settings or TextGraphSettings()
         self.router: QuestionRouter = router or RuleRouter()
         self.clock = clock
@@ -115,12 +114,13 @@ class TextGraphSearcher:
         self, base: SearchResponse, caller: Caller, allowed: Sequence[str], filters: SearchFilters | None
     ) -> _Walk:
         cfg = self.settings
-        question_phrases = node_phrases(self.extractor.extract([base.query])[0])
+        # Model-free linking: every word run of the question (and of the first-hop passages) that is a node.
+        # The builder's nodes came from NER and noun chunks; a lookup by normal form finds them all.
+        question = word_ngrams(base.query, cfg.max_phrase_words)
         first_hop = base.hits[: cfg.bridge_passages]
-        hop_phrases = [node_phrases(m) for m in self.extractor.extract([h.text for h in first_hop])]
-        wanted = set(question_phrases) | {p for found in hop_phrases for p in found}
-        keys = self.store.node_keys(sorted(wanted)) if wanted else {}
-        question_keys = {keys[p] for p in question_phrases if p in keys}
+        hop_grams = set().union(*(word_ngrams(h.text, cfg.max_phrase_words) for h in first_hop))
+        keys = self.store.node_keys(sorted(question | hop_grams))
+        question_keys = {keys[p] for p in question}
         seed_chunks = [h.chunk_id for h in base.hits[: cfg.seed_passages]]
         hood = self.store.neighbourhood(
             sorted(question_keys),
@@ -131,7 +131,7 @@ class TextGraphSearcher:
             max_edges=cfg.max_edges,
         )
         df = {edge.node_key: edge.df for edge in hood.edges}
-        edges = [replace(e, weight=specificity(e.df, hood.passages)) for e in hood.edges]
+        edges = [replace(e, weight=e.weight * specificity(e.df, hood.passages)) for e in hood.edges]
         seeds: dict[str, float] = {}
         for key in question_keys:
             if key in df:
@@ -142,31 +142,22 @@ class TextGraphSearcher:
             edges, seeds, damping=cfg.damping, iterations=cfg.iterations, tolerance=cfg.tolerance
         )
         ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
+        bridges = bridge_names(hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages)
+        bridged = self._second_hops(bridges[: cfg.max_bridges], caller, filters)
+        return _Walk(ranked, bridged, bridges[: cfg.max_bridges], len(seeds), len(hood.edges), hood.truncated)
 
-        # Bridges: names the first-hop passages add to the question, most specific first (visible df).
-        candidates: dict[str, float] = {}
-        for found in hop_phrases:
-            for phrase, kind in found.items():
-                node = keys.get(phrase)
-                if kind not in NAME_KINDS or node is None or node in question_keys or phrase in question_phrases:
-                    continue
-                if node not in df:  # too common to be a node for this caller, or not in the graph
-                    continue
-                candidates[phrase] = max(candidates.get(phrase, 0.0), specificity(df[node], hood.passages))
-        bridges = [p for p, _ in sorted(candidates.items(), key=lambda item: (-item[1], item[0]))[: cfg.max_bridges]]
+    def _second_hops(self, bridges: Sequence[str], caller: Caller, filters: SearchFilters | None) -> list[RouteHit]:
+        """One BM25 query per bridge name, interleaved so every second hop places its best passage first."""
+        n = self.settings.bridge_candidates
+        lists = [self.hybrid.search(p, caller, top_k=n, mode=SearchMode.BM25, filters=filters).hits for p in bridges]
         bridged: list[RouteHit] = []
         seen: set[str] = set()
-        lists = [
-            self.hybrid.search(p, caller, top_k=cfg.bridge_candidates, mode=SearchMode.BM25, filters=filters).hits
-            for p in bridges
-        ]
-        # Round-robin over the bridges, so every second hop gets its best passage in before any gets a second.
-        for depth in range(cfg.bridge_candidates):
+        for depth in range(n):
             for hits in lists:
                 if depth < len(hits) and hits[depth].chunk_id not in seen:
                     seen.add(hits[depth].chunk_id)
                     bridged.append(RouteHit(hits[depth].chunk_id, hits[depth].score, len(bridged) + 1))
-        return _Walk(ranked, bridged, bridges, len(seeds), len(hood.edges), hood.truncated)
+        return bridged
 
     def _fuse(
         self, base: SearchResponse, walk: _Walk, allowed: set[str], k: int, filters: SearchFilters | None
@@ -207,6 +198,29 @@ class TextGraphSearcher:
             }
         )
         return tuple(hits), limits
+
+
+def bridge_names(
+    edges: Sequence[WalkEdge],
+    first_hop: set[str],
+    phrases: Mapping[str, str],
+    question_keys: set[str],
+    passages: int,
+) -> list[str]:
+    """Names (entity, title or link nodes) the first-hop passages name and the question does not, most
+    specific first; `phrases` maps the phrases seen in those passages to their node keys (nodes hold no
+    text, so a name is read back from the passage the caller already holds)."""
+    text_of = {key: phrase for phrase, key in phrases.items()}
+    scored: dict[str, float] = {}
+    for edge in edges:
+        if edge.chunk_id not in first_hop or edge.kind not in NAME_KINDS or edge.node_key in question_keys:
+            continue
+        phrase = text_of.get(edge.node_key)
+        if phrase is not None:
+            scored[phrase] = max(scored.get(phrase, 0.0), specificity(edge.df, passages))
+    # A name inside a longer bridge adds nothing ("england" under "bank of england").
+    kept = {p: s for p, s in scored.items() if not any(p != o and f" {p} " in f" {o} " for o in scored)}
+    return [p for p, _ in sorted(kept.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> SearchResponse:

@@ -1,0 +1,51 @@
+"""Wiring of the text graph (issue 13) for both runtimes: its store, its ingest handler and its searcher."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kgrag_adapters.postgres.text_graph import PostgresTextGraph
+from kgrag_core.graph_retrieval.router import QuestionRouter
+from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_core.text_graph.model import TextGraphSettings
+from kgrag_core.text_graph.searcher import TextGraphSearcher
+from kgrag_runtime.settings import KgragSettings
+
+if TYPE_CHECKING:  # built for ingestion only: a search never loads the spaCy pipeline
+    from kgrag_adapters.postgres.extraction_store import PostgresExtractionStore
+    from kgrag_core.handlers.text_graph import TextGraphHandler
+    from kgrag_runtime.quality_metrics import TextGraphMetrics
+
+
+def text_graph_store(store: PostgresExtractionStore) -> PostgresTextGraph:
+    """The authoritative text graph on the store's pool, keyed like entity ids (the installation key)."""
+    return PostgresTextGraph(store.pool, store.installation_key)
+
+
+def text_graph_settings(settings: KgragSettings) -> TextGraphSettings:
+    return TextGraphSettings(timeout_s=settings.text_graph_timeout_s)
+
+
+def build_text_graph_handler(
+    settings: KgragSettings,
+    store: PostgresExtractionStore,
+    metrics: TextGraphMetrics | None,
+    *,
+    name: str = "text-graph",
+) -> TextGraphHandler:
+    from kgrag_adapters.spacy_ner.phrases import SpacyPhraseExtractor
+    from kgrag_core.handlers.text_graph import TextGraphHandler
+    from kgrag_core.text_graph.builder import TextGraphBuilder
+
+    extractor = SpacyPhraseExtractor(noun_chunks=settings.text_graph_noun_phrases)
+    builder = TextGraphBuilder(text_graph_store(store), extractor, text_graph_settings(settings))
+    return TextGraphHandler(
+        store, builder, name=name, on_batch=metrics.build_seconds.observe if metrics is not None else None
+    )
+
+
+def build_text_graph_searcher(
+    settings: KgragSettings, hybrid: HybridSearcher, store: PostgresExtractionStore, router: QuestionRouter
+) -> TextGraphSearcher:
+    """Always built (it loads no model): a per-call `text_graph=true` walks whatever graph ingest has built."""
+    return TextGraphSearcher(hybrid, text_graph_store(store), settings=text_graph_settings(settings), router=router)

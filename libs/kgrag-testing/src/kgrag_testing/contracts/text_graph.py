@@ -1,0 +1,141 @@
+"""The TextGraphStore contract: blind node keys, two-hop caller-visible neighbourhoods, replacement,
+deletion with the document's chunks, the specificity cap and the edge bound.
+
+A test class provides `text_graph` (the store) and `documents` (the document store of the same database:
+edges hang off its chunks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kgrag_core.acl import AclClass
+from kgrag_core.documents import Chunk
+from kgrag_core.ingest import DeletionRecord
+from kgrag_core.text_graph.model import MentionEdge, MentionKind
+from kgrag_core.text_graph.ports import TextGraphStore
+from kgrag_testing.contracts.document_store import ALICE, ENG, FullStore, commit
+
+SECRET = AclClass.of(["user:mallory-only"])
+
+
+def link(graph: TextGraphStore, chunks: Sequence[Chunk], names: Sequence[Sequence[str]], acl: AclClass = ENG) -> None:
+    """Each chunk names the given phrases (as entities); replaces the chunks' document's edges."""
+    keys = graph.node_keys(sorted({n for ns in names for n in ns}))
+    edges = [
+        MentionEdge(c.chunk_id, c.doc_id, acl.acl_class_id, keys[n], MentionKind.ENTITY)
+        for c, ns in zip(chunks, names, strict=True)
+        for n in ns
+    ]
+    graph.replace_document(chunks[0].doc_id, edges)
+
+
+def hood(
+    graph: TextGraphStore,
+    nodes: Sequence[str],
+    allowed: Sequence[AclClass],
+    *,
+    max_share: float = 1.0,
+    min_cap: int = 100,
+    max_edges: int = 1000,
+) -> set[tuple[str, str]]:
+    keys = graph.node_keys(nodes)
+    found = graph.neighbourhood(
+        [keys[n] for n in nodes],
+        [],
+        [a.acl_class_id for a in allowed],
+        max_share=max_share,
+        min_cap=min_cap,
+        max_edges=max_edges,
+    )
+    return {(e.chunk_id, e.node_key) for e in found.edges}
+
+
+class TextGraphStoreContract:
+    def test_implements_the_port(self, text_graph: TextGraphStore) -> None:
+        assert isinstance(text_graph, TextGraphStore)
+
+    def test_node_keys_are_stable_blind_and_distinct(self, text_graph: TextGraphStore) -> None:
+        keys = text_graph.node_keys(["atlas", "bank of england"])
+        assert keys == text_graph.node_keys(["bank of england", "atlas"])
+        assert keys["atlas"] != keys["bank of england"]
+        assert all(phrase not in key for phrase, key in keys.items())
+
+    def test_the_neighbourhood_reaches_two_hops(self, text_graph: TextGraphStore, documents: FullStore) -> None:
+        a = commit(documents, "doc-a", ["Atlas runs on Orion.", "Nothing here."])
+        b = commit(documents, "doc-b", ["Orion is hosted by Vega."])
+        c = commit(documents, "doc-c", ["Vega sits in Oslo."])
+        link(text_graph, a, [["atlas", "orion"], ["unrelated"]])
+        link(text_graph, b, [["orion", "vega"]])
+        link(text_graph, c, [["vega", "oslo"]])
+        found = hood(text_graph, ["atlas"], [ENG])
+        chunks = {chunk for chunk, _ in found}
+        # atlas -> a0 -> orion -> b0: the second hop's passage and its nodes' edges (vega -> c0) are in.
+        assert {a[0].chunk_id, b[0].chunk_id} <= chunks
+        assert a[1].chunk_id not in chunks  # shares no node with the seeds' passages
+
+    def test_edges_from_unreadable_chunks_are_never_returned(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        open_doc = commit(documents, "doc-open", ["Atlas runs on Orion."])
+        secret = commit(documents, "doc-secret", ["Atlas is being sold to Orion."], acl=SECRET)
+        link(text_graph, open_doc, [["atlas", "orion"]])
+        link(text_graph, secret, [["atlas", "orion"]], acl=SECRET)
+        outsider = hood(text_graph, ["atlas"], [ENG])
+        insider = hood(text_graph, ["atlas"], [ENG, SECRET])
+        assert {c for c, _ in outsider} == {open_doc[0].chunk_id}
+        assert {c for c, _ in insider} == {open_doc[0].chunk_id, secret[0].chunk_id}  # positive control
+        keys = text_graph.node_keys(["atlas"])
+        counted = text_graph.neighbourhood([keys["atlas"]], [], [ENG.acl_class_id], max_share=1, min_cap=9, max_edges=9)
+        assert counted.passages == 1 and all(e.df == 1 for e in counted.edges)  # specificity over what it sees
+        assert hood(text_graph, ["atlas"], []) == set()
+        assert hood(text_graph, ["atlas"], [ALICE]) == set()
+
+    def test_a_node_named_by_too_many_passages_connects_nothing(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        chunks = commit(documents, "doc-many", [f"Company note {i} about item{i}." for i in range(6)])
+        link(text_graph, chunks, [["company", f"item{i}"] for i in range(6)])
+        capped = hood(text_graph, ["item1"], [ENG], max_share=0.0, min_cap=3)
+        key = text_graph.node_keys(["company"])["company"]
+        assert capped and all(node != key for _, node in capped)
+        assert any(node == key for _, node in hood(text_graph, ["item1"], [ENG], min_cap=10))
+
+    def test_replacing_a_document_replaces_its_edges_and_reports_new_nodes_once(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        chunks = commit(documents, "doc-r", ["Atlas and Orion."])
+        keys = text_graph.node_keys(["atlas", "orion"])
+        edge = MentionEdge(chunks[0].chunk_id, "doc-r", ENG.acl_class_id, keys["atlas"], MentionKind.ENTITY)
+        assert text_graph.replace_document("doc-r", [edge]) == [keys["atlas"]]
+        assert text_graph.replace_document("doc-r", [edge]) == []
+        other = MentionEdge(chunks[0].chunk_id, "doc-r", ENG.acl_class_id, keys["orion"], MentionKind.ENTITY)
+        text_graph.replace_document("doc-r", [other])
+        assert hood(text_graph, ["atlas"], [ENG]) == set()
+        assert hood(text_graph, ["orion"], [ENG]) == {(chunks[0].chunk_id, keys["orion"])}
+
+    def test_deleting_a_document_removes_its_edges(self, text_graph: TextGraphStore, documents: FullStore) -> None:
+        gone = commit(documents, "doc-gone", ["Atlas and Orion."])
+        kept = commit(documents, "doc-kept", ["Atlas again."])
+        link(text_graph, gone, [["atlas", "orion"]])
+        link(text_graph, kept, [["atlas"]])
+        text_graph.delete_document("doc-gone")
+        assert {c for c, _ in hood(text_graph, ["atlas"], [ENG])} == {kept[0].chunk_id}
+        link(text_graph, gone, [["atlas", "orion"]])
+        # The deletion path: the document store deletes the chunks, and their edges go with them.
+        documents.mark_deleted("doc-gone", DeletionRecord("doc-gone", (gone[0].chunk_id,), (), ("postgres",)))
+        assert {c for c, _ in hood(text_graph, ["atlas"], [ENG])} == {kept[0].chunk_id}
+
+    def test_titles_are_marked(self, text_graph: TextGraphStore, documents: FullStore) -> None:
+        chunks = commit(documents, "doc-t", ["Atlas handbook."])
+        keys = text_graph.node_keys(["atlas handbook", "atlas"])
+        edge = MentionEdge(chunks[0].chunk_id, "doc-t", ENG.acl_class_id, keys["atlas handbook"], MentionKind.TITLE)
+        text_graph.replace_document("doc-t", [edge], titled=[keys["atlas handbook"]])
+        assert text_graph.titled(list(keys.values())) == {keys["atlas handbook"]}
+
+    def test_the_edge_bound_truncates(self, text_graph: TextGraphStore, documents: FullStore) -> None:
+        chunks = commit(documents, "doc-big", [f"Atlas part {i}." for i in range(5)])
+        link(text_graph, chunks, [["atlas"] for _ in range(5)])
+        keys = text_graph.node_keys(["atlas"])
+        found = text_graph.neighbourhood([keys["atlas"]], [], [ENG.acl_class_id], max_share=1, min_cap=9, max_edges=3)
+        assert len(found.edges) == 3 and found.truncated
