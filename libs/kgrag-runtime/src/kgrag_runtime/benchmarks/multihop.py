@@ -20,18 +20,20 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
 
 from kgrag_adapters.connectors import iter_path
 from kgrag_core.acl import Caller
+from kgrag_core.connectors import ConnectorItem
 from kgrag_core.evaluation.metrics import all_gold_at, mean, recall_at, sign_test, unique_docs
 from kgrag_core.evaluation.questions import parse_questions
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import SearchResponse
+from kgrag_core.text_graph.model import TextGraphSettings
 from kgrag_core.text_graph.searcher import TEXT_GRAPH_MODE
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.benchmarks.runner import _machine
@@ -105,8 +107,10 @@ def load_questions(paths: Sequence[Path]) -> list[Question]:
     return out
 
 
-def _search(app: KgragApp, config: str, q: Question) -> SearchResponse:
-    if config == TEXT_GRAPH:
+def _search(app: KgragApp, config: str, q: Question, walks: Mapping[str, TextGraphSettings]) -> SearchResponse:
+    if config in walks and app.text_graph_searcher is not None:
+        app.text_graph_searcher.settings = walks[config]
+    if config == TEXT_GRAPH or config in walks:
         found = app.search(q.question, q.caller, top_k=DEPTH, graph=False, text_graph=True)
     else:
         found = app.search(q.question, q.caller, top_k=DEPTH, mode=SearchMode(config), graph=False, text_graph=False)
@@ -124,21 +128,26 @@ def score(ranked: Sequence[str], gold: dict[str, int]) -> dict[str, float]:
 
 
 def run_questions(
-    app: KgragApp, questions: Sequence[Question], configs: Sequence[str], console: Console
+    app: KgragApp,
+    questions: Sequence[Question],
+    configs: Sequence[str],
+    console: Console,
+    walks: Mapping[str, TextGraphSettings] | None = None,
 ) -> dict[str, object]:
+    """`walks`: the text-graph settings each text-graph configuration searches with (variants for tuning)."""
     per_question: dict[str, dict[str, dict[str, float]]] = {c: {} for c in configs}
     latency: dict[str, list[float]] = {c: [] for c in configs}
     text_graph_used = text_graph_degraded = 0
     for q in questions[:3]:  # warm-up outside the timing: first calls load models and caches
         for config in configs:
-            _search(app, config, q)
+            _search(app, config, q, walks or {})
     for n, q in enumerate(questions, start=1):
         for config in configs:
             started = time.perf_counter()
-            found = _search(app, config, q)
+            found = _search(app, config, q, walks or {})
             latency[config].append((time.perf_counter() - started) * 1000)
             per_question[config][q.id] = score(unique_docs([h.doc_id for h in found.hits]), q.gold)
-            info = found.limits.get("text_graph") if config == TEXT_GRAPH else None
+            info = found.limits.get("text_graph") if config == TEXT_GRAPH else None  # the variants' not counted
             if isinstance(info, dict):
                 text_graph_used += bool(info.get("used"))
                 text_graph_degraded += bool(info.get("degraded"))
@@ -150,6 +159,38 @@ def run_questions(
         "text_graph_used": text_graph_used,
         "text_graph_degraded": text_graph_degraded,
     }
+
+
+def _ingest(app: KgragApp, items: Sequence[ConnectorItem], text_graph: bool, console: Console) -> None:
+    console.print(f"Multi-hop benchmark: ingesting {len(items)} documents (text graph {text_graph})…")
+    done = [0]
+
+    def advance(n: int) -> None:  # a line per 500 documents: the ingest takes minutes on 2 cores
+        before, done[0] = done[0], done[0] + n
+        if before // 500 != done[0] // 500:
+            console.print(f"  {done[0]}/{len(items)} documents")
+
+    app.ingest(items, progress=advance)
+
+
+def _walk_settings(app: KgragApp, variants: Mapping[str, Mapping[str, float]]) -> dict[str, TextGraphSettings]:
+    """The text-graph searcher's settings per configuration: the built ones, and each variant's overrides."""
+    if app.text_graph_searcher is None:
+        return {}
+    base = app.text_graph_searcher.settings
+    return {TEXT_GRAPH: base} | {name: replace(base, **over) for name, over in variants.items()}  # type: ignore[arg-type]
+
+
+def parse_variants(specs: Sequence[str]) -> dict[str, dict[str, float]]:
+    """`walk_weight=1.0,keep_head=1` -> {"tg[walk_weight=1.0,keep_head=1]": {...}}; ints stay ints."""
+    out: dict[str, dict[str, float]] = {}
+    for spec in specs:
+        over: dict[str, float] = {}
+        for pair in spec.split(","):
+            key, _, value = pair.partition("=")
+            over[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+        out[f"tg[{spec}]"] = over
+    return out
 
 
 def summarise(
@@ -184,32 +225,34 @@ def run_multihop_benchmark(
     text_graph: bool,
     console: Console,
     extraction: bool = False,
+    variants: Mapping[str, Mapping[str, float]] | None = None,
+    data_dir: Path | None = None,
     question_files: Sequence[Path] = QUESTION_FILES,
     corpus_files: Sequence[Path] = CORPUS_FILES,
 ) -> dict[str, object]:
+    """`variants`: more text-graph configurations, each a set of TextGraphSettings overrides of the walk (for
+    tuning on dev: one index, many walks). `data_dir`: keep the index there and reuse it on the next run."""
     questions = [q for q in load_questions(question_files) if q.split in splits]
-    configs = CONFIGS if text_graph else CONFIGS[:3]
+    configs = [*CONFIGS, *(variants or {})] if text_graph else list(CONFIGS[:3])
     with tempfile.TemporaryDirectory() as tmp:
         # Extraction off by default: no configuration here reads the knowledge graph, and tiers 0-2 on every
         # passage would triple the ingest.
-        update = {"data_dir": Path(tmp), "pg_dsn": None, "text_graph": text_graph, "extraction_enabled": extraction}
-        cfg = settings.model_copy(update=update)
-        with open_embedded(cfg) as app:
+        where = data_dir or Path(tmp)
+        update = {"data_dir": where, "pg_dsn": None, "text_graph": text_graph, "extraction_enabled": extraction}
+        with open_embedded(settings.model_copy(update=update)) as app:
             items = [item for path in corpus_files for item in iter_path(path)]
-            console.print(f"Multi-hop benchmark: ingesting {len(items)} documents (text graph {text_graph})…")
+            marker = where / f"multihop-ingested-{text_graph}"
             started = time.perf_counter()
-            done = [0]
-
-            def advance(n: int) -> None:  # a line per 500 documents: the ingest takes minutes on 2 cores
-                before, done[0] = done[0], done[0] + n
-                if before // 500 != done[0] // 500:
-                    console.print(f"  {done[0]}/{len(items)} documents")
-
-            app.ingest(items, progress=advance)
+            if marker.is_file():
+                console.print(f"Multi-hop benchmark: reusing the index in {where}")
+            else:
+                _ingest(app, items, text_graph, console)
+                marker.write_text("done\n")
             ingest_s = time.perf_counter() - started
-            console.print(f"  ingested in {ingest_s:.0f} s; {len(questions)} questions × {len(configs)} configurations")
+            console.print(f"  {len(questions)} questions × {len(configs)} configurations")
             load_start = os.getloadavg()
-            measured = run_questions(app, questions, configs, console)
+            walks = _walk_settings(app, variants or {})
+            measured = run_questions(app, questions, configs, console, walks)
     per_question: dict[str, dict[str, dict[str, float]]] = measured["per_question"]  # type: ignore[assignment]
     return {
         "machine": _machine(),
@@ -275,12 +318,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--split", default="dev,test", help="comma-separated: dev, test")
     parser.add_argument("--no-text-graph", action="store_true", help="BM25, dense and hybrid only")
     parser.add_argument("--extraction", action="store_true", help="also run tiers 0-2 at ingest")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="a text-graph configuration more, as walk settings (walk_weight=1.0,keep_head=1); repeatable",
+    )
+    parser.add_argument("--data-dir", type=Path, help="keep the index here and reuse it on the next run")
     parser.add_argument("--out", type=Path, default=Path("bench-results/multihop"))
     args = parser.parse_args(argv)
     splits = [s.strip() for s in args.split.split(",") if s.strip()]
     console = Console(stderr=True)
     result = run_multihop_benchmark(
-        KgragSettings(), splits=splits, text_graph=not args.no_text_graph, console=console, extraction=args.extraction
+        KgragSettings(),
+        splits=splits,
+        text_graph=not args.no_text_graph,
+        console=console,
+        extraction=args.extraction,
+        variants=parse_variants(args.variant),
+        data_dir=args.data_dir,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "multihop.json").write_text(json.dumps(result, indent=2))
