@@ -52,8 +52,8 @@ def test_the_table_compares_the_text_graph_with_hybrid_per_split() -> None:
         "questions": {"dev": 1, "test": 1},
         "configs": list(CONFIGS),
         "latency_ms": {c: {"p50": 1.0, "p95": 2.0} for c in CONFIGS},
-        "text_graph_used": 1,
-        "text_graph_degraded": 0,
+        "text_graph_usage": {TEXT_GRAPH: {"used": 1, "lookup": 2}},
         "tables": tables,
     }
-    assert "| bridge |" in multihop_markdown(result) and "1 wins, 0 losses" in multihop_markdown(result)
+    shown = multihop_markdown(result)
+    assert "| bridge |" in shown and "1 wins, 0 losses" in shown and f"{TEXT_GRAPH}: lookup 2, used 1" in shown
