@@ -113,7 +113,7 @@ def load_questions(paths: Sequence[Path]) -> list[Question]:
 def _search(app: KgragApp, config: str, q: Question, walks: Mapping[str, TextGraphSettings]) -> SearchResponse:
     if config in walks and app.text_graph_searcher is not None:
         app.text_graph_searcher.settings = walks[config]
-        if config == UNROUTED:
+        if config != TEXT_GRAPH:  # the unrouted walk and its variants: the walk on every question
             return app.text_graph_searcher.search(q.question, q.caller, top_k=DEPTH, routed=False)
     if config == TEXT_GRAPH or config in walks:
         found = app.search(q.question, q.caller, top_k=DEPTH, graph=False, text_graph=True)
@@ -235,8 +235,8 @@ def run_multihop_benchmark(
     question_files: Sequence[Path] = QUESTION_FILES,
     corpus_files: Sequence[Path] = CORPUS_FILES,
 ) -> dict[str, object]:
-    """`variants`: more text-graph configurations, each a set of TextGraphSettings overrides of the walk (for
-    tuning on dev: one index, many walks). `data_dir`: keep the index there and reuse it on the next run."""
+    """`variants`: more text-graph configurations, each a set of TextGraphSettings overrides of the unrouted
+    walk (for tuning on dev: one index, many walks). `data_dir`: keep the index there and reuse it on the next run."""
     questions = [q for q in load_questions(question_files) if q.split in splits]
     configs = [*CONFIGS, *(variants or {})] if text_graph else list(CONFIGS[:3])
     with tempfile.TemporaryDirectory() as tmp:
