@@ -50,6 +50,7 @@ eval-graph: install  ## The graph layer on a prose-level graph: tier 3 reads eve
 bench: install  ## Benchmarks (tables with same-run baselines) into bench-results/
 	$(RUN) kgrag bench --sizes 10000,100000 --out bench-results
 	$(RUN) python -m kgrag_runtime.benchmarks.ingest --docs 2000 --out bench-results/ingest
+	$(RUN) python -m kgrag_runtime.benchmarks.multihop --out bench-results/multihop
 	$(RUN) python -m kgrag_runtime.benchmarks.load --out bench-results/load
 	$(RUN) python -m kgrag_runtime.benchmarks.answers --chunks 10000 --queries 30 --out bench-results/answers
 	$(RUN) kgrag ingest corpora/northwind/documents.jsonl --data-dir .kgrag-bench-cli

@@ -6,6 +6,8 @@ directory, after a 4-document warm-up outside the timing, `KgragApp.ingest` in c
 store grows):
 
 - *fast path only:* KGRAG_EXTRACTION_ENABLED=false (chunk, embed, index, commit);
+- *fast path + text graph:* the same with KGRAG_TEXT_GRAPH=true (the passage graph built with ingest); its
+  cost is given on top of the fast path, each row against its own model-alone runs;
 - *+ extraction:* tiers 0-2 (no LLM configured), KGRAG_RESOLUTION_ENABLED=false;
 - *everything:* the defaults: extraction and an entity-resolution pass after every bus batch.
 
@@ -45,10 +47,17 @@ from kgrag_runtime.wiring import build_embedder, open_embedded
 
 ROWS: dict[str, dict[str, bool]] = {
     "fast path only": {"extraction_enabled": False},
+    # The text graph (issue 13) on the fast path: what it costs on top of chunk, embed, index, commit.
+    "fast path + text graph": {"extraction_enabled": False, "text_graph": True},
     "+ extraction": {"extraction_enabled": True, "resolution_enabled": False},
     "everything": {"extraction_enabled": True, "resolution_enabled": True},
 }
-ROW_KEYS = {"fast": "fast path only", "extraction": "+ extraction", "everything": "everything"}
+ROW_KEYS = {
+    "fast": "fast path only",
+    "textgraph": "fast path + text graph",
+    "extraction": "+ extraction",
+    "everything": "everything",
+}
 MODEL = "model (in the pipeline)"
 
 
@@ -253,6 +262,7 @@ def ingest_markdown(result: dict[str, object]) -> str:
             f"| {row['row']} | {row['docs_per_s']:.1f} | {row['chunks_per_s']:.1f} | {row['model_chunks_per_s']:.1f}"
             f" | {row['pipeline_over_model']:.2f} |"
         )
+    lines += _text_graph_cost(rows)
     names = sorted({p for row in rows for p in row["parts_s"]} - {MODEL, "other"})  # type: ignore[attr-defined]
     columns = [MODEL, *names, "other"]
     lines += ["", "| share of the row's wall time | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
@@ -276,6 +286,18 @@ def ingest_markdown(result: dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _text_graph_cost(rows: Sequence[dict[str, object]]) -> list[str]:
+    """The text graph's cost on top of the fast path; each row's rate is taken relative to the model-alone
+    runs around it, so that a change of load between the two rows is not counted as cost."""
+    by_name = {row["row"]: row for row in rows}
+    fast, graph = by_name.get("fast path only"), by_name.get("fast path + text graph")
+    if fast is None or graph is None:
+        return []
+    cost = float(fast["pipeline_over_model"]) / float(graph["pipeline_over_model"]) - 1  # type: ignore[arg-type]
+    raw = float(fast["docs_per_s"]) / float(graph["docs_per_s"]) - 1  # type: ignore[arg-type]
+    return ["", f"Text graph on top of the fast path: {100 * cost:+.1f} % ingest time ({100 * raw:+.1f} % raw)."]
+
+
 def _load(values: object) -> str:
     return " / ".join(f"{v:.1f}" for v in values)  # type: ignore[attr-defined]
 
@@ -284,7 +306,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--step", type=int, default=500, help="documents per ingest call")
-    parser.add_argument("--rows", default="fast,extraction,everything", help="comma-separated: " + ",".join(ROW_KEYS))
+    parser.add_argument(
+        "--rows", default="fast,textgraph,extraction,everything", help="comma-separated: " + ",".join(ROW_KEYS)
+    )
     parser.add_argument("--model-sample", type=int, default=500, help="chunks for each model-alone run")
     parser.add_argument(
         "--step-model-sample", type=int, default=0, help="chunks for a model-alone run after every step (0: none)"
