@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
+from kgrag_query_api.auth import TokenVerifier
 from tests.browser.server import Server, start_server, stop_server
 
 CHROMIUM = os.environ.get("KGRAG_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -27,6 +28,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    reuse = os.environ.get("KGRAG_TEST_BROWSER_SERVER")  # "URL SECRET": a server you started (tests/browser/server.py)
+    if reuse:
+        url, secret = reuse.split()
+        yield Server(url, TokenVerifier(secret, "kgrag-local", "kgrag", "HS256"), 0.0)
+        return
     base = tmp_path_factory.mktemp("browser-server")
     running, proc = start_server(base / "data", base / "serve.log")
     try:
@@ -77,3 +83,32 @@ def screenshot(page: Page, name: str) -> Path:
     path = SCREENSHOTS / f"ui-{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+TIMINGS: dict[str, dict[str, float]] = {}
+_NAVIGATION = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const out = {server_ms: nav.responseStart - nav.requestStart, loaded_ms: nav.loadEventEnd - nav.startTime};
+  for (const r of performance.getEntriesByType("resource")) {
+    if (r.name.includes("/ui/fragments/")) {
+      const key = "fragment " + new URL(r.name).pathname.split("/")[3];
+      out[key + " server_ms"] = r.responseStart - r.requestStart;
+      out[key + " ms"] = r.duration;
+    }
+  }
+  return out;
+}"""
+
+
+def record_timing(page: Page, name: str) -> None:
+    """The page's navigation and fragment timings (Navigation/Resource Timing), for the summary; measured,
+    never asserted (speed belongs in benchmarks)."""
+    page.wait_for_load_state("load")
+    TIMINGS[name] = {k: round(float(v), 1) for k, v in page.evaluate(_NAVIGATION).items()}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TIMINGS:
+        terminalreporter.section("web app page timings (ms)")
+        for name, values in TIMINGS.items():
+            terminalreporter.write_line(f"{name}: " + ", ".join(f"{k} {v}" for k, v in values.items()))

@@ -102,3 +102,17 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=30)
+
+
+if __name__ == "__main__":  # a server to run the browser tests against while working on the app
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kgrag-ui-"))
+    started, process = start_server(folder / "data", folder / "serve.log")
+    print(
+        f"KGRAG_TEST_BROWSER_SERVER='{started.url} {started.verifier.key}'  (log: {folder / 'serve.log'})", flush=True
+    )
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        stop_server(process)

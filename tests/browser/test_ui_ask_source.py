@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import screenshot, sign_in
+from tests.browser.conftest import record_timing, screenshot, sign_in
 from tests.browser.server import Server
 
 QUESTION = "Who is the current on-call owner of Atlas?"
@@ -13,6 +13,7 @@ QUESTION = "Who is the current on-call owner of Atlas?"
 def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page, server: Server) -> None:
     sign_in(page, server, server.token("sam.ortiz", groups=("engineering",)))
     expect(page.locator("#who")).to_contain_text("sam.ortiz")
+    record_timing(page, "first page /ui")
     page.get_by_label("Question or search terms").fill(QUESTION)
     with page.expect_response(lambda r: r.url.endswith("/v1/ask")) as asked:
         page.get_by_role("button", name="Ask", exact=True).click()
@@ -38,6 +39,7 @@ def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page
     assert mark.inner_text() == quote
     expect(page.locator("#doc-title")).not_to_be_empty()
     expect(page.locator(".facts")).to_contain_text("Version")
+    record_timing(page, "source page /ui/documents")
     screenshot(page, "source")
 
 
