@@ -14,10 +14,10 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 from kgrag_query_api.auth import TokenVerifier
+from tests.browser.pages import TIMINGS
 from tests.browser.server import Server, start_server, stop_server
 
 CHROMIUM = os.environ.get("KGRAG_TEST_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -67,44 +67,6 @@ def page(browser: Browser) -> Iterator[Page]:
         yield opened
     finally:
         context.close()
-
-
-def sign_in(page: Page, server: Server, token: str) -> None:
-    """Through the sign-in page, as a person would."""
-    page.goto(f"{server.url}/ui/signin")
-    page.get_by_label("Bearer token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{server.url}/ui")
-
-
-def screenshot(page: Page, name: str) -> Path:
-    """docs/img/ui-<name>.png: the pages docs/web-app.md shows."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"ui-{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
-
-
-TIMINGS: dict[str, dict[str, float]] = {}
-_NAVIGATION = """() => {
-  const nav = performance.getEntriesByType("navigation")[0];
-  const out = {server_ms: nav.responseStart - nav.requestStart, loaded_ms: nav.loadEventEnd - nav.startTime};
-  for (const r of performance.getEntriesByType("resource")) {
-    if (r.name.includes("/ui/fragments/")) {
-      const key = "fragment " + new URL(r.name).pathname.split("/")[3];
-      out[key + " server_ms"] = r.responseStart - r.requestStart;
-      out[key + " ms"] = r.duration;
-    }
-  }
-  return out;
-}"""
-
-
-def record_timing(page: Page, name: str) -> None:
-    """The page's navigation and fragment timings (Navigation/Resource Timing), for the summary; measured,
-    never asserted (speed belongs in benchmarks)."""
-    page.wait_for_load_state("load")
-    TIMINGS[name] = {k: round(float(v), 1) for k, v in page.evaluate(_NAVIGATION).items()}
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import record_timing, screenshot, sign_in
+from tests.browser.pages import record_timing, screenshot, sign_in
 from tests.browser.server import Server
 
 QUESTION = "Who is the current on-call owner of Atlas?"

@@ -9,7 +9,7 @@ import re
 import httpx
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import screenshot, sign_in
+from tests.browser.pages import screenshot, sign_in
 from tests.browser.server import Server
 
 RESTRICTED = "email-osprey-board-prep"  # leadership only
