@@ -63,10 +63,18 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     opened = context.new_page()
+    # A script error or a blocked script/style (the CSP) breaks the app silently: every test fails on one.
+    broken: list[str] = []
+    opened.on("pageerror", lambda err: broken.append(f"uncaught: {err}"))
+    opened.on(
+        "console",
+        lambda msg: broken.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     try:
         yield opened
     finally:
         context.close()
+    assert not broken, broken
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -17,6 +17,7 @@ from tests.pipeline.cli_runner import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpora" / "northwind" / "documents.jsonl"
+RECORDS = ROOT / "corpora" / "northwind" / "records.jsonl"  # all 53: facts with dates, for timelines and conflicts
 START_TIMEOUT_S = 280.0
 # The bundled corpus's documents about these subjects (28 of 106): the on-call handover (answers with
 # non-ASCII quotes), a leadership-only acquisition (the restricted document), Leipzig's capacity (a conflict),
@@ -40,7 +41,8 @@ class Server:
 
 def corpus_lines() -> list[str]:
     lines = CORPUS.read_text(encoding="utf-8").splitlines(keepends=True)
-    return [line for line in lines if any(s in json.loads(line)["id"] for s in SUBJECTS)]
+    chosen = [line for line in lines if any(s in json.loads(line)["id"] for s in SUBJECTS)]
+    return chosen + RECORDS.read_text(encoding="utf-8").splitlines(keepends=True)
 
 
 def free_port() -> int:
@@ -56,7 +58,9 @@ def start_server(data_dir: Path, log_path: Path) -> tuple[Server, subprocess.Pop
     tests can sign tokens for any reader."""
     started = time.perf_counter()
     secret = secrets.token_urlsafe(32)
-    env = cli_env(KGRAG_DATA_DIR=str(data_dir), KGRAG_AUTH_SECRET=secret)
+    # The embedded PostgreSQL outlives the ingest long enough for the server to attach to it, and is gone
+    # soon after the server stops (the default keeps it 5 minutes).
+    env = cli_env(KGRAG_DATA_DIR=str(data_dir), KGRAG_AUTH_SECRET=secret, KGRAG_PG_IDLE_SHUTDOWN_S="30")
     corpus = data_dir.parent / "documents.jsonl"
     corpus.write_text("".join(corpus_lines()), encoding="utf-8")
     ingest = subprocess.run(

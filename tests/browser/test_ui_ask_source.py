@@ -44,10 +44,14 @@ def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page
 
 
 def test_feedback_on_an_answer_is_recorded(page: Page, server: Server) -> None:
+    """On a phone-sized screen, with the keyboard: Enter asks, the page fits the screen's width."""
+    page.set_viewport_size({"width": 390, "height": 844})
     sign_in(page, server, server.token("sam.ortiz", groups=("engineering",)))
     page.get_by_label("Question or search terms").fill(QUESTION)
-    page.get_by_role("button", name="Ask", exact=True).click()
+    page.get_by_label("Question or search terms").press("Enter")
     expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, "ask-phone")
     page.get_by_role("button", name="Helpful", exact=True).click()
     expect(page.locator("#answer-feedback")).to_contain_text("feedback recorded (5/5)")
     page.get_by_role("link", name="Why this answer").click()
