@@ -35,8 +35,10 @@ def ask(page: Page, question: str) -> str:
 
 def search(page: Page, terms: str) -> list[str]:
     page.get_by_label("Question or search terms").fill(terms)
-    page.get_by_role("button", name="Search", exact=True).click()
+    with page.expect_response(lambda r: "/ui/fragments/search" in r.url):
+        page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#results h2")).to_have_text("Search results")
+    page.wait_for_load_state("networkidle")  # swapped in
     return [str(h) for h in page.locator("#results .hit .title").evaluate_all("els => els.map(e => e.href)")]
 
 
@@ -67,7 +69,14 @@ def test_a_member_sees_the_restricted_document_everywhere(page: Page, server: Se
     assert SECRET_WORD in answer
     hits = search(page, SEARCH)
     assert [h for h in hits if RESTRICTED in h]
+    expect(page.locator("#results .rank").first).to_contain_text(re.compile(r"^(bm25|dense|graph\w*) #\d+$"))
     screenshot(page, "search")
+    # The source filter reaches the API: only e-mails now, the restricted one among them
+    page.get_by_text("Filters").click()
+    page.get_by_label("Sources (comma-separated)").fill("email")
+    filtered = search(page, SEARCH)
+    assert [h for h in filtered if RESTRICTED in h]
+    assert all(m.startswith("email ·") for m in page.locator("#results .hit .meta").all_inner_texts())
     shown = source_view(page, server, RESTRICTED)
     assert "Project Osprey: board preparation" in shown
 
