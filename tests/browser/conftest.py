@@ -1,7 +1,9 @@
 """Browser tests: Playwright driving Debian's Chromium (headless) against one `kgrag serve` for the session.
 
 `make test` installs Chromium when it is missing (scripts/browser.sh). Every browser test uses the
-`server` and `browser` fixtures below: the server is started (and the corpus ingested) once.
+`server` and `browser` fixtures below: the server is started (and the corpus ingested) once. While working
+on the app, start one yourself (`uv run python -m tests.browser.server`) and pass the line it prints
+(`KGRAG_TEST_BROWSER_SERVER='URL SECRET'`) to pytest's environment to skip the start.
 """
 
 from __future__ import annotations
