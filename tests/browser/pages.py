@@ -47,3 +47,16 @@ def record_timing(page: Page, name: str) -> None:
     never asserted (speed belongs in benchmarks)."""
     page.wait_for_load_state("load")
     TIMINGS[name] = {k: round(float(v), 1) for k, v in page.evaluate(_NAVIGATION).items()}
+
+
+_UNNAMED = """() => [
+  ...[...document.querySelectorAll("input:not([type=hidden]), select, textarea")]
+    .filter((e) => !e.labels.length && !e.getAttribute("aria-label")).map((e) => e.outerHTML),
+  ...[...document.querySelectorAll("button, a[href]")]
+    .filter((e) => !e.textContent.trim() && !e.getAttribute("aria-label")).map((e) => e.outerHTML),
+]"""
+
+
+def unnamed_controls(page: Page) -> list[str]:
+    """Form fields without a label and buttons or links without a name: what a screen reader cannot announce."""
+    return [str(html) for html in page.evaluate(_UNNAMED)]

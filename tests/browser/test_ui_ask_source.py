@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.pages import record_timing, screenshot, sign_in
+from tests.browser.pages import record_timing, screenshot, sign_in, unnamed_controls
 from tests.browser.server import Server
 
 QUESTION = "Who is the current on-call owner of Atlas?"
@@ -25,6 +25,7 @@ def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page
     expect(page.locator("#answer-meta")).to_contain_text("Route:")
     expect(page.get_by_role("link", name="Why this answer")).to_be_visible()
     expect(page.get_by_role("button", name="Helpful", exact=True)).to_be_visible()
+    assert unnamed_controls(page) == []
     screenshot(page, "ask")
 
     first = page.locator("#answer-text .cite").first
@@ -39,6 +40,9 @@ def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page
     assert mark.inner_text() == quote
     expect(page.locator("#doc-title")).not_to_be_empty()
     expect(page.locator(".facts")).to_contain_text("Version")
+    assert unnamed_controls(page) == []
+    page.evaluate("document.body.append(document.createElement('input'))")  # the check's positive control
+    assert len(unnamed_controls(page)) == 1
     record_timing(page, "source page /ui/documents")
     screenshot(page, "source")
 
