@@ -26,6 +26,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).parent == Path(__file__).parent:
             item.add_marker(pytest.mark.browser)
+            # Whichever browser test runs first also pays for the session's server (ingest, then start), which
+            # on a loaded machine can take minutes; start_server has its own deadlines against a hang.
+            item.add_marker(pytest.mark.timeout(600))
 
 
 @pytest.fixture(scope="session")

@@ -95,3 +95,20 @@ def test_the_document_api_answers_an_outsider_as_for_an_unknown_document(server:
     assert body["title"] == "Project Osprey: board preparation" and SECRET_WORD in body["text"]
     assert body["byte_length"] == len(body["text"].encode("utf-8"))
     assert get(RESTRICTED, "not-a-token").status_code == 401
+
+
+def test_logged_out_pages_reveal_nothing(page: Page, server: Server) -> None:
+    page.goto(f"{server.url}/ui/documents/{RESTRICTED}")
+    page.wait_for_url("**/ui/signin?next=*")
+    expect(page.get_by_label("Bearer token")).to_be_visible()
+    assert SECRET_WORD not in page.content()
+    fragment = f"{server.url}/ui/fragments/documents/{RESTRICTED}"
+    anonymous = httpx.get(fragment)
+    assert anonymous.status_code == 401 and SECRET_WORD not in anonymous.text
+    signed = httpx.get(fragment, headers={"Authorization": f"Bearer {member(server)}"})
+    assert signed.status_code == 200 and SECRET_WORD in signed.text  # positive control
+    # Signing in returns to the page that was asked for
+    page.get_by_label("Bearer token").fill(member(server))
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**/ui/documents/{RESTRICTED}")
+    expect(page.locator("#doc-title")).to_have_text("Project Osprey: board preparation")

@@ -41,7 +41,8 @@ def page_router() -> APIRouter:
         return RedirectResponse("/ui", status_code=308)
 
     @router.get("/signin")
-    def signin(request: Request) -> HTMLResponse:
+    def signin(request: Request, next: Annotated[str, Query(max_length=2000)] = "") -> HTMLResponse:
+        """`next`: the page to return to (static/app.js reads it; only /ui paths are followed)."""
         return page(request, "signin.html", title="Sign in")
 
     @router.get("/documents/{doc_id:path}")
