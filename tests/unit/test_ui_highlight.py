@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kgrag_query_api.ui.filters import api_filters
 from kgrag_query_api.ui.highlight import highlight
+from kgrag_query_api.ui.routes import segment
 
 TEXT = "Owner: José Núñez. Then Kenji Watanabe. Ünïcode ends."
 
@@ -43,3 +44,7 @@ def test_the_filter_form_becomes_the_api_filters() -> None:
         "time_range": {"from": "2024-01-01"},
         "as_of": "2025-06-30",
     }
+
+
+def test_an_id_is_one_escaped_segment_of_the_api_path() -> None:
+    assert segment("runbooks/atlas on-call?x=1#top") == "runbooks%2Fatlas%20on-call%3Fx%3D1%23top"

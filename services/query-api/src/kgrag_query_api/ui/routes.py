@@ -7,6 +7,7 @@ from `POST /v1/ask` (static/ask.js): the page only lays it out.
 
 from collections.abc import Callable
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -20,7 +21,13 @@ from kgrag_query_api.ui.templating import fragment, page
 
 Api = Annotated[ApiAsCaller, Depends(api_as_caller)]
 Offset = Annotated[int | None, Query(ge=0, description="Byte offset (UTF-8) of the cited span.")]
-Field = Annotated[str, Query(max_length=512)]
+FormText = Annotated[str, Query(max_length=512)]
+
+
+def segment(value: str) -> str:
+    """A path parameter as one escaped segment of the API path: `..`, `?` or `#` in an id cannot reach
+    another endpoint or add a query."""
+    return quote(value, safe="")
 
 
 def error_fragment(request: Request, answer: ApiAnswer) -> HTMLResponse:
@@ -69,10 +76,10 @@ def fragment_router(who_dep: Callable[..., Principal]) -> APIRouter:
         request: Request,
         api: Api,
         q: Annotated[str, Query(min_length=1, max_length=4000)],
-        sources: Field = "",
-        date_from: Field = "",
-        date_to: Field = "",
-        as_of: Field = "",
+        sources: FormText = "",
+        date_from: FormText = "",
+        date_to: FormText = "",
+        as_of: FormText = "",
     ) -> HTMLResponse:
         body: dict[str, Any] = {"query": q, "top_k": 10}
         filters = api_filters(sources, date_from, date_to, as_of)
@@ -87,7 +94,7 @@ def fragment_router(who_dep: Callable[..., Principal]) -> APIRouter:
     async def document(
         request: Request, api: Api, doc_id: DocIdPath, start: Offset = None, end: Offset = None
     ) -> HTMLResponse:
-        answer = await api.get(f"/v1/documents/{doc_id}")
+        answer = await api.get(f"/v1/documents/{segment(doc_id)}")
         if not answer.ok:
             return error_fragment(request, answer)
         doc = answer.body
@@ -95,7 +102,7 @@ def fragment_router(who_dep: Callable[..., Principal]) -> APIRouter:
 
     @router.get("/traces/{trace_id}")
     async def trace(request: Request, api: Api, trace_id: str) -> HTMLResponse:
-        answer = await api.get(f"/v1/traces/{trace_id}")
+        answer = await api.get(f"/v1/traces/{segment(trace_id)}")
         if not answer.ok:
             return error_fragment(request, answer)
         return fragment(request, "fragments/trace.html", trace=answer.body)
