@@ -112,3 +112,25 @@ def test_logged_out_pages_reveal_nothing(page: Page, server: Server) -> None:
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"**/ui/documents/{RESTRICTED}")
     expect(page.locator("#doc-title")).to_have_text("Project Osprey: board preparation")
+
+
+def test_a_document_read_back_exactly_then_deleted_is_unknown(server: Server) -> None:
+    admin = {"Authorization": f"Bearer {server.admin}"}
+    text = "# Grüße aus Köln\n\nDer Kühlraum fasst 1.200 Paletten — Stand März.\n"
+    posted = httpx.post(
+        f"{server.url}/v1/ingest/documents",
+        json={"doc_id": "ui-probe-köln", "title": "Köln", "text": text, "acl": {"groups": ["leadership"]}},
+        headers=admin,
+        timeout=120,
+    )
+    assert posted.status_code == 202, posted.text
+    url = f"{server.url}/v1/documents/ui-probe-köln"
+    read = httpx.get(url, headers={"Authorization": f"Bearer {member(server)}"})
+    assert read.status_code == 200, read.text
+    assert read.json()["text"] == text and read.json()["byte_length"] == len(text.encode("utf-8"))
+    assert httpx.get(url, headers={"Authorization": f"Bearer {outsider(server)}"}).status_code == 404
+    assert (
+        httpx.delete(f"{server.url}/v1/ingest/documents/ui-probe-köln", headers=admin, timeout=120).status_code == 200
+    )
+    gone = httpx.get(url, headers={"Authorization": f"Bearer {member(server)}"})
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "DOCUMENT_NOT_FOUND"
