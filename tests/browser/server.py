@@ -109,6 +109,7 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
 
 
 if __name__ == "__main__":  # a server to run the browser tests against while working on the app
+    import signal
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="kgrag-ui-"))
@@ -116,7 +117,7 @@ if __name__ == "__main__":  # a server to run the browser tests against while wo
     print(
         f"KGRAG_TEST_BROWSER_SERVER='{started.url} {started.verifier.key}'  (log: {folder / 'serve.log'})", flush=True
     )
-    try:
-        process.wait()
-    except KeyboardInterrupt:
-        stop_server(process)
+    # SIGTERM as well as Ctrl-C: a shell's background job starts with SIGINT ignored
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: process.terminate())  # the server closes its stores on SIGTERM
+    process.wait()
