@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING
@@ -27,7 +27,7 @@ from kgrag_core.graph_retrieval.router import QuestionKind
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphFacts, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS, MAX_HOPS
-from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsSource
+from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, ObjectStore, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
 from kgrag_core.shredding import ContentCipher
@@ -116,6 +116,9 @@ class KgragApp:
     # The text graph (KGRAG_TEXT_GRAPH): None when it is not built; `search(text_graph=...)` per call.
     text_graph_searcher: TextGraphSearcher | None = None
     text_graph_by_default: bool = False
+    # Where the stored bodies are (GET /v1/documents/{id} reads a document's text there), opened on first
+    # use (the distributed query API connects to S3 only when a document is read); None: not served.
+    body_store: Callable[[], ObjectStore] | None = None
 
     def __post_init__(self) -> None:
         if self.communities is not None and self.global_answers is not None and self.communities.summarise is None:

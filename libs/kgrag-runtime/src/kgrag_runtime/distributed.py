@@ -336,6 +336,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         global_answers=build_global_answers(stores.store.pool, graph, searcher, stores.cache.generation),
         text_graph_searcher=text_graph_searcher,
         text_graph_by_default=settings.text_graph,
+        body_store=lambda: stores.objects,
     )
 
 

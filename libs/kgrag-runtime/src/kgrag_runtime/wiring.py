@@ -330,6 +330,7 @@ def open_embedded(
             communities=communities,
             text_graph_searcher=text_graph_searcher,
             text_graph_by_default=settings.text_graph,
+            body_store=lambda: objects,
         )
 
 
