@@ -67,6 +67,9 @@ ADMIN_ONLY = {
     ("post", "/v1/admin/eval/run"),
     ("get", "/v1/admin/eval/{run_id}"),
     ("post", "/v1/admin/eval/{run_id}/baseline"),
+    ("get", "/v1/admin/ingest/errors"),
+    ("get", "/v1/admin/deletions"),
+    ("get", "/v1/admin/dead-letters"),
 }
 
 
