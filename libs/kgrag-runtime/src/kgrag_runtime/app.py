@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING
@@ -25,7 +25,7 @@ from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphFacts, GraphSearchResponse
 from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS, MAX_HOPS
-from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, StatsSource
+from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, ObjectStore, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
 from kgrag_core.search import SearchResponse
 from kgrag_core.shredding import ContentCipher
@@ -103,6 +103,9 @@ class KgragApp:
     # Without an LLM: "composed" (graph facts in words, then prose sentences; kgrag_core.answering.compose) or
     # "sentences" (the best supporting sentences only, the answerer before facts reached answers).
     answer_style: str = "composed"
+    # Where the stored bodies are (GET /v1/documents/{id} reads a document's text there), opened on first
+    # use (the distributed query API connects to S3 only when a document is read); None: not served.
+    body_store: Callable[[], ObjectStore] | None = None
 
     def __post_init__(self) -> None:
         if self.graph is not None and self.quality.backlog is None:

@@ -328,6 +328,7 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         evaluation=EvalService(settings, stores.store.eval_runs, embedder=stores.embedder, llm=chat),
         traces=traces,
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
+        body_store=lambda: stores.objects,
     )
 
 

@@ -28,6 +28,7 @@ from kgrag_core.graph.routing import RoutedGraphReader
 from kgrag_core.ingest import IngestStatus
 from kgrag_query_api.admin_routes import extraction_router
 from kgrag_query_api.auth import Principal, TokenVerifier
+from kgrag_query_api.document_routes import document_router
 from kgrag_query_api.entity_routes import entity_router
 from kgrag_query_api.eval_routes import eval_router
 from kgrag_query_api.ingest_status import ingest_status_router
@@ -45,6 +46,7 @@ from kgrag_query_api.schemas import (
 )
 from kgrag_query_api.sse import sse_response
 from kgrag_query_api.trace_routes import trace_router
+from kgrag_query_api.ui import mount_ui
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.graph_reads import GraphReadsCollector
 from kgrag_runtime.ingest_gateway import IngestGateway
@@ -164,6 +166,8 @@ def create_app(
     api.include_router(trace_router(kg, who_dep, run))
     api.include_router(eval_router(kg, who_dep, run))
     api.include_router(ops_router(kg, who_dep, run))
+    api.include_router(document_router(kg, who_dep, run))
+    mount_ui(api, who_dep)  # the web app at /ui, on the same token dependency as /v1
     return api
 
 

@@ -51,6 +51,7 @@ def serve_embedded(settings: KgragSettings, *, host: str, port: int) -> None:
     verifier = verifier_for(console)
     with stop_cleanly_on_signals(), open_embedded(settings) as kg:
         console.print(f"OpenAPI docs: http://{host}:{port}/docs; MCP (streamable HTTP): http://{host}:{port}/mcp")
+        console.print(f"Web app: http://{host}:{port}/ui")
         api = create_app(kg, verifier, threads=settings.http_threads)
         mount_mcp(api, kg, verifier)
         uvicorn.run(api, host=host, port=port, log_level="info")
@@ -62,6 +63,7 @@ def serve_distributed(settings: KgragSettings, *, host: str, port: int) -> None:
     console = Console(stderr=True)
     verifier = verifier_for(console)
     with stop_cleanly_on_signals(), open_query_app(settings) as kg:
+        console.print(f"Web app: http://{host}:{port}/ui")
         api = create_app(kg, verifier, threads=settings.http_threads)
         mount_mcp(api, kg, verifier)
         uvicorn.run(api, host=host, port=port, log_level="info")

@@ -452,3 +452,8 @@ def _rejected(doc: SourceDocument, err: KgragError) -> IngestOutcome:
     return IngestOutcome(
         doc.doc_id, IngestStatus.REJECTED, source=doc.source, uri=doc.uri, error_code=err.code, message=err.message
     )
+
+
+def body_object_key(doc_id: str, body_hash: str) -> str:
+    """Where a document's stored body (sealed under its key when the stores encrypt) is kept."""
+    return _object_key(doc_id, body_hash)

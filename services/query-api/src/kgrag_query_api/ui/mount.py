@@ -1,0 +1,23 @@
+"""Mount the web app on the query API: pages, fragments and the static assets (package data)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import APIRouter, FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from kgrag_query_api.auth import Principal
+from kgrag_query_api.ui.routes import fragment_router, page_router
+from kgrag_query_api.ui.templating import HERE
+
+# More sections (entities, themes, admin) add their routers here: each takes the /v1 principal dependency.
+SECTIONS: list[Callable[[Callable[..., Principal]], APIRouter]] = []
+
+
+def mount_ui(api: FastAPI, who_dep: Callable[..., Principal]) -> None:
+    api.include_router(page_router())
+    api.include_router(fragment_router(who_dep))
+    for section in SECTIONS:
+        api.include_router(section(who_dep))
+    api.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
