@@ -58,18 +58,28 @@ def entity_router(who_dep: Callable[..., Principal]) -> APIRouter:
     @router.get("/ui/entities/{entity_id}")
     def entity_page(request: Request, entity_id: EntityId, depth: Depth = 1, relation: Relation = "") -> HTMLResponse:
         return page(
-            request, "entity_page.html", title="Entity", section=SECTION, entity_id=entity_id, depth=depth, relation=relation
+            request,
+            "entity_page.html",
+            title="Entity",
+            section=SECTION,
+            entity_id=entity_id,
+            depth=depth,
+            relation=relation,
         )
 
     @router.get("/ui/fragments/entities")
-    async def find(request: Request, api: Api, name: Annotated[str, Query(min_length=1, max_length=256)]) -> HTMLResponse:
+    async def find(
+        request: Request, api: Api, name: Annotated[str, Query(min_length=1, max_length=256)]
+    ) -> HTMLResponse:
         answer = await api.post("/v1/entities/resolve", {"name": name})
         if not answer.ok:
             return error_fragment(request, answer)
         return fragment(request, "fragments/entity_candidates.html", name=name, candidates=answer.body["candidates"])
 
     @router.get("/ui/fragments/entities/{entity_id}")
-    async def entity(request: Request, api: Api, entity_id: EntityId, depth: Depth = 1, relation: Relation = "") -> HTMLResponse:
+    async def entity(
+        request: Request, api: Api, entity_id: EntityId, depth: Depth = 1, relation: Relation = ""
+    ) -> HTMLResponse:
         params: dict[str, Any] = {"depth": depth, "limit": 100}
         if relation:
             params["relation"] = relation

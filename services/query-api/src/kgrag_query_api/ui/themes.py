@@ -57,7 +57,13 @@ def _members(raw: Any) -> tuple[Member, ...]:
     out = []
     for m in raw or []:
         if isinstance(m, Mapping):
-            out.append(Member(str(m.get("entity_id") or ""), str(m.get("name") or m.get("entity_id") or ""), str(m.get("type") or "")))
+            out.append(
+                Member(
+                    str(m.get("entity_id") or ""),
+                    str(m.get("name") or m.get("entity_id") or ""),
+                    str(m.get("type") or ""),
+                )
+            )
         else:
             out.append(Member(str(m), str(m), ""))
     return tuple(out)
@@ -141,7 +147,12 @@ def theme_router(who_dep: Callable[..., Principal]) -> APIRouter:
             return error_fragment(request, answer)
         levels = answer.body.get("levels") if isinstance(answer.body, Mapping) else None
         return fragment(
-            request, "fragments/themes.html", themes=themes_of(answer.body), level=level, levels=levels or [], missing=False
+            request,
+            "fragments/themes.html",
+            themes=themes_of(answer.body),
+            level=level,
+            levels=levels or [],
+            missing=False,
         )
 
     @router.get("/ui/fragments/themes/{community_id}")
