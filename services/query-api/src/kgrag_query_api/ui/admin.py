@@ -15,13 +15,14 @@ from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse
 
 from kgrag_query_api.auth import Principal
-from kgrag_query_api.patterns import KEY, MAX_KEY_CHARS
+from kgrag_query_api.patterns import MAX_KEY_CHARS
 from kgrag_query_api.ui.api_client import ApiAnswer, ApiAsCaller
+from kgrag_query_api.ui.entity_view import UI_KEY
 from kgrag_query_api.ui.routes import Api, error_fragment
 from kgrag_query_api.ui.templating import fragment, page
 
 SECTION = "/ui/admin"
-Key = Annotated[str, Path(max_length=MAX_KEY_CHARS, pattern=KEY)]
+Key = Annotated[str, Path(max_length=MAX_KEY_CHARS, pattern=UI_KEY)]
 Text = Annotated[str, Form(max_length=2000)]
 # The admin pages: (path under /ui/admin, title). Each has a fragment at /ui/fragments/admin/<path>.
 PAGES = (
@@ -152,7 +153,7 @@ def admin_router(who_dep: Callable[..., Principal]) -> APIRouter:
 
     @router.post("/ui/fragments/admin/split")
     async def split(
-        request: Request, api: Api, merge_id: Annotated[str, Form(max_length=MAX_KEY_CHARS, pattern=KEY)]
+        request: Request, api: Api, merge_id: Annotated[str, Form(max_length=MAX_KEY_CHARS, pattern=UI_KEY)]
     ) -> HTMLResponse:
         answer = await api.post("/v1/admin/entities/split", {"merge_id": merge_id})
         if not answer.ok:
@@ -232,7 +233,7 @@ def admin_router(who_dep: Callable[..., Principal]) -> APIRouter:
     async def resolve(
         request: Request,
         api: Api,
-        feedback_id: Annotated[str, Form(max_length=MAX_KEY_CHARS, pattern=KEY)],
+        feedback_id: Annotated[str, Form(max_length=MAX_KEY_CHARS, pattern=UI_KEY)],
         resolution: Text,
     ) -> HTMLResponse:
         answer = await api.post(f"/v1/admin/curation/feedback/{feedback_id}/resolve", {"resolution": resolution})

@@ -15,13 +15,13 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
 from kgrag_query_api.auth import Principal
-from kgrag_query_api.patterns import KEY, MAX_KEY_CHARS
+from kgrag_query_api.patterns import MAX_KEY_CHARS
 from kgrag_query_api.ui.api_client import ApiAsCaller
-from kgrag_query_api.ui.entity_view import graph_view, relation_groups, timelines
+from kgrag_query_api.ui.entity_view import UI_KEY, graph_view, relation_groups, timelines
 from kgrag_query_api.ui.routes import Api, error_fragment
 from kgrag_query_api.ui.templating import fragment, page
 
-EntityId = Annotated[str, Path(max_length=MAX_KEY_CHARS, pattern=KEY)]
+EntityId = Annotated[str, Path(max_length=MAX_KEY_CHARS, pattern=UI_KEY)]
 Depth = Annotated[int, Query(ge=1, le=3)]
 Relation = Annotated[str, Query(max_length=64)]
 SECTION = "/ui/entities"

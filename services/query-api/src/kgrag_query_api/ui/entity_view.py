@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 HUB_PREFIX = "hub not passed: "
+# The API's id pattern (patterns.KEY) in a form FastAPI's validators accept (no look-ahead): the web app's
+# paths take the same ids, and the API checks them again.
+UI_KEY = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
 
 # A plan, a negation or an opinion is `not_a_fact` to the API; the page names which, because "planned" and
 # "denied" read differently to a person.

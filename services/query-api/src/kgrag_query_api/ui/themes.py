@@ -15,12 +15,13 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
 from kgrag_query_api.auth import Principal
-from kgrag_query_api.patterns import KEY, MAX_KEY_CHARS
+from kgrag_query_api.patterns import MAX_KEY_CHARS
+from kgrag_query_api.ui.entity_view import UI_KEY
 from kgrag_query_api.ui.routes import Api, error_fragment
 from kgrag_query_api.ui.templating import fragment, page
 
 SECTION = "/ui/themes"
-CommunityId = Annotated[str, Path(max_length=MAX_KEY_CHARS, pattern=KEY)]
+CommunityId = Annotated[str, Path(max_length=MAX_KEY_CHARS, pattern=UI_KEY)]
 
 
 @dataclass(frozen=True, slots=True)
