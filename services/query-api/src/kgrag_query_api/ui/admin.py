@@ -36,6 +36,7 @@ PAGES = (
     ("curation", "Curation queue"),
 )
 _TITLES = dict(PAGES)
+REVIEW_PAGE = 10  # pairs a page shows: each needs both profiles read
 
 
 def _words(text: str) -> list[str]:
@@ -106,7 +107,7 @@ def admin_router(who_dep: Callable[..., Principal]) -> APIRouter:
     # --- review queue, merges, splits --------------------------------------------------------------------
 
     async def review_queue(request: Request, api: ApiAsCaller, notice: str = "") -> HTMLResponse:
-        answer = await api.get("/v1/admin/entities/review-queue", {"limit": 50})
+        answer = await api.get("/v1/admin/entities/review-queue", {"limit": REVIEW_PAGE})
         if not answer.ok:
             return error_fragment(request, answer)
         pairs = answer.body["pairs"]

@@ -7,7 +7,7 @@ so an entity the token may not see is the API's `404 ENTITY_NOT_FOUND` here too.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote as url_quote
 
@@ -16,7 +16,6 @@ from fastapi.responses import HTMLResponse
 
 from kgrag_query_api.auth import Principal
 from kgrag_query_api.patterns import MAX_KEY_CHARS
-from kgrag_query_api.ui.api_client import ApiAsCaller
 from kgrag_query_api.ui.entity_view import UI_KEY, graph_view, relation_groups, timelines
 from kgrag_query_api.ui.routes import Api, error_fragment
 from kgrag_query_api.ui.templating import fragment, page
@@ -25,26 +24,21 @@ EntityId = Annotated[str, Path(max_length=MAX_KEY_CHARS, pattern=UI_KEY)]
 Depth = Annotated[int, Query(ge=1, le=3)]
 Relation = Annotated[str, Query(max_length=64)]
 SECTION = "/ui/entities"
+DocField = Annotated[str, Query(min_length=1, max_length=256)]
+QuoteField = Annotated[str, Query(min_length=1, max_length=4000)]
 
 
-async def _spans(api: ApiAsCaller, claims: Iterable[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, int]]:
-    """Byte spans of the claims' quotes in their documents, so each opens the source view at the quote.
-    Read as the caller (a document it cannot read gives no span, and its claim was not shown anyway)."""
-    wanted: dict[str, set[str]] = {}
-    for c in claims:
-        if c.get("doc_id") and c.get("quote"):
-            wanted.setdefault(str(c["doc_id"]), set()).add(str(c["quote"]))
-    answers = await asyncio.gather(*(api.get(f"/v1/documents/{url_quote(d, safe='/')}") for d in wanted))
-    spans: dict[tuple[str, str], tuple[int, int]] = {}
-    for doc_id, answer in zip(wanted, answers, strict=True):
-        if not answer.ok:
-            continue
-        body = str(answer.body.get("text") or "").encode()
-        for q in wanted[doc_id]:
-            start = body.find(q.encode())
-            if start >= 0:
-                spans[(doc_id, q)] = (start, start + len(q.encode()))
-    return spans
+def quote_span(text: str, quote: str) -> tuple[int, int] | None:
+    """The quote's byte span in the document's UTF-8 text (the source view's offsets), or None."""
+    body, wanted = text.encode(), quote.encode()
+    start = body.find(wanted) if wanted else -1
+    return (start, start + len(wanted)) if start >= 0 else None
+
+
+def source_link(doc_id: str, quote: str) -> str:
+    """Where a claim's quote opens: a page that finds the quote in the document (as the caller) and then
+    shows the source view at its bytes. Found on click, so the entity page reads no document."""
+    return f"/ui/quote?doc_id={url_quote(doc_id, safe='')}&quote={url_quote(quote, safe='')}"
 
 
 def entity_router(who_dep: Callable[..., Principal]) -> APIRouter:
@@ -91,13 +85,6 @@ def entity_router(who_dep: Callable[..., Principal]) -> APIRouter:
         if not around.ok:
             return error_fragment(request, around)
         body = got.body
-        spans = await _spans(api, body["attributes"])
-
-        def source_link(doc_id: str, _chunk_id: str, quote: str) -> str:
-            link = f"/ui/documents/{url_quote(doc_id, safe='/')}"
-            span = spans.get((doc_id, quote))
-            return f"{link}?start={span[0]}&end={span[1]}" if span else link
-
         lines = timelines(body["attributes"])
         return fragment(
             request,
@@ -112,5 +99,21 @@ def entity_router(who_dep: Callable[..., Principal]) -> APIRouter:
             relation=relation,
             source_link=source_link,
         )
+
+    @router.get("/ui/quote")
+    def quote_page(request: Request, doc_id: DocField, quote: QuoteField) -> HTMLResponse:
+        return page(request, "quote.html", title="Source", section=SECTION, doc_id=doc_id, quote=quote)
+
+    @router.get("/ui/fragments/quote")
+    async def find_quote(request: Request, api: Api, doc_id: DocField, quote: QuoteField) -> HTMLResponse:
+        answer = await api.get(f"/v1/documents/{url_quote(doc_id, safe='/')}")
+        if not answer.ok:
+            return error_fragment(request, answer)
+        link = f"/ui/documents/{url_quote(doc_id, safe='/')}"
+        span = quote_span(str(answer.body.get("text") or ""), quote)
+        target = f"{link}?start={span[0]}&end={span[1]}" if span else link
+        out = fragment(request, "fragments/quote.html", target=target)
+        out.headers["HX-Redirect"] = target  # htmx then opens the source view at the quote
+        return out
 
     return router
