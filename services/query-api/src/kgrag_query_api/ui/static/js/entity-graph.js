@@ -7,7 +7,6 @@
   var box = document.getElementById("graph");
   var data = document.getElementById("graph-elements");
   if (!box || !data || box.getAttribute("data-drawn") || typeof window.cytoscape !== "function") return;
-  box.setAttribute("data-drawn", "1");
   var cy = window.cytoscape({
     container: box,
     elements: JSON.parse(data.textContent),
@@ -25,6 +24,7 @@
     window.location.href = "/ui/entities/" + encodeURIComponent(node.id()) + window.location.search;
   });
   window.kgragGraph = cy; // for the browser tests and the console
+  box.setAttribute("data-drawn", String(cy.nodes().length)); // drawn, with this many entities
   }
   document.addEventListener("htmx:afterSettle", draw);
   document.addEventListener("DOMContentLoaded", draw);
