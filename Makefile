@@ -5,7 +5,7 @@ UV_VERSION := 0.13.9
 DEMO_DIR ?= .kgrag-demo
 RUN := $(UV) run --frozen
 
-.PHONY: install demo test lint typecheck services services-stop stack stack-stop eval eval-graph bench bench-distributed bench-scale serve clean
+.PHONY: install demo test lint typecheck services browser services-stop stack stack-stop eval eval-graph bench bench-distributed bench-scale serve clean
 
 # --quiet: `make demo` shows the demo, not the list of every installed package; errors still print.
 install:  ## Create .venv and install every workspace package from uv.lock
@@ -25,6 +25,9 @@ typecheck: install
 services:  ## Fetch (cached) and start Kafka, Neo4j, OpenSearch, PostgreSQL, Redis and S3 on 127.0.0.1
 	bash scripts/dev-services/services.sh start
 
+browser:  ## Debian's Chromium for the browser tests (installed when missing)
+	bash scripts/browser.sh
+
 services-stop:
 	bash scripts/dev-services/services.sh stop
 
@@ -34,7 +37,7 @@ stack: install  ## The eight distributed services as separate processes on this 
 stack-stop:  ## Stop what `make stack` started (every process of every service)
 	bash scripts/stack/stack.sh stop
 
-test: lint typecheck services  ## Lint, strict types, corpus check, then every test (unit, contract, pipeline, integration, deploy)
+test: lint typecheck services browser  ## Lint, strict types, corpus check, then every test (unit, contract, pipeline, integration, deploy, browser)
 	$(RUN) python corpora/northwind/check_corpus.py
 	set -a && . .cache/dev-services/env.sh && set +a && $(RUN) pytest
 

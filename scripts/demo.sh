@@ -20,3 +20,7 @@ echo "== Facts: structured records + what the text says, each with its evidence 
 "${KG[@]}" ingest corpora/northwind/records.jsonl
 "${KG[@]}" claims LEJ-2 --attribute capacity_pallets --admin
 "${KG[@]}" search "Who is on call for Atlas now?" --graph --top-k 3 --principal sam.ortiz --group engineering
+echo
+echo "== Web app =="
+echo "Run: ${KG[*]} serve --data-dir $DATA_DIR"
+echo "then open http://127.0.0.1:8000/ui and paste the admin token it prints (docs/web-app.md)."

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
+from kgrag_query_api.auth import TokenVerifier
+from tests.browser.pages import TIMINGS
 from tests.browser.server import Server, start_server, stop_server
 
 CHROMIUM = os.environ.get("KGRAG_TEST_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -27,6 +28,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    reuse = os.environ.get("KGRAG_TEST_BROWSER_SERVER")  # "URL SECRET": a server you started (tests/browser/server.py)
+    if reuse:
+        url, secret = reuse.split()
+        yield Server(url, TokenVerifier(secret, "kgrag-local", "kgrag", "HS256"), 0.0)
+        return
     base = tmp_path_factory.mktemp("browser-server")
     running, proc = start_server(base / "data", base / "serve.log")
     try:
@@ -57,23 +63,22 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     opened = context.new_page()
+    # A script error or a blocked script/style (the CSP) breaks the app silently: every test fails on one.
+    broken: list[str] = []
+    opened.on("pageerror", lambda err: broken.append(f"uncaught: {err}"))
+    opened.on(
+        "console",
+        lambda msg: broken.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     try:
         yield opened
     finally:
         context.close()
+    assert not broken, broken
 
 
-def sign_in(page: Page, server: Server, token: str) -> None:
-    """Through the sign-in page, as a person would."""
-    page.goto(f"{server.url}/ui/signin")
-    page.get_by_label("Bearer token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{server.url}/ui")
-
-
-def screenshot(page: Page, name: str) -> Path:
-    """docs/img/ui-<name>.png: the pages docs/web-app.md shows."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"ui-{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TIMINGS:
+        terminalreporter.section("web app page timings (ms)")
+        for name, values in TIMINGS.items():
+            terminalreporter.write_line(f"{name}: " + ", ".join(f"{k} {v}" for k, v in values.items()))

@@ -17,6 +17,7 @@ from tests.pipeline.cli_runner import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpora" / "northwind" / "documents.jsonl"
+RECORDS = ROOT / "corpora" / "northwind" / "records.jsonl"  # all 53: facts with dates, for timelines and conflicts
 START_TIMEOUT_S = 280.0
 # The bundled corpus's documents about these subjects (28 of 106): the on-call handover (answers with
 # non-ASCII quotes), a leadership-only acquisition (the restricted document), Leipzig's capacity (a conflict),
@@ -40,7 +41,8 @@ class Server:
 
 def corpus_lines() -> list[str]:
     lines = CORPUS.read_text(encoding="utf-8").splitlines(keepends=True)
-    return [line for line in lines if any(s in json.loads(line)["id"] for s in SUBJECTS)]
+    chosen = [line for line in lines if any(s in json.loads(line)["id"] for s in SUBJECTS)]
+    return chosen + RECORDS.read_text(encoding="utf-8").splitlines(keepends=True)
 
 
 def free_port() -> int:
@@ -56,7 +58,9 @@ def start_server(data_dir: Path, log_path: Path) -> tuple[Server, subprocess.Pop
     tests can sign tokens for any reader."""
     started = time.perf_counter()
     secret = secrets.token_urlsafe(32)
-    env = cli_env(KGRAG_DATA_DIR=str(data_dir), KGRAG_AUTH_SECRET=secret)
+    # The embedded PostgreSQL outlives the ingest long enough for the server to attach to it, and is gone
+    # soon after the server stops (the default keeps it 5 minutes).
+    env = cli_env(KGRAG_DATA_DIR=str(data_dir), KGRAG_AUTH_SECRET=secret, KGRAG_PG_IDLE_SHUTDOWN_S="30")
     corpus = data_dir.parent / "documents.jsonl"
     corpus.write_text("".join(corpus_lines()), encoding="utf-8")
     ingest = subprocess.run(
@@ -102,3 +106,17 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=30)
+
+
+if __name__ == "__main__":  # a server to run the browser tests against while working on the app
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kgrag-ui-"))
+    started, process = start_server(folder / "data", folder / "serve.log")
+    print(
+        f"KGRAG_TEST_BROWSER_SERVER='{started.url} {started.verifier.key}'  (log: {folder / 'serve.log'})", flush=True
+    )
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        stop_server(process)

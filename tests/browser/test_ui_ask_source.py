@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import screenshot, sign_in
+from tests.browser.pages import record_timing, screenshot, sign_in
 from tests.browser.server import Server
 
 QUESTION = "Who is the current on-call owner of Atlas?"
@@ -13,6 +13,7 @@ QUESTION = "Who is the current on-call owner of Atlas?"
 def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page, server: Server) -> None:
     sign_in(page, server, server.token("sam.ortiz", groups=("engineering",)))
     expect(page.locator("#who")).to_contain_text("sam.ortiz")
+    record_timing(page, "first page /ui")
     page.get_by_label("Question or search terms").fill(QUESTION)
     with page.expect_response(lambda r: r.url.endswith("/v1/ask")) as asked:
         page.get_by_role("button", name="Ask", exact=True).click()
@@ -38,14 +39,19 @@ def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page
     assert mark.inner_text() == quote
     expect(page.locator("#doc-title")).not_to_be_empty()
     expect(page.locator(".facts")).to_contain_text("Version")
+    record_timing(page, "source page /ui/documents")
     screenshot(page, "source")
 
 
 def test_feedback_on_an_answer_is_recorded(page: Page, server: Server) -> None:
+    """On a phone-sized screen, with the keyboard: Enter asks, the page fits the screen's width."""
+    page.set_viewport_size({"width": 390, "height": 844})
     sign_in(page, server, server.token("sam.ortiz", groups=("engineering",)))
     page.get_by_label("Question or search terms").fill(QUESTION)
-    page.get_by_role("button", name="Ask", exact=True).click()
+    page.get_by_label("Question or search terms").press("Enter")
     expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, "ask-phone")
     page.get_by_role("button", name="Helpful", exact=True).click()
     expect(page.locator("#answer-feedback")).to_contain_text("feedback recorded (5/5)")
     page.get_by_role("link", name="Why this answer").click()

@@ -38,6 +38,7 @@ PAGES = (
     "docs/configuration.md",
     "docs/http-api.md",
     "docs/mcp.md",
+    "docs/web-app.md",
     "docs/connector-sdk.md",
     "docs/extraction.md",
     "docs/connectors.md",

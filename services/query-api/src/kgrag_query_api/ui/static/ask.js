@@ -159,16 +159,18 @@
     for (const c of body.citations || []) addCitation(c, state);
     if (!body.answered) $("answer-text").replaceChildren(el("p", { class: "notice" }, body.answer));
     if (body.conflicts && body.conflicts.length) renderConflicts(body.conflicts);
-    const facts = (body.facts || []).filter((f) => f.status && f.status !== "current");
+    // Every fact the answer states, marked current, superseded, plan, negated or conflict.
+    const facts = body.facts || [];
     if (facts.length) {
-      const list = el("ul", { class: "facts-marked", "aria-label": "Facts not current" });
+      const list = el("ul", { class: "facts-marked", "aria-label": "Facts in this answer" });
       for (const f of facts) {
-        const li = el("li", { "data-status": f.status });
-        li.append(el("span", { class: "badge badge-" + f.status }, f.status), " " + f.subject + " · " + f.predicate + ": " + f.value +
-          (f.valid_from ? " (from " + f.valid_from + ")" : ""));
+        const li = el("li", { "data-status": f.status || "current" });
+        const when = [f.valid_from && "from " + f.valid_from, f.valid_to && "to " + f.valid_to].filter(Boolean).join(" ");
+        li.append(el("span", { class: "badge badge-" + (f.status || "current") }, f.status || "current"),
+          " " + f.subject + " · " + f.predicate + ": " + f.value + (when ? " (" + when + ")" : ""));
         list.append(li);
       }
-      $("answer-conflicts").append(list);
+      $("answer-conflicts").append(el("h3", {}, "Facts"), list);
     }
     $("answer-meta").prepend(el("span", { class: "mode" }, "Answer: " + body.mode + " · "));
     if (body.notice) $("answer-links").append(el("span", { class: "help" }, body.notice + " "));

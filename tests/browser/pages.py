@@ -1,0 +1,49 @@
+"""What browser tests do on a page: sign in, record timings, write screenshots for docs/web-app.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+from tests.browser.server import Server
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
+
+
+def sign_in(page: Page, server: Server, token: str) -> None:
+    """Through the sign-in page, as a person would."""
+    page.goto(f"{server.url}/ui/signin")
+    page.get_by_label("Bearer token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{server.url}/ui")
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """docs/img/ui-<name>.png: the pages docs/web-app.md shows."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"ui-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+TIMINGS: dict[str, dict[str, float]] = {}
+_NAVIGATION = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const out = {server_ms: nav.responseStart - nav.requestStart, loaded_ms: nav.loadEventEnd - nav.startTime};
+  for (const r of performance.getEntriesByType("resource")) {
+    if (r.name.includes("/ui/fragments/")) {
+      const key = "fragment " + new URL(r.name).pathname.split("/")[3];
+      out[key + " server_ms"] = r.responseStart - r.requestStart;
+      out[key + " ms"] = r.duration;
+    }
+  }
+  return out;
+}"""
+
+
+def record_timing(page: Page, name: str) -> None:
+    """The page's navigation and fragment timings (Navigation/Resource Timing), for the summary; measured,
+    never asserted (speed belongs in benchmarks)."""
+    page.wait_for_load_state("load")
+    TIMINGS[name] = {k: round(float(v), 1) for k, v in page.evaluate(_NAVIGATION).items()}
