@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import screenshot, sign_in
+from tests.browser.pages import record_timing, screenshot, sign_in
 from tests.browser.server import Server
 
 DAY = "2025-07-01T00:00:00Z"
@@ -113,6 +113,7 @@ def test_an_entity_page_shows_its_conflict_and_walks_the_graph_to_a_neighbour(
     labels = _graph_labels(page)
     assert "TRN-1" in labels and "Tern Foods" in labels
     screenshot(page, "entity")
+    record_timing(page, "entity")
 
     # A quote opens its source at the quoted bytes.
     page.locator("section.timeline a", has_text="ui-tern-a").click()
