@@ -142,7 +142,8 @@ def theme_router(who_dep: Callable[..., Principal]) -> APIRouter:
     @router.get("/ui/fragments/themes")
     async def themes(request: Request, api: Api, level: Annotated[int, Query(ge=0, le=10)] = 0) -> HTMLResponse:
         answer = await api.get("/v1/communities", {"level": level})
-        if answer.status == 404 and answer.error.get("code") == "NOT_FOUND":  # no communities API on this server
+        # No communities API on this server (no such route), or communities switched off: nothing to show.
+        if answer.error.get("code") in ("NOT_FOUND", "CONFIGURATION_INVALID") and not answer.ok:
             return fragment(request, "fragments/themes.html", themes=[], level=level, levels=[], missing=True)
         if not answer.ok:
             return error_fragment(request, answer)
