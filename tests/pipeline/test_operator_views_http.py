@@ -40,6 +40,7 @@ READER = {
     ("post", "/v1/entities/resolve"),
     ("get", "/v1/traces/{trace_id}"),  # the caller's own traces only: tested in test_traces_http
     ("post", "/v1/feedback"),
+    ("get", "/v1/documents/{doc_id}"),  # the web app's source view: readers of the document only
 }
 INGESTION = {
     ("post", "/v1/ingest/documents"),
@@ -67,6 +68,9 @@ ADMIN_ONLY = {
     ("post", "/v1/admin/eval/run"),
     ("get", "/v1/admin/eval/{run_id}"),
     ("post", "/v1/admin/eval/{run_id}/baseline"),
+    ("get", "/v1/admin/ingest/errors"),
+    ("get", "/v1/admin/deletions"),
+    ("get", "/v1/admin/dead-letters"),
 }
 
 

@@ -33,6 +33,7 @@ from kgrag_query_api.document_routes import document_router
 from kgrag_query_api.entity_routes import entity_router
 from kgrag_query_api.eval_routes import eval_router
 from kgrag_query_api.ingest_status import ingest_status_router
+from kgrag_query_api.ops_routes import ops_router
 from kgrag_query_api.patterns import DOC_ID, MAX_DOC_ID, DocIdPath, check
 from kgrag_query_api.responses import AUTHENTICATED, errors
 from kgrag_query_api.schemas import (
@@ -168,6 +169,7 @@ def create_app(
     api.include_router(community_router(kg, who_dep, run))
     api.include_router(trace_router(kg, who_dep, run))
     api.include_router(eval_router(kg, who_dep, run))
+    api.include_router(ops_router(kg, who_dep, run))
     api.include_router(document_router(kg, who_dep, run))
     mount_ui(api, who_dep)  # the web app at /ui, on the same token dependency as /v1
     return api

@@ -8,11 +8,14 @@ from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from kgrag_query_api.auth import Principal
+from kgrag_query_api.ui.admin import admin_router
+from kgrag_query_api.ui.entities import entity_router
 from kgrag_query_api.ui.routes import fragment_router, page_router
 from kgrag_query_api.ui.templating import HERE
+from kgrag_query_api.ui.themes import theme_router
 
 # More sections (entities, themes, admin) add their routers here: each takes the /v1 principal dependency.
-SECTIONS: list[Callable[[Callable[..., Principal]], APIRouter]] = []
+SECTIONS: list[Callable[[Callable[..., Principal]], APIRouter]] = [entity_router, theme_router, admin_router]
 
 
 def mount_ui(api: FastAPI, who_dep: Callable[..., Principal]) -> None:
