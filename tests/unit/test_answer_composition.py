@@ -445,3 +445,29 @@ def test_a_value_superseded_in_a_sibling_timeline_is_not_stated_as_current() -> 
     # The positive control: without Kestrel's timeline nothing says 99.5% is over, and it is stated as current.
     alone = composed_answer(_context(question, [old], [beacon]))
     assert alone.sentences[0].text.startswith("Beacon's sla is 99.5%"), [s.text for s in alone.sentences]
+
+
+def test_a_conflict_whose_one_side_is_a_record_field_is_still_surfaced_with_both_sides() -> None:
+    """A record's field line ("owns: Atlas") is no sentence of the answer, but a side of a conflict it is: the
+    composed sentence names both sides and cites the field line. Positive control: the prose side alone is
+    stated as a plain negation, with no conflict."""
+    day = date(2025, 6, 3)
+    record, record_body = _doc("record-team-routing", "Team: Routing", "name: Routing\nowns: Atlas", day)
+    memo, memo_body = _doc("memo", "Ownership memo", "The Routing team does not own Atlas any more.", day)
+    routing, atlas = EntityRef("ent_routing", "Routing", "Team"), EntityRef("ent_atlas", "Atlas", "System")
+    owns = _relation("rel_owns", record, routing, "OWNS", atlas)
+    disowns = replace(_relation("rel_disowns", memo, routing, "OWNS", atlas), polarity=Polarity.NEGATIVE)
+    question = "Does the Routing team own Atlas?"
+    both = build_context(question, [record, memo], edges=[owns, disowns], counter=EstimatedTokens())
+    answer = composed_answer(both)
+    lead = answer.sentences[0]
+    assert "disagree" in lead.text and "says it does," in lead.text and "says it does not" in lead.text
+    assert {answer.citations[i - 1].doc_id for i in lead.citation_ids} == {"record-team-routing", "memo"}
+    assert any(c.quote == "owns: Atlas" for c in answer.citations)
+    assert all(s.text != "owns: Atlas." for s in answer.sentences)  # the field line is cited, not stated
+    (conflict,) = answer.conflicts
+    assert {v.value for v in conflict.values} == {"yes", "no"}
+    _assert_exact_bytes(answer, {record.doc_id: record_body, memo.doc_id: memo_body})
+
+    alone = composed_answer(build_context(question, [memo], edges=[disowns], counter=EstimatedTokens()))
+    assert alone.conflicts == () and "does not own Atlas" in alone.render()

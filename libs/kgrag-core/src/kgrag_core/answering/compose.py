@@ -329,12 +329,15 @@ def _relation_drafts(
     if positive and stated_negations and positive[0].written_at == stated_negations[0].written_at:
         sides = [positive[0], stated_negations[0]]
         label = f"{members[0].predicate} {members[0].value}"
+        # A side whose only evidence is a record's field ("owns: Atlas") still counts: the sentence below is
+        # composed from the facts, the field line is only its citation, so no field passes as prose.
         draft = _draft(
             f"The sources disagree on whether {members[0].subject} {_verb(members[0])} {members[0].value}: "
             f"{_title(sides[0], context)} ({_written(sides[0])}) says it does, "
             f"{_title(sides[1], context)} ({_written(sides[1])}) says it does not.",
             sides,
             context,
+            field_lines=True,
         )
         if draft is not None:
             drafts.append(draft)
@@ -386,7 +389,14 @@ def _stated(fact: Fact, context: AnswerContext, *, prefix: str = "", frame: str 
 _FIELD_LINE = re.compile(r"^[\w][\w .-]{0,30}:\s*(?:\S+\s*){1,3}$")
 
 
-def _relation_sentence(fact: Fact, context: AnswerContext) -> _Quote | None:
+def _relation_sentence(fact: Fact, context: AnswerContext, *, field_lines: bool = False) -> _Quote | None:
+    """The evidence sentence that best states the relation; with `field_lines`, a record's field line when no
+    prose sentence names it (the citation of a composed sentence, never a sentence of the answer itself)."""
+    prose = _relation_quote(fact, context, fields=False)
+    return prose if prose is not None or not field_lines else _relation_quote(fact, context, fields=True)
+
+
+def _relation_quote(fact: Fact, context: AnswerContext, *, fields: bool) -> _Quote | None:
     q_terms = set(content_terms(context.question))
     cues = (
         _NEGATION_CUES
@@ -402,7 +412,8 @@ def _relation_sentence(fact: Fact, context: AnswerContext) -> _Quote | None:
         if hit is None:
             continue
         for sentence in split_sentences(hit.text):
-            if not is_prose(hit, sentence) or _FIELD_LINE.match(sentence.text.strip()):
+            field = not is_prose(hit, sentence) or _FIELD_LINE.match(sentence.text.strip()) is not None
+            if field != fields:
                 continue
             lowered = sentence.text.casefold()
             named = sum(end in lowered for end in ends)
@@ -425,20 +436,20 @@ def _verb(fact: Fact) -> str:
 # --- shared -------------------------------------------------------------------------------------------------
 
 
-def _draft(text: str, facts: Sequence[Fact], context: AnswerContext) -> _Draft | None:
+def _draft(text: str, facts: Sequence[Fact], context: AnswerContext, *, field_lines: bool = False) -> _Draft | None:
     """A sentence citing each fact's claim quote; None when a quote cannot be located in its chunk."""
     quotes: list[_Quote] = []
     for fact in facts:
-        quote = _claim_quote(fact, context)
+        quote = _claim_quote(fact, context, field_lines=field_lines)
         if quote is None:
             return None
         quotes.append(quote)
     return _Draft(text, quotes, list(facts), min(f.confidence for f in facts))
 
 
-def _claim_quote(fact: Fact, context: AnswerContext) -> _Quote | None:
+def _claim_quote(fact: Fact, context: AnswerContext, *, field_lines: bool = False) -> _Quote | None:
     if fact.kind == "relation":
-        return _relation_sentence(fact, context)
+        return _relation_sentence(fact, context, field_lines=field_lines)
     hit = context.evidence.get(fact.evidence_chunk_ids[0])
     if hit is None:
         return None
