@@ -471,3 +471,24 @@ def test_a_conflict_whose_one_side_is_a_record_field_is_still_surfaced_with_both
 
     alone = composed_answer(build_context(question, [memo], edges=[disowns], counter=EstimatedTokens()))
     assert alone.conflicts == () and "does not own Atlas" in alone.render()
+
+
+def test_without_facts_a_newer_document_restating_other_figures_leads_and_the_older_is_history() -> None:
+    """A dev case (d02): no claim covers the hotel cap, and the 2023 policy's "$220" led the answer before the
+    2024 update's "$190". Positive control: with one document only, its sentence is stated as it is."""
+    old, old_body = _doc("policy-2023", "Expense policy (2023)",
+                         "The hotel cap is €160 per night in EU cities and $220 per night in US cities.",
+                         date(2023, 2, 15))  # fmt: skip
+    new, new_body = _doc("policy-2024", "Expense policy update (2024)",
+                         "The hotel cap is lowered to €140 per night in EU cities and $190 per night in US cities.",
+                         date(2024, 2, 1))  # fmt: skip
+    question = "What is the hotel cap per night in US cities now?"
+    answer = composed_answer(_context(question, [old, new], []))
+    texts = [s.text for s in answer.sentences]
+    assert "$190" in texts[0] and "$220" not in texts[0], texts
+    assert texts[1] == f"Earlier, written 15 February 2023: {old.text}", texts
+    assert answer.citations[answer.sentences[1].citation_ids[0] - 1].doc_id == "policy-2023"
+    _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})
+
+    alone = composed_answer(_context(question, [old], []))
+    assert [s.text for s in alone.sentences] == [old.text]
