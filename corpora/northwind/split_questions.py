@@ -4,7 +4,9 @@
 Standard library only. Stratified by question type with a fixed seed: within each type the questions are
 ordered by sha256("<seed>:<id>") and the first third (rounded) go to test, so the split depends on nothing
 but the ids, the types, the seed and the share. Questions in questions-test.jsonl were written for the
-test split and are all "test".
+test split and are all "test". Questions added to questions.jsonl later for tuning (ids `d01`, `d02`, ...)
+were written for the dev split: they are all "dev" and stay out of the stratified draw, so adding them
+moves no bundled question between the splits.
 
 Usage:
     python split_questions.py           # rewrite the "split" field of questions.jsonl
@@ -25,11 +27,18 @@ SEED = 11
 TEST_SHARE = 1 / 3
 
 
+def written_for_dev(qid: str) -> bool:
+    return qid.startswith("d") and qid[1:].isdigit()
+
+
 def assign(questions: list[dict], seed: int = SEED, share: float = TEST_SHARE) -> dict[str, str]:
     by_type: dict[str, list[str]] = defaultdict(list)
-    for q in questions:
-        by_type[q["type"]].append(q["id"])
     out: dict[str, str] = {}
+    for q in questions:
+        if written_for_dev(q["id"]):
+            out[q["id"]] = "dev"
+        else:
+            by_type[q["type"]].append(q["id"])
     for ids in by_type.values():
         ordered = sorted(ids, key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
         n_test = round(len(ordered) * share)

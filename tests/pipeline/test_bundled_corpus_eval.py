@@ -6,6 +6,7 @@ chunking, fusion or answering fails here rather than going unnoticed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,18 @@ from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "northwind"
+
+
+@pytest.fixture(scope="module")
+def bundled_questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 58 bundled questions the retrieval floors below were measured on: `d01`, ... were added to the file
+    later for tuning answers (docs/evaluation.md, the dev/test split) and move none of these floors' meaning."""
+    lines = (CORPUS / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if line.strip() and not json.loads(line)["id"].startswith("d")]
+    assert len(kept) == 58
+    path = tmp_path_factory.mktemp("bundled-questions") / "questions.jsonl"
+    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +77,8 @@ def chunk_doc_readable(kg: KgragApp, doc_id: str, allowed: set[str]) -> bool:
     return doc is not None and doc.acl_class_id in allowed
 
 
-def test_quality_floors_per_question_type(northwind: KgragApp) -> None:
-    report = run_evaluation(northwind, CORPUS / "questions.jsonl", budget_tokens=2000, progress_console=None)
+def test_quality_floors_per_question_type(northwind: KgragApp, bundled_questions: Path) -> None:
+    report = run_evaluation(northwind, bundled_questions, budget_tokens=2000, progress_console=None)
     per_type = report["per_type"]
     hybrid, bm25 = per_type["hybrid"], per_type["bm25"]  # type: ignore[index]
     assert hybrid["lookup"]["recall@10"] >= 0.9
@@ -119,9 +132,9 @@ def northwind_read(tmp_path_factory: pytest.TempPathFactory, pg_server_dsn: str,
 
 
 def test_on_a_prose_level_graph_the_layer_wins_multi_hop_and_temporal_and_never_costs_lookups(
-    northwind_read: KgragApp,
+    northwind_read: KgragApp, bundled_questions: Path
 ) -> None:
-    report = run_evaluation(northwind_read, CORPUS / "questions.jsonl", budget_tokens=2000, progress_console=None)
+    report = run_evaluation(northwind_read, bundled_questions, budget_tokens=2000, progress_console=None)
     per_type = report["per_type"]
     hybrid, graph = per_type["hybrid"], per_type["hybrid+graph"]  # type: ignore[index]
     assert {k: v for k, v in graph["lookup"].items() if k in hybrid["lookup"]} == hybrid["lookup"]

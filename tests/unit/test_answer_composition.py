@@ -445,3 +445,50 @@ def test_a_value_superseded_in_a_sibling_timeline_is_not_stated_as_current() -> 
     # The positive control: without Kestrel's timeline nothing says 99.5% is over, and it is stated as current.
     alone = composed_answer(_context(question, [old], [beacon]))
     assert alone.sentences[0].text.startswith("Beacon's sla is 99.5%"), [s.text for s in alone.sentences]
+
+
+def test_a_conflict_whose_one_side_is_a_record_field_is_still_surfaced_with_both_sides() -> None:
+    """A record's field line ("owns: Atlas") is no sentence of the answer, but a side of a conflict it is: the
+    composed sentence names both sides and cites the field line. Positive control: the prose side alone is
+    stated as a plain negation, with no conflict."""
+    day = date(2025, 6, 3)
+    record, record_body = _doc("record-team-routing", "Team: Routing", "name: Routing\nowns: Atlas", day)
+    memo, memo_body = _doc("memo", "Ownership memo", "The Routing team does not own Atlas any more.", day)
+    routing, atlas = EntityRef("ent_routing", "Routing", "Team"), EntityRef("ent_atlas", "Atlas", "System")
+    owns = _relation("rel_owns", record, routing, "OWNS", atlas)
+    disowns = replace(_relation("rel_disowns", memo, routing, "OWNS", atlas), polarity=Polarity.NEGATIVE)
+    question = "Does the Routing team own Atlas?"
+    both = build_context(question, [record, memo], edges=[owns, disowns], counter=EstimatedTokens())
+    answer = composed_answer(both)
+    lead = answer.sentences[0]
+    assert "disagree" in lead.text and "says it does," in lead.text and "says it does not" in lead.text
+    assert {answer.citations[i - 1].doc_id for i in lead.citation_ids} == {"record-team-routing", "memo"}
+    assert any(c.quote == "owns: Atlas" for c in answer.citations)
+    assert all(s.text != "owns: Atlas." for s in answer.sentences)  # the field line is cited, not stated
+    (conflict,) = answer.conflicts
+    assert {v.value for v in conflict.values} == {"yes", "no"}
+    _assert_exact_bytes(answer, {record.doc_id: record_body, memo.doc_id: memo_body})
+
+    alone = composed_answer(build_context(question, [memo], edges=[disowns], counter=EstimatedTokens()))
+    assert alone.conflicts == () and "does not own Atlas" in alone.render()
+
+
+def test_without_facts_a_newer_document_restating_other_figures_leads_and_the_older_is_history() -> None:
+    """A dev case (d02): no claim covers the hotel cap, and the 2023 policy's "$220" led the answer before the
+    2024 update's "$190". Positive control: with one document only, its sentence is stated as it is."""
+    old, old_body = _doc("policy-2023", "Expense policy (2023)",
+                         "The hotel cap is €160 per night in EU cities and $220 per night in US cities.",
+                         date(2023, 2, 15))  # fmt: skip
+    new, new_body = _doc("policy-2024", "Expense policy update (2024)",
+                         "The hotel cap is lowered to €140 per night in EU cities and $190 per night in US cities.",
+                         date(2024, 2, 1))  # fmt: skip
+    question = "What is the hotel cap per night in US cities now?"
+    answer = composed_answer(_context(question, [old, new], []))
+    texts = [s.text for s in answer.sentences]
+    assert "$190" in texts[0] and "$220" not in texts[0], texts
+    assert texts[1] == f"Earlier, written 15 February 2023: {old.text}", texts
+    assert answer.citations[answer.sentences[1].citation_ids[0] - 1].doc_id == "policy-2023"
+    _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})
+
+    alone = composed_answer(_context(question, [old], []))
+    assert [s.text for s in alone.sentences] == [old.text]

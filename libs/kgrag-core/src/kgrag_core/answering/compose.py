@@ -94,6 +94,9 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
     if drafts and context.as_of is not None:
         drafts[0].text = f"As of {_long(context.as_of)}: {drafts[0].text}"
     if not drafts:
+        restated = _older_restatements(base, context)
+        if restated:
+            return _assemble(context, _supporting_drafts(base, context, restated), [], base.evidence_chunk_ids)
         if base.answered:
             supports = [1.0 if base.confidence == "HIGH" else 0.7 if base.confidence == "MEDIUM" else 0.4]
             grade = confidence.grade(supports * len(base.sentences), truncated=context.truncated)
@@ -105,18 +108,65 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
     current = [f.value for f in told if f.status is FactStatus.CURRENT]
     outdated = [f.value for f in told if f.status is FactStatus.SUPERSEDED]
     added = 0
-    for sentence, citations in _supporting(base):
-        quote = citations[0]
-        hit = next((h for h in context.chunks if h.chunk_id == quote.chunk_id), None)
-        if added >= cfg.max_supporting or hit is None:
+    for draft in _supporting_drafts(base, context, _older_restatements(base, context)):
+        quote = draft.quotes[0]
+        if added >= cfg.max_supporting:
             break
-        if (quote.chunk_id, quote.start_byte, quote.end_byte) in cited_spans:
+        if (quote.hit.chunk_id, quote.start_byte, quote.end_byte) in cited_spans:
             continue
-        if _states_outdated(sentence.text, current, outdated):
+        if _states_outdated(draft.text, current, outdated):
             continue  # the superseded value is told as history above, never as a sentence of its own
-        drafts.append(_Draft(sentence.text, [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)], [], 0.7))
+        drafts.append(draft)
         added += 1
     return _assemble(context, drafts, conflicts, base.evidence_chunk_ids)
+
+
+def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, date]) -> list[_Draft]:
+    """The extractive answer's sentences as drafts, what the newer documents say first; a sentence an
+    `older` restatement (by its index) is told as what an earlier document said, dated by its own source."""
+    hits = {h.chunk_id: h for h in context.chunks}
+    fresh: list[_Draft] = []
+    stale: list[_Draft] = []
+    for i, (sentence, citations) in enumerate(_supporting(base)):
+        quote = citations[0]
+        hit = hits.get(quote.chunk_id)
+        if hit is None:
+            continue
+        cited = [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)]
+        if i in older:
+            stale.append(_Draft(f"Earlier, written {_long(older[i])}: {sentence.text}", cited, [], 0.7))
+        else:
+            fresh.append(_Draft(sentence.text, cited, [], 0.7))
+    return fresh + stale
+
+
+def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]:
+    """Sentences that a newer document restates with other figures ("The hotel cap is €160 …" in the 2023
+    policy, "The hotel cap is lowered to €140 …" in the 2024 update), by index, with their own document's
+    date: without graph facts they are the only clock there is, and the older wording is history."""
+    hits = {h.chunk_id: h for h in context.chunks}
+    said: list[tuple[int, date, frozenset[str], frozenset[str], str]] = []
+    for i, (sentence, citations) in enumerate(_supporting(base)):
+        hit = hits.get(citations[0].chunk_id) if citations else None
+        if hit is None or hit.doc_time is None:
+            continue
+        terms = set(content_terms(sentence.text))
+        figures = frozenset(_FIGURE.findall(sentence.text))
+        words = frozenset(t for t in terms if not any(ch.isdigit() for ch in t))
+        said.append((i, hit.doc_time.date(), words, figures, hit.doc_id))
+    older: dict[int, date] = {}
+    for i, day, words, figures, doc in said:
+        for _, other_day, other_words, other_figures, other_doc in said:
+            if other_doc == doc or other_day <= day or not figures or not other_figures or figures == other_figures:
+                continue
+            if len(words & other_words) >= _RESTATED * max(1, len(words | other_words)):
+                older[i] = day
+                break
+    return older
+
+
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+_RESTATED = 0.5  # share of shared words (figures aside) for two sentences to say the same thing
 
 
 def _states_outdated(text: str, current: Sequence[str], outdated: Sequence[str]) -> bool:
@@ -329,12 +379,15 @@ def _relation_drafts(
     if positive and stated_negations and positive[0].written_at == stated_negations[0].written_at:
         sides = [positive[0], stated_negations[0]]
         label = f"{members[0].predicate} {members[0].value}"
+        # A side whose only evidence is a record's field ("owns: Atlas") still counts: the sentence below is
+        # composed from the facts, the field line is only its citation, so no field passes as prose.
         draft = _draft(
             f"The sources disagree on whether {members[0].subject} {_verb(members[0])} {members[0].value}: "
             f"{_title(sides[0], context)} ({_written(sides[0])}) says it does, "
             f"{_title(sides[1], context)} ({_written(sides[1])}) says it does not.",
             sides,
             context,
+            field_lines=True,
         )
         if draft is not None:
             drafts.append(draft)
@@ -386,7 +439,14 @@ def _stated(fact: Fact, context: AnswerContext, *, prefix: str = "", frame: str 
 _FIELD_LINE = re.compile(r"^[\w][\w .-]{0,30}:\s*(?:\S+\s*){1,3}$")
 
 
-def _relation_sentence(fact: Fact, context: AnswerContext) -> _Quote | None:
+def _relation_sentence(fact: Fact, context: AnswerContext, *, field_lines: bool = False) -> _Quote | None:
+    """The evidence sentence that best states the relation; with `field_lines`, a record's field line when no
+    prose sentence names it (the citation of a composed sentence, never a sentence of the answer itself)."""
+    prose = _relation_quote(fact, context, fields=False)
+    return prose if prose is not None or not field_lines else _relation_quote(fact, context, fields=True)
+
+
+def _relation_quote(fact: Fact, context: AnswerContext, *, fields: bool) -> _Quote | None:
     q_terms = set(content_terms(context.question))
     cues = (
         _NEGATION_CUES
@@ -402,7 +462,8 @@ def _relation_sentence(fact: Fact, context: AnswerContext) -> _Quote | None:
         if hit is None:
             continue
         for sentence in split_sentences(hit.text):
-            if not is_prose(hit, sentence) or _FIELD_LINE.match(sentence.text.strip()):
+            field = not is_prose(hit, sentence) or _FIELD_LINE.match(sentence.text.strip()) is not None
+            if field != fields:
                 continue
             lowered = sentence.text.casefold()
             named = sum(end in lowered for end in ends)
@@ -425,20 +486,20 @@ def _verb(fact: Fact) -> str:
 # --- shared -------------------------------------------------------------------------------------------------
 
 
-def _draft(text: str, facts: Sequence[Fact], context: AnswerContext) -> _Draft | None:
+def _draft(text: str, facts: Sequence[Fact], context: AnswerContext, *, field_lines: bool = False) -> _Draft | None:
     """A sentence citing each fact's claim quote; None when a quote cannot be located in its chunk."""
     quotes: list[_Quote] = []
     for fact in facts:
-        quote = _claim_quote(fact, context)
+        quote = _claim_quote(fact, context, field_lines=field_lines)
         if quote is None:
             return None
         quotes.append(quote)
     return _Draft(text, quotes, list(facts), min(f.confidence for f in facts))
 
 
-def _claim_quote(fact: Fact, context: AnswerContext) -> _Quote | None:
+def _claim_quote(fact: Fact, context: AnswerContext, *, field_lines: bool = False) -> _Quote | None:
     if fact.kind == "relation":
-        return _relation_sentence(fact, context)
+        return _relation_sentence(fact, context, field_lines=field_lines)
     hit = context.evidence.get(fact.evidence_chunk_ids[0])
     if hit is None:
         return None

@@ -72,7 +72,8 @@ SUITES: dict[str, EvalSuite] = {
     for suite in (
         EvalSuite(
             "northwind",
-            "The bundled Northwind questions (58, every type) on its 106 documents (docs/evaluation.md).",
+            "The bundled Northwind questions (67, every type: 58 + the dev-only d01-d09) on its 106 documents "
+            "(docs/evaluation.md).",
             "northwind/questions.jsonl",
             ("northwind/documents.jsonl",),
             reply_book="northwind/extraction/corpus_replies.jsonl",
