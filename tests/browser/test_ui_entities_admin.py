@@ -96,6 +96,20 @@ def graph(server: Server) -> dict[str, str]:
     return {"tern": tern["entity_id"], "gannet": gannet["entity_id"], "site": site["entity_id"]}
 
 
+def _community_of(server: Server, entity_id: str) -> str:
+    """The top-level community an entity is a member of, as the admin sees it."""
+    answer = httpx.get(
+        f"{server.url}/v1/communities",
+        params={"level": 0, "limit": 200},
+        headers={"Authorization": f"Bearer {server.admin}"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    found = [c for c in answer.json()["communities"] if entity_id in {m["entity_id"] for m in c["members"]}]
+    assert len(found) == 1, f"{entity_id} is in {len(found)} top-level communities"
+    return str(found[0]["community_id"])
+
+
 def test_an_entity_page_shows_its_conflict_and_walks_the_graph_to_a_neighbour(
     page: Page, server: Server, graph: dict[str, str]
 ) -> None:
@@ -151,6 +165,18 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     page.goto(f"{server.url}/ui/themes")
     expect(page.locator("#themes")).not_to_contain_text("Loading")
     assert RESTRICTED not in page.content()
+    # A theme on the session's data: a summary citing its sources, and the members this reader may see.
+    page.locator("ul.themes a").first.click()
+    page.wait_for_url("**/ui/themes/com_*")
+    theme = page.locator("article.theme")
+    expect(theme.locator("ol.citations li").first).to_be_visible()
+    expect(theme.locator("ul.members li").first).to_be_visible()
+    expect(theme).not_to_contain_text("No summary yet")
+    screenshot(page, "themes")
+    shared_theme = _community_of(server, graph["gannet"])  # Gannet Capital's, shared with Tern Foods' site
+    page.goto(f"{server.url}/ui/themes/{shared_theme}")
+    expect(theme.locator("ul.members li").first).to_be_visible()
+    assert RESTRICTED not in page.content()
     page.goto(f"{server.url}/ui/admin/review")
     expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # the API's own refusal
     assert RESTRICTED not in page.content() and "Tern Foods" not in page.content()
@@ -162,6 +188,8 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     assert RESTRICTED in _graph_labels(page)
     page.goto(f"{server.url}/ui/entities?name={RESTRICTED}")
     expect(page.get_by_role("link", name=RESTRICTED)).to_be_visible()
+    page.goto(f"{server.url}/ui/themes/{shared_theme}")
+    expect(page.locator("article.theme ul.members")).to_contain_text(RESTRICTED)
 
 
 def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reextraction(
@@ -216,3 +244,18 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     expect(preview.locator("td[data-field=estimated_seconds]")).not_to_have_text("—")
     expect(preview.get_by_role("button", name="Run it")).to_be_visible()
     screenshot(page, "admin-extraction")
+
+    # The community summaries: a preview of what a rebuild reclusters and what its summaries cost, then it.
+    page.goto(f"{server.url}/ui/admin/communities")
+    page.get_by_role("button", name="Preview").click()
+    plan = page.locator("#rebuild-result section.run")
+    expect(plan).to_contain_text("Preview")
+    communities = plan.locator("td[data-field=communities]").inner_text()
+    assert re.fullmatch(r"\d+", communities) and int(communities) >= 1, communities
+    expect(plan.locator("td[data-field=calls]")).to_have_text("0")  # no LLM on this server: no calls
+    expect(plan).to_contain_text("No LLM configured")
+    screenshot(page, "admin-communities")
+    plan.get_by_role("button", name="Rebuild").click()
+    done = page.locator("#rebuild-result section.run[data-status=succeeded]")
+    expect(done).to_contain_text("Communities written", timeout=60_000)  # polled until the run is done
+    assert int(done.locator("td[data-field=communities_written]").inner_text()) >= 1
