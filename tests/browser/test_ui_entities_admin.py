@@ -202,6 +202,7 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     page.goto(f"{server.url}/ui/admin/merges")
     row = page.locator("tr", has=page.locator(f"a[href='/ui/entities/{heron['entity_id']}']")).first
     expect(row).to_contain_text("auto")
+    heron_merge = row.get_attribute("data-merge")
     row.get_by_role("button", name="Split").click()
     expect(page.locator(".notice")).to_contain_text("are separate again")
     assert {c["name"] for c in _resolve(server, "Heron Freight", server.admin)} == {"Heron Freight"}
@@ -213,6 +214,9 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     newest = page.locator("#merges tbody tr").first
     expect(newest).to_contain_text("override")
     expect(newest).to_contain_text("one haulier, two spellings")
+    expect(newest.locator(".who")).to_have_text("ui-admin")  # the admin token's sub decided it
+    split_row = page.locator(f"#merges tr[data-merge='{heron_merge}']")
+    expect(split_row).to_contain_text("split by ui-admin")
     screenshot(page, "admin-merges")
 
     page.goto(f"{server.url}/ui/admin/review")
