@@ -20,6 +20,7 @@ from tests.browser.server import Server
 
 DAY = "2025-07-01T00:00:00Z"
 RESTRICTED = "Gannet Capital"
+THEMES_MS = 30_000
 RECORDS: list[dict[str, Any]] = [
     {
         "doc_id": "ui-tern-a",
@@ -163,19 +164,20 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     page.goto(f"{server.url}/ui/entities/{graph['gannet']}")
     expect(page.locator(".error")).to_contain_text("ENTITY_NOT_FOUND")
     page.goto(f"{server.url}/ui/themes")
-    expect(page.locator("#themes")).not_to_contain_text("Loading")
+    # Listing the caller's communities checks every member's visibility: seconds on a loaded machine.
+    expect(page.locator("#themes")).not_to_contain_text("Loading", timeout=THEMES_MS)
     assert RESTRICTED not in page.content()
     # A theme on the session's data: a summary citing its sources, and the members this reader may see.
     page.locator("ul.themes a").first.click()
     page.wait_for_url("**/ui/themes/com_*")
     theme = page.locator("article.theme")
-    expect(theme.locator("ol.citations li").first).to_be_visible()
+    expect(theme.locator("ol.citations li").first).to_be_visible(timeout=THEMES_MS)
     expect(theme.locator("ul.members li").first).to_be_visible()
     expect(theme).not_to_contain_text("No summary yet")
     screenshot(page, "themes")
     shared_theme = _community_of(server, graph["gannet"])  # Gannet Capital's, shared with Tern Foods' site
     page.goto(f"{server.url}/ui/themes/{shared_theme}")
-    expect(theme.locator("ul.members li").first).to_be_visible()
+    expect(theme.locator("ul.members li").first).to_be_visible(timeout=THEMES_MS)
     assert RESTRICTED not in page.content()
     page.goto(f"{server.url}/ui/admin/review")
     expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # the API's own refusal
@@ -189,7 +191,7 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     page.goto(f"{server.url}/ui/entities?name={RESTRICTED}")
     expect(page.get_by_role("link", name=RESTRICTED)).to_be_visible()
     page.goto(f"{server.url}/ui/themes/{shared_theme}")
-    expect(page.locator("article.theme ul.members")).to_contain_text(RESTRICTED)
+    expect(page.locator("article.theme ul.members")).to_contain_text(RESTRICTED, timeout=THEMES_MS)
 
 
 def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reextraction(
