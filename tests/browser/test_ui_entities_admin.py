@@ -20,6 +20,7 @@ from tests.browser.server import Server
 
 DAY = "2025-07-01T00:00:00Z"
 RESTRICTED = "Gannet Capital"
+THEMES_MS = 30_000
 RECORDS: list[dict[str, Any]] = [
     {
         "doc_id": "ui-tern-a",
@@ -96,6 +97,20 @@ def graph(server: Server) -> dict[str, str]:
     return {"tern": tern["entity_id"], "gannet": gannet["entity_id"], "site": site["entity_id"]}
 
 
+def _community_of(server: Server, entity_id: str) -> str:
+    """The top-level community an entity is a member of, as the admin sees it."""
+    answer = httpx.get(
+        f"{server.url}/v1/communities",
+        params={"level": 0, "limit": 200},
+        headers={"Authorization": f"Bearer {server.admin}"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    found = [c for c in answer.json()["communities"] if entity_id in {m["entity_id"] for m in c["members"]}]
+    assert len(found) == 1, f"{entity_id} is in {len(found)} top-level communities"
+    return str(found[0]["community_id"])
+
+
 def test_an_entity_page_shows_its_conflict_and_walks_the_graph_to_a_neighbour(
     page: Page, server: Server, graph: dict[str, str]
 ) -> None:
@@ -149,7 +164,24 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     page.goto(f"{server.url}/ui/entities/{graph['gannet']}")
     expect(page.locator(".error")).to_contain_text("ENTITY_NOT_FOUND")
     page.goto(f"{server.url}/ui/themes")
-    expect(page.locator("#themes")).not_to_contain_text("Loading")
+    # Listing the caller's communities checks every member's visibility: seconds on a loaded machine.
+    expect(page.locator("#themes")).not_to_contain_text("Loading", timeout=THEMES_MS)
+    assert RESTRICTED not in page.content()
+    # A theme on the session's data: a summary citing its sources, and the members this reader may see.
+    page.locator("ul.themes a").first.click()
+    page.wait_for_url("**/ui/themes/com_*")
+    theme = page.locator("article.theme")
+    expect(theme.locator("ol.citations li").first).to_be_visible(timeout=THEMES_MS)
+    expect(theme.locator("ul.members li").first).to_be_visible()
+    expect(theme).not_to_contain_text("No summary yet")
+    screenshot(page, "themes")
+    # Gannet Capital's theme: the outsider gets its visible members without Gannet, or (when only restricted
+    # evidence names its members, as clustering decides) COMMUNITY_NOT_FOUND; never the restricted name.
+    gannet_theme = _community_of(server, graph["gannet"])
+    page.goto(f"{server.url}/ui/themes/{gannet_theme}")
+    expect(page.locator("article.theme ul.members li, .error").first).to_be_visible(timeout=THEMES_MS)
+    if page.locator(".error").count():
+        expect(page.locator(".error")).to_contain_text("COMMUNITY_NOT_FOUND")
     assert RESTRICTED not in page.content()
     page.goto(f"{server.url}/ui/admin/review")
     expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # the API's own refusal
@@ -162,6 +194,8 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     assert RESTRICTED in _graph_labels(page)
     page.goto(f"{server.url}/ui/entities?name={RESTRICTED}")
     expect(page.get_by_role("link", name=RESTRICTED)).to_be_visible()
+    page.goto(f"{server.url}/ui/themes/{gannet_theme}")
+    expect(page.locator("article.theme ul.members")).to_contain_text(RESTRICTED, timeout=THEMES_MS)
 
 
 def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reextraction(
@@ -174,6 +208,7 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     page.goto(f"{server.url}/ui/admin/merges")
     row = page.locator("tr", has=page.locator(f"a[href='/ui/entities/{heron['entity_id']}']")).first
     expect(row).to_contain_text("auto")
+    heron_merge = row.get_attribute("data-merge")
     row.get_by_role("button", name="Split").click()
     expect(page.locator(".notice")).to_contain_text("are separate again")
     assert {c["name"] for c in _resolve(server, "Heron Freight", server.admin)} == {"Heron Freight"}
@@ -185,6 +220,9 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     newest = page.locator("#merges tbody tr").first
     expect(newest).to_contain_text("override")
     expect(newest).to_contain_text("one haulier, two spellings")
+    expect(newest.locator(".who")).to_have_text("ui-admin")  # the admin token's sub decided it
+    split_row = page.locator(f"#merges tr[data-merge='{heron_merge}']")
+    expect(split_row).to_contain_text("split by ui-admin")
     screenshot(page, "admin-merges")
 
     page.goto(f"{server.url}/ui/admin/review")
@@ -216,3 +254,18 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     expect(preview.locator("td[data-field=estimated_seconds]")).not_to_have_text("—")
     expect(preview.get_by_role("button", name="Run it")).to_be_visible()
     screenshot(page, "admin-extraction")
+
+    # The community summaries: a preview of what a rebuild reclusters and what its summaries cost, then it.
+    page.goto(f"{server.url}/ui/admin/communities")
+    page.get_by_role("button", name="Preview").click()
+    plan = page.locator("#rebuild-result section.run")
+    expect(plan).to_contain_text("Preview")
+    communities = plan.locator("td[data-field=communities]").inner_text()
+    assert re.fullmatch(r"\d+", communities) and int(communities) >= 1, communities
+    expect(plan.locator("td[data-field=calls]")).to_have_text("0")  # no LLM on this server: no calls
+    expect(plan).to_contain_text("No LLM configured")
+    screenshot(page, "admin-communities")
+    plan.get_by_role("button", name="Rebuild").click()
+    done = page.locator("#rebuild-result section.run[data-status=succeeded]")
+    expect(done).to_contain_text("Communities written", timeout=60_000)  # polled until the run is done
+    assert int(done.locator("td[data-field=communities_written]").inner_text()) >= 1

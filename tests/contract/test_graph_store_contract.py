@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
@@ -144,6 +145,15 @@ def test_merge_rejects_a_bad_record(world: PostgresWorld) -> None:
     with pytest.raises(ValueError, match="decided_by"):
         world.merge(MergeRecord("m0", PRIYA, (P_RAMAN,), (), "robot"))
     assert world.graph.merge_log() == []
+
+
+def test_the_merge_log_names_who_merged_and_who_split(world: PostgresWorld) -> None:
+    world.merge(merge("m-auto", PRIYA, DANA))  # resolution's own: nobody
+    world.merge(dataclasses.replace(merge("m-hand", PRIYA, P_RAMAN, decided_by="override"), decider="ana"))
+    assert world.graph.revert_merge("m-hand", by="ben").reverted_by == "ben"
+    assert world.graph.revert_merge("m-hand", by="cy").reverted_by == "ben"  # the first split is the one logged
+    log = {m.merge_id: (m.decider, m.reverted, m.reverted_by) for m in world.graph.merge_log()}
+    assert log == {"m-auto": (None, False, None), "m-hand": ("ana", True, "ben")}
 
 
 def test_facts_of_a_document_that_is_not_active_are_invisible(world: PostgresWorld) -> None:

@@ -126,6 +126,7 @@ class GraphAdmin:
         canonical_id: str | None = None,
         reason: str = "",
         decided_by: str = "override",
+        decider: str | None = None,
     ) -> dict[str, object]:
         ids = sorted(set(entity_ids))
         if len(ids) < 2:
@@ -149,14 +150,14 @@ class GraphAdmin:
             PairDecision(canonical, m, DecisionKind.MERGE, 1.0, (), f"hand merge: {reason}".strip()) for m in members
         )
         digest = hashlib.sha256("\x1f".join(["override", canonical, *members, reason]).encode()).hexdigest()[:16]
-        record = MergeRecord(f"mrg_h{digest}", canonical, members, basis, decided_by)
+        record = MergeRecord(f"mrg_h{digest}", canonical, members, basis, decided_by, decider=decider)
         self.store.apply_merge(record)
         self._announce(record, "merge")
         return merge_as_dict(record)
 
     @writes
-    def split(self, merge_id: str) -> dict[str, object]:
-        record = self.store.revert_merge(merge_id)
+    def split(self, merge_id: str, *, by: str | None = None) -> dict[str, object]:
+        record = self.store.revert_merge(merge_id, by=by)
         self._announce(record, "split")
         return merge_as_dict(record)
 
@@ -180,9 +181,9 @@ class GraphAdmin:
         return [pair_as_dict(p) for p in self.store.review_queue(limit)]
 
     @writes
-    def decide(self, a: str, b: str, *, same: bool) -> dict[str, object]:
+    def decide(self, a: str, b: str, *, same: bool, decider: str | None = None) -> dict[str, object]:
         self.store.decide_review(a, b, same)
-        merged = self.merge([a, b], reason="review: same", decided_by="review") if same else None
+        merged = self.merge([a, b], reason="review: same", decided_by="review", decider=decider) if same else None
         return {"a": a, "b": b, "same": same, "merge": merged}
 
     @writes
@@ -262,6 +263,8 @@ def merge_as_dict(record: MergeRecord) -> dict[str, object]:
         "members": list(record.members),
         "decided_by": record.decided_by,
         "reverted": record.reverted,
+        "decided_by_sub": record.decider,
+        "reverted_by_sub": record.reverted_by,
         "basis": [pair_as_dict(p) for p in record.basis],
     }
 

@@ -83,7 +83,7 @@ def entity_router(
         who.require("admin")
 
         def apply(g: GraphAdmin) -> dict[str, Any]:
-            return g.merge(body.entity_ids, canonical_id=body.canonical_id, reason=body.reason)
+            return g.merge(body.entity_ids, canonical_id=body.canonical_id, reason=body.reason, decider=who.caller.user)
 
         out: dict[str, Any] = call(apply)
         return out
@@ -92,7 +92,7 @@ def entity_router(
     def split(body: EntitySplitRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """Revert a merge: its members get back their own aliases, facts and neighbours."""
         who.require("admin")
-        out: dict[str, Any] = call(lambda g: g.split(body.merge_id))
+        out: dict[str, Any] = call(lambda g: g.split(body.merge_id, by=who.caller.user))
         return out
 
     @router.post("/admin/entities/split-mentions", responses=errors(404))
@@ -125,7 +125,7 @@ def entity_router(
     def review(body: EntityReviewRequest, who: Annotated[Principal, Depends(who_dep)]) -> dict[str, Any]:
         """Decide a queued pair: `same` merges it (logged, reversible), otherwise it is kept apart."""
         who.require("admin")
-        out: dict[str, Any] = call(lambda g: g.decide(body.a, body.b, same=body.same))
+        out: dict[str, Any] = call(lambda g: g.decide(body.a, body.b, same=body.same, decider=who.caller.user))
         return out
 
     @router.post("/admin/entities/resolution", status_code=202)

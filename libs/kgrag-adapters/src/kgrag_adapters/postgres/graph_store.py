@@ -429,7 +429,9 @@ SELECT entity_id, array_agg(embedding_key ORDER BY rank) FROM (
 ) ranked WHERE rank <= %(limit)s GROUP BY entity_id
 """
 
-_MERGE_COLUMNS: LiteralString = "merge_id, canonical_id, members, basis, decided_by, reverted"
+_MERGE_COLUMNS: LiteralString = (
+    "merge_id, canonical_id, members, basis, decided_by, reverted, decided_by_sub, reverted_by_sub"
+)
 
 
 class PostgresGraphStore(PostgresExtractionStore):
@@ -783,8 +785,8 @@ class PostgresGraphStore(PostgresExtractionStore):
                     return
                 raise ValueError(f"merge ID {record.merge_id} is already logged for another merge")
             conn.execute(
-                "INSERT INTO er_merge_log (merge_id, canonical_id, members, entities, basis, decided_by)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
+                "INSERT INTO er_merge_log (merge_id, canonical_id, members, entities, basis, decided_by,"
+                " decided_by_sub) VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 (
                     record.merge_id,
                     record.canonical_id,
@@ -792,17 +794,18 @@ class PostgresGraphStore(PostgresExtractionStore):
                     entities,
                     Jsonb([_decision_to_dict(d) for d in record.basis]),
                     record.decided_by,
+                    record.decider,
                 ),
             )
             recluster(conn, entities)
 
-    def revert_merge(self, merge_id: str) -> MergeRecord:
+    def revert_merge(self, merge_id: str, *, by: str | None = None) -> MergeRecord:
         """Remove the merge's links and recompute the clusters it touched; return it, marked reverted.
 
         Reverting the newest merge of a cluster restores the mapping exactly as it was before it. Reverting an
         older one keeps every later merge: a cluster is what the links of the merges still in force connect,
         so a later merge that linked the same entities keeps them together (and whatever the reverted merge
-        alone connected falls apart). Reverting twice changes nothing the second time.
+        alone connected falls apart). Reverting twice changes nothing the second time. `by`: who split it.
         """
         with self._lease, self._conn.transaction():
             conn = self._conn
@@ -818,11 +821,13 @@ class PostgresGraphStore(PostgresExtractionStore):
                 )
             if not row[5]:
                 conn.execute(
-                    "UPDATE er_merge_log SET reverted = true, reverted_at = clock_timestamp() WHERE merge_id = %s",
-                    (merge_id,),
+                    "UPDATE er_merge_log SET reverted = true, reverted_at = clock_timestamp(), reverted_by_sub = %s"
+                    " WHERE merge_id = %s",
+                    (by, merge_id),
                 )
-                recluster(conn, list(row[6]))
-        return dataclasses.replace(_merge(row), reverted=True)
+                recluster(conn, list(row[8]))
+                return dataclasses.replace(_merge(row), reverted=True, reverted_by=by)
+        return _merge(row)
 
     def split_mentions(
         self,
@@ -1191,4 +1196,6 @@ def _merge(row: Row) -> MergeRecord:
         basis=tuple(_decision_from_dict(d) for d in row[3]),
         decided_by=row[4],
         reverted=bool(row[5]),
+        decider=row[6],
+        reverted_by=row[7],
     )

@@ -72,6 +72,8 @@ class MergeRecord:
     basis: tuple[PairDecision, ...]
     decided_by: str  # auto | review | override
     reverted: bool = False
+    decider: str | None = None  # the admin token's `sub` that decided it (None: resolution, the CLI)
+    reverted_by: str | None = None  # the `sub` that split it
 
 
 @dataclass(frozen=True, slots=True)

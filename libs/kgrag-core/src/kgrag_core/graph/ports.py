@@ -103,7 +103,7 @@ class ResolutionStore(Protocol):
 
     def apply_merge(self, record: MergeRecord) -> None: ...
 
-    def revert_merge(self, merge_id: str) -> MergeRecord:
+    def revert_merge(self, merge_id: str, *, by: str | None = None) -> MergeRecord:
         """Undo a merge exactly: its members map to themselves again. Raises ENTITY_NOT_FOUND if unknown."""
         ...
 

@@ -29,6 +29,7 @@ PAGES = (
     ("review", "Review queue"),
     ("merges", "Merges and splits"),
     ("extraction", "Re-extraction"),
+    ("communities", "Community rebuild"),
     ("deletions", "Deletions"),
     ("ontology", "Ontology"),
     ("ingest", "Ingest errors and dead letters"),
@@ -42,6 +43,18 @@ REVIEW_PAGE = 10  # pairs a page shows: each needs both profiles read
 def _words(text: str) -> list[str]:
     """A form's list field: comma or whitespace separated."""
     return [w for w in text.replace(",", " ").split() if w]
+
+
+def rebuild_plan(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A dry rebuild's counts and its summaries' cost (G2's preview hook) as one row set, named like the
+    re-extraction preview's (`calls`, `estimated_cost`, `estimated_seconds`), so one table shows both."""
+    summaries = body.get("summaries") or {}
+    plan = {k: body.get(k) for k in ("communities", "entities", "edges", "stale")}
+    if summaries:
+        plan |= {k: summaries.get(k) for k in ("calls", "input_tokens", "output_tokens", "currency", "llm")}
+        plan |= {"estimated_cost": summaries.get("cost"), "estimated_seconds": summaries.get("seconds")}
+        plan["per_scope"] = summaries.get("per_scope")
+    return plan
 
 
 def merge_reason(entry: Mapping[str, Any]) -> str:
@@ -74,6 +87,17 @@ def admin_router(who_dep: Callable[..., Principal]) -> APIRouter:
             section=SECTION,
             pages=PAGES,
             fragment_url=f"/ui/fragments/admin/extraction/runs/{run_id}",
+        )
+
+    @router.get("/ui/admin/communities/runs/{run_id}")
+    def rebuild_page(request: Request, run_id: Key) -> HTMLResponse:
+        return page(
+            request,
+            "admin/page.html",
+            title="Community rebuild",
+            section=SECTION,
+            pages=PAGES,
+            fragment_url=f"/ui/fragments/admin/communities/runs/{run_id}",
         )
 
     @router.get("/ui/admin/eval/{run_id}")
@@ -194,6 +218,39 @@ def admin_router(who_dep: Callable[..., Principal]) -> APIRouter:
     async def extraction_run(request: Request, api: Api, run_id: Key) -> HTMLResponse:
         answer = await api.get(f"/v1/admin/extraction/runs/{run_id}")
         return show(request, "admin/fragments/extraction_run.html", answer, form=None)
+
+    # --- community summaries: preview, then rebuild ------------------------------------------------------
+
+    @router.get("/ui/fragments/admin/communities")
+    async def communities(request: Request, api: Api) -> HTMLResponse:
+        # The dry run is admin-only and free: a reader gets the API's refusal instead of the form.
+        answer = await api.post("/v1/admin/communities/rebuild", {"dry_run": True, "stale_only": True})
+        return show(request, "admin/fragments/communities.html", answer)
+
+    @router.post("/ui/fragments/admin/communities")
+    async def rebuild(
+        request: Request,
+        api: Api,
+        stale_only: Annotated[bool, Form()] = False,
+        run: Annotated[bool, Form()] = False,
+    ) -> HTMLResponse:
+        answer = await api.post("/v1/admin/communities/rebuild", {"dry_run": not run, "stale_only": stale_only})
+        if not answer.ok:
+            return error_fragment(request, answer)
+        planned = rebuild_plan(answer.body) if not run else {}
+        return fragment(
+            request,
+            "admin/fragments/communities_run.html",
+            body=answer.body,
+            dry_run=not run,
+            stale_only=stale_only,
+            planned=planned,
+        )
+
+    @router.get("/ui/fragments/admin/communities/runs/{run_id}")
+    async def rebuild_run(request: Request, api: Api, run_id: Key) -> HTMLResponse:
+        answer = await api.get(f"/v1/admin/communities/rebuild/{run_id}")
+        return show(request, "admin/fragments/communities_run.html", answer, dry_run=False, planned={})
 
     # --- reads -------------------------------------------------------------------------------------------------
 

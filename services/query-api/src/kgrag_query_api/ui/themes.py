@@ -93,7 +93,9 @@ def _summary(raw: Any) -> tuple[tuple[str, ...], Any]:
     if isinstance(raw, str):
         return ((raw,) if raw else ()), None
     if isinstance(raw, Mapping):
-        sentences = raw.get("sentences")
+        # An answer's `sentences`, or the caller's community summary (`GET /v1/communities/{id}`), whose
+        # points are its `summary` list.
+        sentences = raw.get("sentences", raw.get("summary"))
         if isinstance(sentences, list):
             texts = tuple(str(s.get("text") if isinstance(s, Mapping) else s) for s in sentences)
         else:
@@ -104,8 +106,12 @@ def _summary(raw: Any) -> tuple[tuple[str, ...], Any]:
 
 def theme_view(c: Mapping[str, Any]) -> Theme:
     members = _members(c.get("members"))
-    sentences, inner_citations = _summary(c.get("summary"))
-    title = str(c.get("title") or ", ".join(m.name for m in members[:3]) or c.get("community_id") or "")
+    raw_summary = c.get("summary")
+    sentences, inner_citations = _summary(raw_summary)
+    summary_title = raw_summary.get("title") if isinstance(raw_summary, Mapping) else None
+    title = str(
+        c.get("title") or summary_title or ", ".join(m.name for m in members[:3]) or c.get("community_id") or ""
+    )
     size = c.get("size", c.get("member_count"))
     level = c.get("level")
     return Theme(
