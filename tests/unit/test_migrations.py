@@ -35,6 +35,7 @@ ALL = [
     "0026_watch_state",
     "0027_communities",
     "0028_text_graph",
+    "0031_merge_decided_by",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
