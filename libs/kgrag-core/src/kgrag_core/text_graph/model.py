@@ -105,5 +105,13 @@ class TextGraphSettings:
     # only they found does not outrank a direct top match.
     walk_weight: float = 0.7
     bridge_weight: float = 0.5
+    # Second hops (query-time bridging): each bridge's best passage takes one of the last `bridge_slots` of the
+    # first `bridge_top` places (never hybrid's `keep_head`); the hop query adds what the question asks.
+    bridge_slots: int = 2
+    bridge_top: int = 5
+    bridge_context: bool = True
+    bridge_mode: str = "bm25"
+    # Bridge-shaped questions (a named entity, an attribute of a related one) walk whatever the router says.
+    route_bridges: bool = True
     keep_head: int = 2  # hybrid's first hits keep their places (the first hop is what direct retrieval finds)
     timeout_s: float = 1.0
