@@ -29,7 +29,9 @@ _RELATED = re.compile(
 )
 # The question asks for something other than the related entity itself ("Who is the employer of X?" is one hop).
 _ASKS_ATTRIBUTE = re.compile(r"^\s*(?:in\s+which|which|what|where|when|how|in\s+what|who|whom)\b", re.IGNORECASE)
-_ONE_HOP = re.compile(rf"^\s*(?:who|what|which)\s+(?:is|was|are|were)\s+the\s+\w+\s+of\s+{_NAMED}\s*\??\s*$", re.IGNORECASE)
+_ONE_HOP = re.compile(
+    rf"^\s*(?:who|what|which)\s+(?:is|was|are|were)\s+the\s+\w+\s+of\s+{_NAMED}\s*\??\s*$", re.IGNORECASE
+)
 _ENTITY = re.compile(rf"(?<!^)(?<![.?!]\s){_NAMED}")
 _NAME_WORD = re.compile(r"['\"‘“][^'\"’”]+['\"’”]|(?<=\s)[A-ZÀ-Þ][\w\-]*")
 
