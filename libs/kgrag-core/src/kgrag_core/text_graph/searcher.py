@@ -172,9 +172,11 @@ class TextGraphSearcher:
     def _second_hops(
         self, bridges: Sequence[str], question: str, caller: Caller, filters: SearchFilters | None
     ) -> list[tuple[SearchHit, ...]]:
-        """One BM25 query per bridge name (with what the question asks, `bridge_context`)."""
+        """One BM25 query per bridge name (with what a bridge-shaped question asks, `bridge_context`)."""
         cfg = self.settings
-        queries = [hop_query(b, question) if cfg.bridge_context else b for b in bridges]
+        # The ask describes the second-hop passage only when it asks for an attribute of the related entity.
+        ask = cfg.bridge_context and bridge_shaped(question)
+        queries = [hop_query(b, question) if ask else b for b in bridges]
         mode = SearchMode(cfg.bridge_mode)
         return [
             self.hybrid.search(q, caller, top_k=cfg.bridge_candidates, mode=mode, filters=filters).hits for q in queries
@@ -202,13 +204,14 @@ class TextGraphSearcher:
         head = [h.chunk_id for h in base.hits[: cfg.keep_head]]
         by_id = {c.chunk_id: c for c in fused}
         ordered = [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in set(head)]
-        # The second hop's answer is ranked by nothing that saw the question's entity: it gets its own slots.
+        # In a bridge-shaped question the second hop's answer is ranked by nothing that saw the question's
+        # entity, so it gets its own slots; elsewhere the bridges only join the fusion.
         readable = [c for c in walk.best_bridged if c in known]
         placed = place_bridged(
             [c.chunk_id for c in ordered if c.chunk_id in known],
             readable,
-            top=cfg.bridge_top,
-            slots=cfg.bridge_slots,
+            top=min(cfg.bridge_top, k),
+            slots=cfg.bridge_slots if bridge_shaped(base.query) else 0,
             keep=cfg.keep_head,
         )
         ordered = [by_id[c] for c in placed]
