@@ -28,31 +28,43 @@ _VISIBLE = (
     "JOIN chunks c ON c.chunk_id = m.chunk_id"
     " AND c.acl_class_id = ANY(%(allowed)s) AND m.acl_class_id = ANY(%(allowed)s)"
 )
-_SYNONYMS = """
-SELECT s.node_b FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
-WHERE s.node_a = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
-UNION SELECT s.node_a FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
-WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
-"""
-_FIRST_HOP = f"SELECT DISTINCT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key = ANY(%(nodes)s)"
-# The second hop and its edges in one statement: the first hop's nodes (and the seeds) never travel to the
-# client and back. Nodes over the cap (counted over visible edges) are dropped before their edges are read,
-# and so are nodes only one passage names (other than the seeds): a walk through one leads back where it
-# came from.
-_EDGES_OF = f"""
-WITH n1 AS (
-    SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id = ANY(%(chunks)s)
-    UNION SELECT unnest(%(seeds)s::text[])
+# The whole neighbourhood in one round trip (the walk's latency was mostly four statements' round trips
+# under load): the caller's passage count, the seeds' synonyms, the first hop and the edges above. The
+# passage count rides on every row; the LEFT JOIN keeps it when no edge is found. Nodes over the cap
+# (counted over visible edges) are dropped before their edges are read, and so are nodes only one passage
+# names (other than the seeds): a walk through one leads back where it came from.
+_NEIGHBOURHOOD = f"""
+WITH total AS (SELECT count(*) AS n FROM chunks WHERE acl_class_id = ANY(%(allowed)s)),
+seeds AS (
+    SELECT unnest(%(nodes)s::text[]) AS node_key
+    UNION SELECT s.node_b FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
+    WHERE s.node_a = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
+    UNION SELECT s.node_a FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
+    WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
+),
+first AS (
+    SELECT unnest(%(chunks)s::text[]) AS chunk_id
+    UNION SELECT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key IN (SELECT node_key FROM seeds)
+),
+n1 AS (
+    SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id IN (SELECT chunk_id FROM first)
+    UNION SELECT node_key FROM seeds
 ),
 df AS (
     SELECT m.node_key, count(*) AS df FROM text_graph_mentions m {_VISIBLE}
     WHERE m.node_key IN (SELECT node_key FROM n1) GROUP BY m.node_key
-    HAVING count(*) <= %(cap)s AND (count(*) > 1 OR m.node_key = ANY(%(seeds)s))
+    HAVING count(*) <= GREATEST(%(min_cap)s, floor(%(share)s * (SELECT n FROM total)))
+    AND (count(*) > 1 OR m.node_key IN (SELECT node_key FROM seeds))
+),
+edges AS (
+    SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
+    FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
+    ORDER BY df.df, m.node_key, m.chunk_id
+    LIMIT %(limit)s
 )
-SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
-FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
-ORDER BY df.df, m.node_key, m.chunk_id
-LIMIT %(limit)s
+SELECT total.n, e.chunk_id, e.node_key, e.df, e.kind, e.weight
+FROM total LEFT JOIN edges e ON TRUE
+ORDER BY e.df, e.node_key, e.chunk_id
 """
 _KINDS = {kind.value: kind for kind in MentionKind}
 
@@ -196,17 +208,17 @@ class PostgresTextGraph:
     ) -> Neighbourhood:
         if not allowed or not (node_keys or chunk_ids):
             return Neighbourhood((), 0)
-        params: dict[str, object] = {"allowed": list(allowed), "nodes": list(node_keys), "chunks": list(chunk_ids)}
+        params: dict[str, object] = {
+            "allowed": list(allowed),
+            "nodes": list(node_keys),
+            "chunks": list(chunk_ids),
+            "min_cap": min_cap,
+            "share": max_share,
+            "limit": max_edges + 1,
+        }
         with self._pool as conn:
-            # The passages the caller can read: specificity's denominator, over what they see only.
-            row = conn.execute("SELECT count(*) FROM chunks WHERE acl_class_id = ANY(%s)", (list(allowed),)).fetchone()
-            passages = int(row[0]) if row else 0
-            seeds = set(node_keys) | {str(r[0]) for r in conn.execute(_SYNONYMS, params)}
-            first = set(chunk_ids) | {str(r[0]) for r in conn.execute(_FIRST_HOP, params | {"nodes": sorted(seeds)})}
-            cap = max(min_cap, int(max_share * passages))
-            rows = conn.execute(
-                _EDGES_OF,
-                params | {"chunks": sorted(first), "seeds": sorted(seeds), "cap": cap, "limit": max_edges + 1},
-            ).fetchall()
+            all_rows = conn.execute(_NEIGHBOURHOOD, params).fetchall()
+        passages = int(all_rows[0][0]) if all_rows else 0
+        rows = [r[1:] for r in all_rows if r[1] is not None]
         edges = tuple(WalkEdge(str(r[0]), str(r[1]), int(r[2]), _KINDS[r[3]], float(r[4])) for r in rows[:max_edges])
         return Neighbourhood(edges, passages, truncated=len(rows) > max_edges)

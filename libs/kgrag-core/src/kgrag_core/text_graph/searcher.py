@@ -25,6 +25,7 @@ from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
+from kgrag_core.text_graph.hops import bridge_shaped, hop_query, place_bridged
 from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
 from kgrag_core.text_graph.patterns import name_phrases
@@ -41,6 +42,7 @@ TEXT_GRAPH_MODE = "hybrid+text_graph"
 class _Walk:
     ranked: list[RouteHit]
     bridged: list[RouteHit]
+    best_bridged: list[str]  # each bridge's best second-hop passage (not a first-hop one), best bridge first
     bridges: list[str]
     seeds: int
     edges: int
@@ -78,7 +80,10 @@ class TextGraphSearcher:
         k = TOP_K.resolve(top_k)
         route = self.router.route(query)
         cfg = self.settings
-        if routed and not any(kind.value in cfg.kinds for kind in route.strategies):
+        walks = any(kind.value in cfg.kinds for kind in route.strategies)
+        if cfg.route_bridges and bridge_shaped(query):
+            walks = True
+        if routed and not walks:
             plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
             return _plain(plain, k, reason=route.kind.value, degraded=False)
         base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)), filters=filters)
@@ -149,21 +154,33 @@ class TextGraphSearcher:
         )
         ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
         bridges = bridge_names(hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages)
-        bridged = self._second_hops(bridges[: cfg.max_bridges], caller, filters)
-        return _Walk(ranked, bridged, bridges[: cfg.max_bridges], len(seeds), len(hood.edges), hood.truncated)
+        used = bridges[: cfg.max_bridges]
+        lists = self._second_hops(used, base.query, caller, filters)
+        first = {h.chunk_id for h in first_hop}
+        best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
+        best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=lambda b: (-b[0], b[1]))]
+        return _Walk(
+            ranked,
+            _interleave(lists, cfg.bridge_candidates),
+            best_bridged,
+            used,
+            len(seeds),
+            len(hood.edges),
+            hood.truncated,
+        )
 
-    def _second_hops(self, bridges: Sequence[str], caller: Caller, filters: SearchFilters | None) -> list[RouteHit]:
-        """One BM25 query per bridge name, interleaved so every second hop places its best passage first."""
-        n = self.settings.bridge_candidates
-        lists = [self.hybrid.search(p, caller, top_k=n, mode=SearchMode.BM25, filters=filters).hits for p in bridges]
-        bridged: list[RouteHit] = []
-        seen: set[str] = set()
-        for depth in range(n):
-            for hits in lists:
-                if depth < len(hits) and hits[depth].chunk_id not in seen:
-                    seen.add(hits[depth].chunk_id)
-                    bridged.append(RouteHit(hits[depth].chunk_id, hits[depth].score, len(bridged) + 1))
-        return bridged
+    def _second_hops(
+        self, bridges: Sequence[str], question: str, caller: Caller, filters: SearchFilters | None
+    ) -> list[tuple[SearchHit, ...]]:
+        """One BM25 query per bridge name (with what a bridge-shaped question asks, `bridge_context`)."""
+        cfg = self.settings
+        # The ask describes the second-hop passage only when it asks for an attribute of the related entity.
+        ask = cfg.bridge_context and bridge_shaped(question)
+        queries = [hop_query(b, question) if ask else b for b in bridges]
+        mode = SearchMode(cfg.bridge_mode)
+        return [
+            self.hybrid.search(q, caller, top_k=cfg.bridge_candidates, mode=mode, filters=filters).hits for q in queries
+        ]
 
     def _fuse(
         self, base: SearchResponse, walk: _Walk, allowed: set[str], k: int, filters: SearchFilters | None
@@ -179,12 +196,25 @@ class TextGraphSearcher:
         fused = reciprocal_rank_fusion(routes, k=self.hybrid.rrf_k, weights=weights)
         known = {h.chunk_id: h for h in base.hits}
         unseen = [c for c in fused if c.chunk_id not in known][: max(k, cfg.walk_candidates)]
+        picked = {c.chunk_id for c in unseen}
+        unseen += [c for c in fused if c.chunk_id in set(walk.best_bridged) - picked - set(known)]
         # Chunks only the walk reached pass the hybrid searcher's own hydration and ACL recheck.
         for _, loaded in self.hybrid.hydrate(unseen, allowed, len(unseen), filters=filters) if unseen else []:
             known[loaded.chunk_id] = loaded
         head = [h.chunk_id for h in base.hits[: cfg.keep_head]]
         by_id = {c.chunk_id: c for c in fused}
         ordered = [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in set(head)]
+        # In a bridge-shaped question the second hop's answer is ranked by nothing that saw the question's
+        # entity, so it gets its own slots; elsewhere the bridges only join the fusion.
+        readable = [c for c in walk.best_bridged if c in known]
+        placed = place_bridged(
+            [c.chunk_id for c in ordered if c.chunk_id in known],
+            readable,
+            top=min(cfg.bridge_top, k),
+            slots=cfg.bridge_slots if bridge_shaped(base.query) else 0,
+            keep=cfg.keep_head,
+        )
+        ordered = [by_id[c] for c in placed]
         hits: list[SearchHit] = []
         for candidate in ordered:
             hit = known.get(candidate.chunk_id)
@@ -240,3 +270,19 @@ def _describe(err: Exception) -> str:
     if isinstance(err, KgragError):
         return f"{err.code.value}: {err}"
     return f"{type(err).__name__}: {err}"
+
+
+def _without(lists: Sequence[tuple[SearchHit, ...]], chunk_ids: set[str]) -> list[list[SearchHit]]:
+    return [[h for h in hits if h.chunk_id not in chunk_ids] for hits in lists]
+
+
+def _interleave(lists: Sequence[Sequence[SearchHit]], n: int) -> list[RouteHit]:
+    """Interleaved so every second hop places its best passage first."""
+    bridged: list[RouteHit] = []
+    seen: set[str] = set()
+    for depth in range(n):
+        for hits in lists:
+            if depth < len(hits) and hits[depth].chunk_id not in seen:
+                seen.add(hits[depth].chunk_id)
+                bridged.append(RouteHit(hits[depth].chunk_id, hits[depth].score, len(bridged) + 1))
+    return bridged

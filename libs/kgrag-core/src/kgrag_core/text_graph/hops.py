@@ -1,0 +1,61 @@
+"""Query-time rules of the second hop: which questions are bridge-shaped, what a second-hop query asks,
+and where the bridged passages go in the final ranking.
+
+A bridge question names an entity and asks for an attribute of a *related* entity ("the city where the
+company that employs X is seated"): the passage that answers it does not name X, so neither hybrid nor a walk
+seeded by X's name ranks it; a second query on the related entity's name does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# Nouns that denote another entity by its relation to the one named (English relational nouns), as opposed to
+# an attribute of the named entity itself ("the population of X" is a lookup).
+_RELATION_NOUN = (
+    r"(?:employer|organi[sz]ation|company|firm|institute|institution|university|school|college|museum|"
+    r"teacher|mentor|tutor|student|pupil|supervisor|advisor|adviser|manager|boss|owner|founder|author|writer|"
+    r"director|creator|publisher|parent|father|mother|son|daughter|child|spouse|wife|husband|partner|"
+    r"sibling|brother|sister|successor|predecessor|team|club|employee|colleague|friend|birthplace|seat|"
+    r"headquarters|city|town|country|province|region)"
+)
+_NAMED = r"(?:[A-ZÀ-Þ][\w\-]*(?:\s+[A-ZÀ-Þ][\w\-]*)*|['\"‘“][^'\"’”]+['\"’”])"
+# "the employer of Mateo Berg", "the organisation Hugo Tanaka worked for", "the company that employed ...",
+# "the seat of the organisation ...": a relational noun tied to a name or to another relative clause.
+_RELATED = re.compile(
+    rf"\bthe\s+{_RELATION_NOUN}\s+(?:of\s+(?:the\s+)?(?:\w+\s+)?{_NAMED}|of\s+the\s+\w+|(?:that|who|which|whom)\s+\w+"
+    rf"|{_NAMED}\s+\w+\s+(?:for|at|with|under|in))",
+)
+# The question asks for something other than the related entity itself ("Who is the employer of X?" is one hop).
+_ASKS_ATTRIBUTE = re.compile(r"^\s*(?:in\s+which|which|what|where|when|how|in\s+what|who|whom)\b", re.IGNORECASE)
+_ONE_HOP = re.compile(
+    rf"^\s*(?:who|what|which)\s+(?:is|was|are|were)\s+the\s+\w+\s+of\s+{_NAMED}\s*\??\s*$", re.IGNORECASE
+)
+_ENTITY = re.compile(rf"(?<!^)(?<![.?!]\s){_NAMED}")
+_NAME_WORD = re.compile(r"['\"‘“][^'\"’”]+['\"’”]|(?<=\s)[A-ZÀ-Þ][\w\-]*")
+
+
+def bridge_shaped(question: str) -> bool:
+    """The question names an entity and asks for an attribute of an entity related to it."""
+    q = question.strip()
+    if _ONE_HOP.search(q):
+        return False
+    return bool(_ASKS_ATTRIBUTE.search(q) and _RELATED.search(q) and _ENTITY.search(q[1:]))
+
+
+def hop_query(bridge: str, question: str) -> str:
+    """The second-hop query: the bridge's name plus what the question asks, without the question's own names
+    (the first hop's entity would pull its own passages back in)."""
+    asked = " ".join(_NAME_WORD.sub(" ", " " + question).split())
+    return f"{bridge} {asked}".strip()
+
+
+def place_bridged(ranked: Sequence[str], bridged: Sequence[str], *, top: int, slots: int, keep: int) -> list[str]:
+    """`ranked` with up to `slots` bridged passages (best first) in the last slots of its first `top`, never
+    before position `keep`; the passages they push down follow them, so nothing leaves the ranking."""
+    slots = max(0, min(slots, top - keep))
+    head = list(ranked[: top - slots])
+    picks = [c for c in dict.fromkeys(bridged) if c not in head][:slots]
+    rest = [c for c in ranked if c not in head and c not in picks]
+    return head + picks + rest

@@ -1,0 +1,59 @@
+"""Query-time second-hop rules of the text graph: bridge shape, hop queries, bridged slots."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgrag_core.text_graph.hops import bridge_shaped, hop_query, place_bridged
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "In which city is the employer of Mateo Berg based?",
+        "Where was the teacher of Pavel Berg born?",
+        "Where does the organisation Hugo Tanaka worked for have its seat?",
+        "Who founded the company that employed Ada Lovelace?",
+        "In which province is the seat of the organisation that employed the mentor of Amara Rossi?",
+        "In which city is the museum that employed the author of 'The Pale Canals' based?",
+    ],
+)
+def test_a_named_entity_and_an_attribute_of_a_related_one_is_bridge_shaped(question: str) -> None:
+    assert bridge_shaped(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "In which province is Valparaiso?",
+        "What is the population of Valparaiso?",  # an attribute of the named entity itself
+        "Who is the employer of Mateo Berg?",  # the related entity is the answer: one hop
+        "Which was founded first, Barrow Pharmaceuticals or Norrland Aircraft Works?",
+        "where is the employer of the person based?",  # no entity named
+        "What is our refund policy?",
+    ],
+)
+def test_lookups_comparisons_and_one_hop_questions_are_not_bridge_shaped(question: str) -> None:
+    assert not bridge_shaped(question)
+
+
+def test_hop_query_is_the_bridge_and_the_ask_without_the_questions_own_names() -> None:
+    query = hop_query("Quillon Museum", "Where does the organisation Hugo Tanaka worked for have its seat?")
+    assert query.startswith("Quillon Museum ")
+    assert "Hugo" not in query and "Tanaka" not in query
+    assert "seat" in query and "organisation" in query
+    assert "Pale" not in hop_query("Lumen Institute", "Who employed the author of 'The Pale Canals'?")
+
+
+def test_bridged_passages_take_the_last_top_slots_and_push_the_rest_down_without_losing_any() -> None:
+    ranked = ["h1", "h2", "h3", "h4", "h5", "h6"]
+    placed = place_bridged(ranked, ["b1", "b2", "b3"], top=5, slots=2, keep=2)
+    assert placed == ["h1", "h2", "h3", "b1", "b2", "h4", "h5", "h6"]
+
+
+def test_bridged_slots_never_displace_the_kept_head_and_a_bridged_passage_already_on_top_is_not_repeated() -> None:
+    placed = place_bridged(["h1", "h2", "h3", "b1"], ["h1", "b1"], top=3, slots=3, keep=2)
+    assert placed[:2] == ["h1", "h2"]
+    assert placed[2] == "b1"
+    assert sorted(placed) == ["b1", "h1", "h2", "h3"]
+    assert place_bridged(["h1", "h2"], [], top=5, slots=2, keep=2) == ["h1", "h2"]
