@@ -41,6 +41,8 @@ READER = {
     ("get", "/v1/traces/{trace_id}"),  # the caller's own traces only: tested in test_traces_http
     ("post", "/v1/feedback"),
     ("get", "/v1/documents/{doc_id}"),  # the web app's source view: readers of the document only
+    ("get", "/v1/communities"),  # the caller's view of each: tested in test_communities_pipeline
+    ("get", "/v1/communities/{community_id}"),
 }
 INGESTION = {
     ("post", "/v1/ingest/documents"),
@@ -71,6 +73,8 @@ ADMIN_ONLY = {
     ("get", "/v1/admin/ingest/errors"),
     ("get", "/v1/admin/deletions"),
     ("get", "/v1/admin/dead-letters"),
+    ("post", "/v1/admin/communities/rebuild"),
+    ("get", "/v1/admin/communities/rebuild/{run_id}"),
 }
 
 
@@ -88,6 +92,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/admin/entities/review"): {"a": "{entity}", "b": "ent_b", "same": True},
     ("post", "/v1/admin/curation/feedback/{feedback_id}/resolve"): {"resolution": "probe"},
     ("post", "/v1/admin/eval/run"): {"suite": "northwind-smoke"},
+    ("post", "/v1/admin/communities/rebuild"): {"dry_run": True},
 }
 
 

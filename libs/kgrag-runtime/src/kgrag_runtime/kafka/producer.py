@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -32,11 +33,14 @@ class EventProducer:
             "linger.ms": 5,
             "compression.type": "lz4",
         }
-        config["error_cb"] = self._on_error
+        self._brokers_down = threading.Event()
+        # The callback holds the event, not this object: a Producer -> callback -> self cycle leaves the client
+        # to the cyclic GC, which may destroy it on any thread at any moment (CI saw a segfault) rather than
+        # when its last owner lets go of it.
+        config["error_cb"] = functools.partial(_note_error, self._brokers_down)
         config.update(extra or {})
         self._producer = Producer(config)
         self._all = Deliveries()
-        self._brokers_down = threading.Event()
 
     def produce(
         self,
@@ -113,9 +117,10 @@ class EventProducer:
         if not self.reachable():
             raise _unavailable("Kafka is unreachable: no broker answers")
 
-    def _on_error(self, err: KafkaError) -> None:
-        if err.code() == KafkaError._ALL_BROKERS_DOWN:
-            self._brokers_down.set()
+
+def _note_error(brokers_down: threading.Event, err: KafkaError) -> None:
+    if err.code() == KafkaError._ALL_BROKERS_DOWN:
+        brokers_down.set()
 
 
 def _unavailable(message: str) -> KgragError:
