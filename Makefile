@@ -39,10 +39,7 @@ stack-stop:  ## Stop what `make stack` started (every process of every service)
 
 test: lint typecheck services browser  ## Lint, strict types, corpus check, then every test (unit, contract, pipeline, integration, deploy, browser)
 	$(RUN) python corpora/northwind/check_corpus.py
-	# The browser tests run in a process of their own: Playwright's driver and event loop stay up for a whole
-	# session, and the run that shared its process with them died in librdkafka during the broker restart.
-	set -a && . .cache/dev-services/env.sh && set +a && $(RUN) pytest --ignore=tests/browser
-	$(RUN) pytest tests/browser
+	set -a && . .cache/dev-services/env.sh && set +a && $(RUN) pytest
 
 eval: install  ## Retrieval/answer quality per question type, extraction P/R per tier
 	$(RUN) kgrag eval corpora/northwind/questions.jsonl --corpus corpora/northwind/documents.jsonl --data-dir .kgrag-eval

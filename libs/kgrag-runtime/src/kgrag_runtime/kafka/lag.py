@@ -62,7 +62,6 @@ class LagMonitor:
         config.update({k: v for k, v in (extra_config or {}).items() if k.startswith(("security.", "sasl.", "ssl."))})
         self._config = config
         self._admin = AdminClient(config)
-        self._retired: list[tuple[float, AdminClient]] = []
         self.group_id = group_id
         self.interval_s = interval_s
         self.request_timeout_s = request_timeout_s
@@ -104,12 +103,7 @@ class LagMonitor:
         parts = sorted(self.partitions)
         if self.reading.error is not None:
             # After a broker restart an admin client's requests can keep timing out on connections it still
-            # believes in; a fresh client reconnects (cheap: one every few seconds while failing). The old one
-            # is kept until its requests have surely timed out: destroying a client with requests in flight
-            # completes their futures from librdkafka's thread during the destroy, which can crash the process.
-            now = self._clock()
-            self._retired = [(at, c) for at, c in self._retired if now - at < 4 * self._wait()]
-            self._retired.append((now, self._admin))
+            # believes in; a fresh client reconnects (cheap: one every few seconds while failing).
             self._admin = AdminClient(self._config)
         try:
             if parts:
