@@ -22,7 +22,6 @@ from typing import Protocol
 
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.chunking.tokens import estimate_tokens
-from kgrag_core.errors import KgragError
 from kgrag_core.extraction.records import ClaimRecord
 from kgrag_core.filters import SearchFilters
 from kgrag_core.graph.model import Edge, EntitySummary, Traversal, TraversalStep
@@ -42,7 +41,13 @@ from kgrag_core.graph_retrieval.paths import GraphPath, graph_paths
 from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, Route, RuleRouter
 from kgrag_core.limits import TOP_K
 from kgrag_core.ports import AclStore, TokenCounter
-from kgrag_core.retrieval.fusion import FusedCandidate, reciprocal_rank_fusion
+from kgrag_core.retrieval.fusion import (
+    FusedCandidate,
+    describe_failure,
+    fused_hits,
+    head_first,
+    reciprocal_rank_fusion,
+)
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.tracing.timing import stage
@@ -283,7 +288,7 @@ class GraphAssistedSearcher:
         except Exception as err:
             # Not swallowed: the response says degraded with the reason, and operators get the traceback.
             log.warning("graph layer failed, answering from hybrid search: %s", err, exc_info=True)
-            return self._plain(base, chosen, reason=_describe(err), k=k)
+            return self._plain(base, chosen, reason=describe_failure(err), k=k)
         if elapsed > cfg.graph_timeout_s:
             reason = f"timeout: graph layer took {elapsed * 1000:.0f} ms (limit {cfg.graph_timeout_s * 1000:.0f} ms)"
             return self._plain(base, chosen, reason=reason, k=k)
@@ -337,7 +342,7 @@ class GraphAssistedSearcher:
         except Exception as err:
             # Not swallowed: the facts say why they are missing, and operators get the traceback.
             log.warning("graph facts failed, answering from the chunks: %s", err, exc_info=True)
-            return GraphFacts(reason=_describe(err))
+            return GraphFacts(reason=describe_failure(err))
         elapsed = self.clock() - started
         if elapsed > self.settings.graph_timeout_s:
             return GraphFacts(reason=f"timeout: graph facts took {elapsed * 1000:.0f} ms")
@@ -510,29 +515,10 @@ class GraphAssistedSearcher:
             # The chain's hops belong after the head that answers the first hop, not above it: lifting every
             # hop's evidence pushed hybrid's first hit to 8th on a multi-hop question, and the extractive
             # answer, which quotes the top chunks, abstained.
-            head = [h.chunk_id for h in base.hits[:keep_head]]
-            head_ids = set(head)
-            by_id = {c.chunk_id: c for c in fused}
-            fused = [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in head_ids]
-        hits: list[SearchHit] = []
-        for candidate in fused:
-            hit = known.get(candidate.chunk_id)
-            if hit is None:  # failed the recheck: deleted, re-permissioned, or never readable
-                continue
-            hits.append(replace(hit, score=candidate.score, ranks=dict(candidate.ranks)))
-            if len(hits) == k:
-                break
-        limits = dict(base.limits)
-        limits.update(
-            {
-                "top_k": k,
-                "route_counts": {name: len(r) for name, r in sorted(routes.items())},
-                "route_weights": dict(sorted(weights.items())),
-                "fused_candidates": len(fused),
-                "truncated": len(fused) > k,
-            }
+            fused = head_first(fused, [h.chunk_id for h in base.hits[:keep_head]])
+        return fused_hits(
+            fused, known, k, base_limits=base.limits, routes=routes, weights=weights, fused_count=len(fused)
         )
-        return tuple(hits), limits
 
     def _plain(
         self,
@@ -579,12 +565,6 @@ def _capped(settings: ExpansionSettings, kind: QuestionKind, max_hops: int) -> E
     depths = dict(settings.depth_by_kind)
     depths[kind] = max_hops if kind is QuestionKind.MULTI_HOP else min(depths.get(kind, 1), max_hops)
     return replace(settings, depth_by_kind=depths)
-
-
-def _describe(err: Exception) -> str:
-    if isinstance(err, KgragError):
-        return f"{err.code.value}: {err}"
-    return f"{type(err).__name__}: {err}"
 
 
 def _chain_chunks(traversal: Traversal, relevance: RelationRelevance) -> frozenset[str]:

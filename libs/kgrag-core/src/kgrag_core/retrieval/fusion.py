@@ -7,9 +7,10 @@ unrelated scales. Ties break on chunk ID so the order never depends on dict or s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from kgrag_core.search import RouteHit
+from kgrag_core.errors import KgragError
+from kgrag_core.search import RouteHit, SearchHit
 
 RRF_K = 60
 
@@ -44,3 +45,51 @@ def reciprocal_rank_fusion(
             ranks.setdefault(hit.chunk_id, {})[route] = hit.rank
     ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     return [FusedCandidate(chunk_id, score, ranks[chunk_id]) for chunk_id, score in ordered]
+
+
+def head_first(fused: Sequence[FusedCandidate], head: Sequence[str]) -> list[FusedCandidate]:
+    """`fused` with the chunks of `head` (those fused) first, in head order."""
+    by_id = {c.chunk_id: c for c in fused}
+    head_ids = set(head)
+    return [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in head_ids]
+
+
+def fused_hits(
+    ordered: Sequence[FusedCandidate],
+    known: Mapping[str, SearchHit],
+    k: int,
+    *,
+    base_limits: Mapping[str, object],
+    routes: Mapping[str, Sequence[RouteHit]],
+    weights: Mapping[str, float],
+    fused_count: int,
+) -> tuple[tuple[SearchHit, ...], dict[str, object]]:
+    """The first `k` hydrated candidates as hits with their fused score and ranks, and the limits a fused
+    search reports. A candidate missing from `known` failed the ACL recheck (deleted, re-permissioned, never
+    readable) or was not hydrated, and is skipped."""
+    hits: list[SearchHit] = []
+    for candidate in ordered:
+        hit = known.get(candidate.chunk_id)
+        if hit is None:
+            continue
+        hits.append(replace(hit, score=candidate.score, ranks=dict(candidate.ranks)))
+        if len(hits) == k:
+            break
+    limits = dict(base_limits)
+    limits.update(
+        {
+            "top_k": k,
+            "route_counts": {name: len(r) for name, r in sorted(routes.items())},
+            "route_weights": dict(sorted(weights.items())),
+            "fused_candidates": fused_count,
+            "truncated": fused_count > k,
+        }
+    )
+    return tuple(hits), limits
+
+
+def describe_failure(err: Exception) -> str:
+    """A failed retrieval layer's reason, as a degraded response reports it."""
+    if isinstance(err, KgragError):
+        return f"{err.code.value}: {err}"
+    return f"{type(err).__name__}: {err}"

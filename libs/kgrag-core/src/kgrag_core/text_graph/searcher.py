@@ -16,12 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kgrag_core.acl import Caller, readable_classes
-from kgrag_core.errors import KgragError
 from kgrag_core.filters import SearchFilters
 from kgrag_core.graph_retrieval.router import QuestionRouter, RuleRouter
 from kgrag_core.graph_retrieval.searcher import HybridBackend
 from kgrag_core.limits import TOP_K
-from kgrag_core.retrieval.fusion import reciprocal_rank_fusion
+from kgrag_core.retrieval.fusion import describe_failure, fused_hits, head_first, reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
@@ -98,7 +97,7 @@ class TextGraphSearcher:
             except Exception as err:
                 # Not swallowed: the response says degraded with the reason, and operators get the traceback.
                 log.warning("text graph failed, answering from hybrid search: %s", err, exc_info=True)
-                return _plain(base, k, reason=_describe(err), degraded=True)
+                return _plain(base, k, reason=describe_failure(err), degraded=True)
             elapsed = self.clock() - started
         if elapsed > cfg.timeout_s:
             reason = f"timeout: text graph took {elapsed * 1000:.0f} ms (limit {cfg.timeout_s * 1000:.0f} ms)"
@@ -203,7 +202,7 @@ class TextGraphSearcher:
             known[loaded.chunk_id] = loaded
         head = [h.chunk_id for h in base.hits[: cfg.keep_head]]
         by_id = {c.chunk_id: c for c in fused}
-        ordered = [by_id[c] for c in head if c in by_id] + [c for c in fused if c.chunk_id not in set(head)]
+        ordered = head_first(fused, head)
         # In a bridge-shaped question the second hop's answer is ranked by nothing that saw the question's
         # entity, so it gets its own slots; elsewhere the bridges only join the fusion.
         readable = [c for c in walk.best_bridged if c in known]
@@ -215,25 +214,9 @@ class TextGraphSearcher:
             keep=cfg.keep_head,
         )
         ordered = [by_id[c] for c in placed]
-        hits: list[SearchHit] = []
-        for candidate in ordered:
-            hit = known.get(candidate.chunk_id)
-            if hit is None:  # not hydrated or failed the recheck: deleted, re-permissioned, never readable
-                continue
-            hits.append(replace(hit, score=candidate.score, ranks=dict(candidate.ranks)))
-            if len(hits) == k:
-                break
-        limits = dict(base.limits)
-        limits.update(
-            {
-                "top_k": k,
-                "route_counts": {name: len(r) for name, r in sorted(routes.items())},
-                "route_weights": dict(sorted(weights.items())),
-                "fused_candidates": len(fused),
-                "truncated": len(fused) > k,
-            }
+        return fused_hits(
+            ordered, known, k, base_limits=base.limits, routes=routes, weights=weights, fused_count=len(fused)
         )
-        return tuple(hits), limits
 
 
 def bridge_names(
@@ -264,12 +247,6 @@ def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> 
     limits["top_k"] = k
     limits["text_graph"] = {"used": False, "degraded": degraded, "reason": reason}
     return replace(response, hits=response.hits[:k], limits=limits)
-
-
-def _describe(err: Exception) -> str:
-    if isinstance(err, KgragError):
-        return f"{err.code.value}: {err}"
-    return f"{type(err).__name__}: {err}"
 
 
 def _without(lists: Sequence[tuple[SearchHit, ...]], chunk_ids: set[str]) -> list[list[SearchHit]]:
