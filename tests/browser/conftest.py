@@ -46,13 +46,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         stop_server(proc)
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: while sync_playwright is open its event loop runs on this thread, so every later
+# test in the same process that starts one of its own (anyio.run, asyncio.run) would fail.
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"No Chromium at {CHROMIUM}: run scripts/browser.sh (apt-get install chromium).")
