@@ -9,7 +9,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from kgrag_connector_gateway.app import build_gateway
+from kgrag_connector_gateway.app import build_gateway, close_gateway
 from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.settings import KgragSettings
 from tests.integration.conftest import wait_for
@@ -42,7 +42,7 @@ def test_the_gateway_answers_503_fast_while_no_broker_answers(distributed_settin
         assert status == 503 and headers["retry-after"] == "5"
         assert took < 1.5
         assert client.get("/readyz").json()["ok"] is False
-    app.state.store.close()
+    close_gateway(app)
 
 
 def test_positive_control_the_same_gateway_queues_against_the_real_broker(
@@ -55,4 +55,4 @@ def test_positive_control_the_same_gateway_queues_against_the_real_broker(
         assert body["status"] == "QUEUED"
         ready = client.get("/readyz")
         assert ready.status_code == 200 and ready.json()["brokers"] >= 1
-    app.state.store.close()
+    close_gateway(app)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi import FastAPI
 
-from kgrag_connector_gateway.app import build_gateway
+from kgrag_connector_gateway.app import build_gateway, close_gateway
 from kgrag_core.events import DOCUMENTS_CHANGED
 from kgrag_core.extraction.records import RerunScope
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
@@ -51,7 +51,7 @@ def gateway(distributed_settings: KgragSettings, stores: DistributedStores) -> I
     try:
         yield app
     finally:
-        app.state.store.close()
+        close_gateway(app)
 
 
 @pytest.mark.parametrize("role", sorted(TOKENS))

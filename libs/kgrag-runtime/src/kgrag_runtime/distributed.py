@@ -272,7 +272,13 @@ def open_query_app(
 ) -> Iterator[KgragApp]:
     """The query API's app: searches the distributed stores; ingestion goes onto Kafka."""
     with open_stores(settings, embedder=embedder) as stores:
-        yield query_app(settings, stores, llm=llm)
+        app = query_app(settings, stores, llm=llm)
+        try:
+            yield app
+        finally:
+            # The producer goes with the app, on this thread (never left to the collector: EventProducer.close).
+            if isinstance(app.ingestion, KafkaIngest) and isinstance(app.ingestion.sink, EventProducer):
+                app.ingestion.sink.close()
 
 
 def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatModel | None = None) -> KgragApp:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 from fastapi import FastAPI
 
 from kgrag_adapters.postgres.store import PostgresStore
@@ -18,7 +17,6 @@ from kgrag_runtime.wiring import build_key_ring
 
 
 def build_gateway(settings: KgragSettings, verifier: TokenVerifier) -> FastAPI:
-    admin = AdminClient({"bootstrap.servers": require(settings.kafka_bootstrap, "KGRAG_KAFKA_BOOTSTRAP")})
     events = producer(settings, "connector-gateway")
     # Events are sealed under their documents' data keys (ADR 0008), which live in PostgreSQL: the gateway
     # needs KGRAG_PG_DSN and the shared KEK like the workers, and so it also answers a delete or ACL change
@@ -35,10 +33,10 @@ def build_gateway(settings: KgragSettings, verifier: TokenVerifier) -> FastAPI:
         if not events.reachable():
             return {"ok": False, "brokers": 0, "error": "no Kafka broker answers"}
         try:
-            metadata = admin.list_topics(timeout=3)
+            brokers = events.brokers(timeout_s=3)  # the producer's own client: no second one to keep alive
         except KafkaException as err:
             return {"ok": False, "brokers": 0, "error": str(err)}
-        return {"ok": bool(metadata.brokers), "brokers": len(metadata.brokers)}
+        return {"ok": brokers > 0, "brokers": brokers}
 
     ingest = KafkaIngest(
         events,
@@ -47,5 +45,14 @@ def build_gateway(settings: KgragSettings, verifier: TokenVerifier) -> FastAPI:
         is_active=active_document_check(store),
     )
     app = create_gateway_app(ingest, verifier, ready=ready)
-    app.state.store = store  # closed with the process; tests close it through this handle
+    # Closed with the process; tests close them with close_gateway.
+    app.state.store = store
+    app.state.events = events
     return app
+
+
+def close_gateway(app: FastAPI) -> None:
+    """Close what build_gateway opened: the Kafka producer (now, not whenever the collector gets to it) and
+    the PostgreSQL pool."""
+    app.state.events.close()
+    app.state.store.close()

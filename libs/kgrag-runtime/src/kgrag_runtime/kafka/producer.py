@@ -113,6 +113,17 @@ class EventProducer:
         self._brokers_down.clear()
         return True
 
+    def brokers(self, timeout_s: float) -> int:
+        """How many brokers the cluster's metadata lists (KafkaException when none answers in time)."""
+        return len(self._producer.list_topics(timeout=timeout_s).brokers)
+
+    def close(self) -> None:
+        """Drop what is still queued and destroy the client now, on this thread: a client left to the garbage
+        collector is destroyed wherever a collection happens to run, possibly inside another client's callback."""
+        self._producer.purge()
+        self._producer.poll(0)
+        self._producer.close()
+
     def require_reachable(self) -> None:
         if not self.reachable():
             raise _unavailable("Kafka is unreachable: no broker answers")
