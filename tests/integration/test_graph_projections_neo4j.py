@@ -31,10 +31,11 @@ from kgrag_core.handlers.community_builder import CommunityBuilderHandler
 from kgrag_core.handlers.community_projection import CommunityProjectionHandler, header_of, sync_communities
 from kgrag_core.handlers.composite import CompositeHandler
 from kgrag_core.handlers.text_graph import TextGraphHandler
-from kgrag_core.handlers.text_graph_projection import TextGraphProjectionHandler, rebuild_text_graph
+from kgrag_core.handlers.text_graph_projection import TextGraphProjectionHandler
 from kgrag_core.text_graph.builder import TextGraphBuilder
 from kgrag_core.text_graph.model import SynonymEdge
 from kgrag_core.text_graph.patterns import PatternPhraseExtractor
+from kgrag_runtime.graph_projections import rebuild_graph_projections
 from kgrag_testing.contracts.document_store import ENG
 from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY, contract_entity_id
 from kgrag_testing.contracts.extraction_store import HR, Stores, commit_doc, delete_doc, leads, mention, result
@@ -100,7 +101,7 @@ def assert_communities_match(pg: PostgresCommunityStore, neo: Neo4jCommunityProj
 
 
 def test_communities_follow_postgresql_through_change_and_deletion(
-    store: PostgresGraphStore, communities: Neo4jCommunityProjection
+    store: PostgresGraphStore, communities: Neo4jCommunityProjection, driver: Driver
 ) -> None:
     pg = PostgresCommunityStore(store.pool)
     # Coarse at the top, fine below: Routing and Platform (one lead in common) are one community at level 0
@@ -141,12 +142,14 @@ def test_communities_follow_postgresql_through_change_and_deletion(
     assert contract_entity_id("Person", "Priya Raman") in communities.member_entities()  # positive control
     assert_communities_match(pg, communities)
 
-    # Rebuildable: an emptied projection is refilled by one sync, and a second sync writes nothing.
+    # Rebuildable (`admin rebuild --projection neo4j`): an emptied projection is refilled, and a second
+    # rebuild writes nothing.
     communities.drop_namespace()
     assert communities.community_headers() == []
-    sync_communities(PostgresCommunitySource(store.pool), communities)
+    graph = Neo4jLexicalGraph(driver, namespace=communities.namespace)
+    assert rebuild_graph_projections(graph, store.pool)["communities_written"] == len(pg.communities())
     assert_communities_match(pg, communities)
-    assert sync_communities(PostgresCommunitySource(store.pool), communities).written == 0
+    assert rebuild_graph_projections(graph, store.pool)["communities_written"] == 0
 
 
 # --- text graph ----------------------------------------------------------------------------------------
@@ -181,7 +184,7 @@ def assert_text_graph_matches(
 
 
 def test_the_text_graph_follows_postgresql_through_change_and_deletion(
-    store: PostgresGraphStore, text_graph: Neo4jTextGraphProjection
+    store: PostgresGraphStore, text_graph: Neo4jTextGraphProjection, driver: Driver
 ) -> None:
     graph = PostgresTextGraph(store.pool, store.installation_key, store.cipher)
     build = TextGraphHandler(store, TextGraphBuilder(graph, PatternPhraseExtractor()))
@@ -226,5 +229,6 @@ def test_the_text_graph_follows_postgresql_through_change_and_deletion(
     # Rebuildable, and leftovers go: a projection holding a document PostgreSQL no longer has is cleaned.
     text_graph.drop_namespace()
     text_graph.replace_text_graph(hr)  # a stale copy of the deleted document
-    assert rebuild_text_graph(source, text_graph) == 2
+    rebuilt = rebuild_graph_projections(Neo4jLexicalGraph(driver, namespace=text_graph.namespace), store.pool)
+    assert rebuilt["text_graph_documents"] == 2  # doc-atlas, and doc-hr's leftovers removed
     assert_text_graph_matches(store, source, text_graph, docs)
