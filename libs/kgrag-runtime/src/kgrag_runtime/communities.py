@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
     from kgrag_adapters.postgres.pool import ConnectionPool
     from kgrag_core.handlers.community_builder import CommunityBuilderHandler
-    from kgrag_core.handlers.protocol import Handler
 
 
 def build_communities(settings: KgragSettings, pool: ConnectionPool) -> CommunityService:
@@ -72,20 +71,3 @@ class CommunityMetrics:
         counts = self._service.store.counts()
         self.communities.set(counts["communities"])
         self.stale.set(counts["stale"])
-
-
-def with_community_projection(settings: KgragSettings, handler: Handler, pool: ConnectionPool) -> Handler:
-    """The community-builder's handler (distributed): with KGRAG_NEO4J_URI, each batch, once the builder has
-    committed to PostgreSQL, syncs the communities' Neo4j projection (PostgreSQL stays authoritative)."""
-    if not settings.neo4j_uri:
-        return handler
-    from kgrag_adapters.neo4j.communities import Neo4jCommunityProjection
-    from kgrag_adapters.postgres.community_source import PostgresCommunitySource
-    from kgrag_core.handlers.community_projection import CommunityProjectionHandler
-    from kgrag_core.handlers.composite import CompositeHandler
-    from kgrag_runtime.distributed import connect_neo4j
-
-    graph = connect_neo4j(settings)  # its driver lives as long as the service
-    projection = Neo4jCommunityProjection(graph.driver, graph.database, namespace=graph.namespace)
-    sync = CommunityProjectionHandler(PostgresCommunitySource(pool), projection)
-    return CompositeHandler(handler.name, [handler, sync])

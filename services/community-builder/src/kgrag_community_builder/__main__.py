@@ -4,13 +4,9 @@ communities) are served on the ops port's /metrics with the runner's. With KGRAG
 syncs the communities' Neo4j projection from PostgreSQL (kgrag_core.handlers.community_projection)."""
 
 from kgrag_core.handlers.protocol import Handler
-from kgrag_runtime.communities import (
-    CommunityMetrics,
-    build_communities,
-    build_community_handler,
-    with_community_projection,
-)
+from kgrag_runtime.communities import CommunityMetrics, build_communities, build_community_handler
 from kgrag_runtime.distributed import DistributedStores
+from kgrag_runtime.graph_projections import with_community_projection
 from kgrag_runtime.kafka.metrics import RunnerMetrics
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.worker import run_worker

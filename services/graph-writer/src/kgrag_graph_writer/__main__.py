@@ -6,16 +6,14 @@ their weighted edges, on graph.changed). Each re-reads PostgreSQL on every event
 converge. (The communities are projected by the community-builder, their only writer.)
 """
 
-from kgrag_adapters.neo4j.text_graph import Neo4jTextGraphProjection
 from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
-from kgrag_adapters.postgres.text_graph_source import PostgresTextGraphSource
 from kgrag_core.events import CHUNKS_CHANGED, ENTITIES_CHANGED, GRAPH_CHANGED
 from kgrag_core.handlers.composite import CompositeHandler
 from kgrag_core.handlers.graph_writer import GraphWriterHandler
 from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_core.handlers.protocol import Handler
-from kgrag_core.handlers.text_graph_projection import TextGraphProjectionHandler
 from kgrag_runtime.distributed import DistributedStores, connect_neo4j, knowledge_graph_on, require
+from kgrag_runtime.graph_projections import text_graph_projection
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_key_ring
 from kgrag_runtime.worker import run_worker
@@ -39,9 +37,8 @@ def main() -> None:
             GraphWriterHandler(stores.store, graph, name=SERVICE),
             KnowledgeProjectionHandler(source, knowledge, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED)),
         ]
-        if settings.text_graph:
-            text_graph = Neo4jTextGraphProjection(graph.driver, graph.database, namespace=graph.namespace)
-            parts.append(TextGraphProjectionHandler(PostgresTextGraphSource(stores.store.pool), text_graph))
+        if (text_graph := text_graph_projection(settings, graph, stores.store.pool)) is not None:
+            parts.append(text_graph)
         return CompositeHandler(SERVICE, parts)
 
     run_worker(SERVICE, build, settings)
