@@ -26,21 +26,37 @@ from kgrag_adapters.postgres.text_graph import PostgresTextGraph
 from kgrag_adapters.postgres.text_graph_source import PostgresTextGraphSource
 from kgrag_core.communities.building import BuildSettings
 from kgrag_core.communities.service import CommunityService
-from kgrag_core.events import CHUNKS_CHANGED, GRAPH_CHANGED
+from kgrag_core.events import CHUNKS_CHANGED, DOCUMENTS_CHANGED, DOCUMENTS_DELETED, GRAPH_CHANGED
+from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.handlers.community_builder import CommunityBuilderHandler
 from kgrag_core.handlers.community_projection import CommunityProjectionHandler, header_of, sync_communities
 from kgrag_core.handlers.composite import CompositeHandler
+from kgrag_core.handlers.extractor import ExtractorHandler
 from kgrag_core.handlers.text_graph import TextGraphHandler
 from kgrag_core.handlers.text_graph_projection import TextGraphProjectionHandler
 from kgrag_core.text_graph.builder import TextGraphBuilder
 from kgrag_core.text_graph.model import SynonymEdge
 from kgrag_core.text_graph.patterns import PatternPhraseExtractor
-from kgrag_runtime.graph_projections import rebuild_graph_projections
+from kgrag_runtime.distributed import DistributedStores, producer
+from kgrag_runtime.extraction import build_extractor
+from kgrag_runtime.graph_projections import rebuild_graph_projections, text_graph_projection
+from kgrag_runtime.ingest_gateway import KafkaIngest
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.text_graph import with_text_graph
 from kgrag_testing.contracts.document_store import ENG
 from kgrag_testing.contracts.entity_ids import CONTRACT_ENTITY_KEY, contract_entity_id
 from kgrag_testing.contracts.extraction_store import HR, Stores, commit_doc, delete_doc, leads, mention, result
-from tests.integration.conftest import endpoint
+from tests.integration.conftest import Workers, endpoint, wait_for
 from tests.neo4j_lock import neo4j_held
+from tests.pipeline.corpus import doc
+
+QUILLON = doc("tp-quillon", "# Quillon scheduler\n\nThe Quillon scheduler plans nightly batch jobs for Leipzig.\n")
+CHANGED = doc("tp-quillon", "# Quillon scheduler\n\nSince June the Quillon scheduler runs in Dresden for Marta Vell.\n")
+MEMO = doc(
+    "tp-memo",
+    "# Reorganisation memo\n\nFrom June the Quillon scheduler is owned by the Zephyr team.\n",
+    acl={"groups": ["tp-secret"]},
+)
 
 pytestmark = pytest.mark.integration
 
@@ -232,3 +248,67 @@ def test_the_text_graph_follows_postgresql_through_change_and_deletion(
     rebuilt = rebuild_graph_projections(Neo4jLexicalGraph(driver, namespace=text_graph.namespace), store.pool)
     assert rebuilt["text_graph_documents"] == 2  # doc-atlas, and doc-hr's leftovers removed
     assert_text_graph_matches(store, source, text_graph, docs)
+
+
+# --- the text graph on Kafka ---------------------------------------------------------------------------
+
+
+def _mentioned_chunks(source: PostgresTextGraphSource, doc_id: str) -> set[str]:
+    return {m.chunk_id for m in source.text_graph_of(doc_id).mentions}
+
+
+def test_the_graph_writer_projects_the_text_graph_built_on_kafka(
+    distributed_settings: KgragSettings, stores: DistributedStores, workers: Workers, driver: Driver
+) -> None:
+    """The services' wiring on Kafka: the extractor builds the text graph in PostgreSQL from chunks.changed,
+    the graph-writer's part projects it on the graph.changed that follows; a re-ingest and a deletion reach
+    Neo4j the same way."""
+    settings = distributed_settings.model_copy(update={"text_graph": True, "text_graph_timeout_s": 60.0})
+    indexer = stores.indexer(settings)
+    workers.start("chunk-indexer", ChunkIndexerHandler(indexer, name="chunk-indexer", topics=(DOCUMENTS_CHANGED,)))
+    workers.start("deletion-worker", ChunkIndexerHandler(indexer, name="deletion-worker", topics=(DOCUMENTS_DELETED,)))
+    extractor = ExtractorHandler(
+        stores.store, build_extractor(settings, store=stores.extraction, llm=None), name="extractor"
+    )
+    workers.start("extractor", with_text_graph(settings, extractor, stores.store, None, embedder=stores.embedder))
+    graph = Neo4jLexicalGraph(driver, namespace=settings.neo4j_namespace)
+    part = text_graph_projection(settings, graph, stores.store.pool)
+    assert part is not None  # KGRAG_TEXT_GRAPH: the graph-writer runs it
+    workers.start("graph-writer", CompositeHandler("graph-writer", [part]))
+    target = Neo4jTextGraphProjection(driver, namespace=settings.neo4j_namespace)
+    source = PostgresTextGraphSource(stores.store.pool)
+    gateway = KafkaIngest(producer(settings, "test"))
+    docs = [d.doc_id for d in (QUILLON, MEMO)]
+
+    def in_parity(*doc_ids: str) -> bool:
+        return target.text_graph_documents() == source.text_graph_documents() and all(
+            target.text_graph_of(d) == source.text_graph_of(d) for d in doc_ids
+        )
+
+    def built(*doc_ids: str) -> bool:
+        return all(_mentioned_chunks(source, d) for d in doc_ids) and in_parity(*doc_ids)
+
+    try:
+        gateway.ingest([QUILLON, MEMO])
+        wait_for(lambda: built(*docs), timeout_s=120, what="both documents built and projected")
+        memo = target.text_graph_of(MEMO.doc_id)
+        [memo_class] = {m.acl_class_id for m in memo.mentions}  # the restricted memo's class, on every edge
+        [staff_class] = {m.acl_class_id for m in target.text_graph_of(QUILLON.doc_id).mentions}
+        assert memo_class != staff_class
+
+        old = _mentioned_chunks(source, QUILLON.doc_id)
+        gateway.ingest([CHANGED])
+        wait_for(
+            lambda: (
+                (now := _mentioned_chunks(source, QUILLON.doc_id)) != set() and not (now & old) and in_parity(*docs)
+            ),
+            what="the changed document re-projected",
+        )
+        assert not any(p in {m.chunk_id for m in target.text_graph_of(QUILLON.doc_id).mentions} for p in old)
+
+        gateway.delete(MEMO.doc_id)
+        wait_for(lambda: target.text_graph_documents() == [QUILLON.doc_id], timeout_s=120, what="the memo gone")
+        assert in_parity(*docs)
+        assert target.node_keys() == {m.node_key for m in source.text_graph_of(QUILLON.doc_id).mentions}
+    finally:
+        target.drop_namespace()
