@@ -223,6 +223,17 @@ def test_the_text_graph_follows_postgresql_through_change_and_deletion(
     atlas = text_graph.text_graph_of("doc-atlas")
     assert atlas.mentions and {m.acl_class_id for m in atlas.mentions} == {ENG.acl_class_id}
 
+    # An ACL change: the rebuilt edges carry the new class in Neo4j too (what a reader filters on).
+    assert store.update_acl("doc-atlas", HR)
+    build.handle(CHUNKS_CHANGED, events("doc-atlas"))
+    project.handle(GRAPH_CHANGED, events("doc-atlas"))
+    assert_text_graph_matches(store, source, text_graph, docs)
+    assert {m.acl_class_id for m in text_graph.text_graph_of("doc-atlas").mentions} == {HR.acl_class_id}
+    assert store.update_acl("doc-atlas", ENG)
+    build.handle(CHUNKS_CHANGED, events("doc-atlas"))
+    project.handle(GRAPH_CHANGED, events("doc-atlas"))
+    assert {m.acl_class_id for m in text_graph.text_graph_of("doc-atlas").mentions} == {ENG.acl_class_id}
+
     # A changed document: new chunks, new names; the old passages and the names only they had go.
     only_before = graph.node_keys(["vega systems", "oslo"])
     commit_doc(stores, "doc-atlas", ["Atlas now runs on Vega Systems in Bergen."], version=2)
