@@ -90,7 +90,9 @@ def events(*doc_ids: str) -> list[tuple[str, dict[str, object]]]:
 
 @pytest.fixture
 def communities(driver: Driver, namespace: str) -> Iterator[Neo4jCommunityProjection]:
-    projection = Neo4jCommunityProjection(driver, namespace=namespace)
+    # Two units per write transaction: every community is written in pieces and dropped in rounds, the
+    # path a top-level community of a large graph takes.
+    projection = Neo4jCommunityProjection(driver, namespace=namespace, write_batch=2)
     try:
         yield projection
     finally:

@@ -15,13 +15,19 @@ scope, which would silently take the membership links with them. Nothing here is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import LiteralString
+from typing import Any, LiteralString
 
 from neo4j import Driver, ManagedTransaction, NotificationMinimumSeverity, Session
 
 from kgrag_adapters.neo4j.lexical_graph import DEFAULT_NAMESPACE
+from kgrag_adapters.neo4j.write_batches import bounded_batches
 from kgrag_core.communities.model import Community
 from kgrag_core.handlers.community_projection import CommunityHeader
+
+# Member links (or communities, plus one per member) one write transaction holds at most, as for the
+# knowledge projection (write_batches.py): a top-level community of a large graph has many thousands.
+DEFAULT_WRITE_BATCH = 5000
+_DROP_IDS = 200  # communities dropped per round
 
 _HEADERS: LiteralString = """
 MATCH (k:KgCommunity {ns: $ns})
@@ -29,22 +35,20 @@ RETURN k.community_id AS id, k.level AS level, k.parent_id AS parent, k.stale AS
        k.graph_version AS version, k.content_hash AS hash
 """
 
+# One piece of a community: its properties and parent link, and a slice of its members (a community of
+# 100,000 members is written in several transactions, each piece carrying the same properties). Links are
+# only ever added: an id is a hash of the level and the members, so a rewrite of the same id (stale flag,
+# graph version, content hash or parent changed) never changes its members.
 _PUT: LiteralString = """
 UNWIND $rows AS row
 MERGE (k:KgCommunity {ns: $ns, community_id: row.community_id})
 SET k.level = row.level, k.parent_id = row.parent_id, k.stale = row.stale, k.graph_version = row.graph_version,
     k.content_hash = row.content_hash, k.weight = row.weight, k.size = row.size, k.built_at = row.built_at
 WITH k, row
-CALL (k) {
-  MATCH (k)-[old:PARENT]->()
-  DELETE old
-}
 CALL (k, row) {
-  MATCH (k)<-[old:IN_COMMUNITY]-(m:KgCommunityEntity)
-  WHERE NOT m.entity_id IN row.members
+  OPTIONAL MATCH (k)-[old:PARENT]->(p:KgCommunity)
+  WITH old, p WHERE old IS NOT NULL AND p.community_id <> coalesce(row.parent_id, '')
   DELETE old
-  WITH m WHERE NOT EXISTS { (m)-[:IN_COMMUNITY]->() }
-  DELETE m
 }
 CALL (k, row) {
   WITH row WHERE row.parent_id IS NOT NULL
@@ -58,17 +62,27 @@ CALL (k, row) {
 }
 """
 
+# Dropping, in bounded transactions: the communities' member links a batch at a time, then the communities
+# (their PARENT links with them), then every member node no community holds any more.
+_DROP_LINKS: LiteralString = """
+MATCH (k:KgCommunity {ns: $ns}) WHERE k.community_id IN $ids
+MATCH (k)<-[r:IN_COMMUNITY]-()
+WITH r LIMIT $limit
+DELETE r
+RETURN count(*) AS deleted
+"""
+
 _DROP: LiteralString = """
 UNWIND $ids AS id
 MATCH (k:KgCommunity {ns: $ns, community_id: id})
-OPTIONAL MATCH (k)<-[:IN_COMMUNITY]-(m:KgCommunityEntity)
-WITH k, collect(m) AS members
 DETACH DELETE k
-WITH members
-UNWIND members AS m
-WITH DISTINCT m
-WHERE NOT EXISTS { (m)-[:IN_COMMUNITY]->() }
+"""
+
+_SWEEP_MEMBERS: LiteralString = """
+MATCH (m:KgCommunityEntity {ns: $ns}) WHERE NOT EXISTS { (m)-[:IN_COMMUNITY]->() }
+WITH m LIMIT $limit
 DELETE m
+RETURN count(*) AS deleted
 """
 
 _DROP_NAMESPACE: LiteralString = """
@@ -81,9 +95,19 @@ DETACH DELETE n
 class Neo4jCommunityProjection:
     """On a driver the caller owns (the graph-writer's or community-builder's lexical-graph driver)."""
 
-    def __init__(self, driver: Driver, database: str | None = None, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        database: str | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        write_batch: int = DEFAULT_WRITE_BATCH,
+    ) -> None:
         if not namespace:
             raise ValueError("namespace must be a non-empty string")
+        if write_batch < 2:
+            raise ValueError(f"write_batch must be at least 2, got {write_batch}")
+        self._write_batch = write_batch
         self._driver = driver
         self._database = database
         self._ns = namespace
@@ -135,8 +159,9 @@ class Neo4jCommunityProjection:
             return session.execute_read(lambda tx: {str(r["id"]) for r in tx.run(query, ns=self._ns)})
 
     def put_communities(self, communities: Sequence[Community]) -> None:
-        rows = [
-            {
+        pieces: list[dict[str, Any]] = []
+        for c in communities:
+            props = {
                 "community_id": c.community_id,
                 "level": c.level,
                 "parent_id": c.parent_id,
@@ -146,23 +171,50 @@ class Neo4jCommunityProjection:
                 "weight": float(c.weight),
                 "size": c.size,
                 "built_at": c.built_at.isoformat(),
-                "members": list(c.member_ids),
             }
-            for c in communities
-        ]
-        if rows:
-            with self._session() as session:
-                session.execute_write(lambda tx: tx.run(_PUT, ns=self._ns, rows=rows).consume())
+            members = list(c.member_ids)
+            starts = range(0, max(len(members), 1), self._write_batch)
+            for start in starts:
+                piece = {**props, "members": members[start : start + self._write_batch]}
+                if start != starts[-1]:
+                    # Not the last piece: no content hash yet, so a sync cut short here sees a header that
+                    # differs from PostgreSQL's and writes the community again, whole.
+                    piece["content_hash"] = ""
+                pieces.append(piece)
+        for batch in bounded_batches(pieces, lambda p: 1 + len(p["members"]), self._write_batch):
+            self._write(_PUT, rows=batch)
 
     def drop_communities(self, community_ids: Sequence[str]) -> None:
-        if community_ids:
-            ids = list(community_ids)
-            with self._session() as session:
-                session.execute_write(lambda tx: tx.run(_DROP, ns=self._ns, ids=ids).consume())
+        ids = list(community_ids)
+        limit = self._write_batch
+        for start in range(0, len(ids), _DROP_IDS):
+            some = ids[start : start + _DROP_IDS]
+            while self._write_count(_DROP_LINKS, ids=some, limit=limit):
+                pass  # each round deletes up to `limit` member links
+            self._write(_DROP, ids=some)
+        # Every orphan, not only these communities' former members: a sweep cut short by a crash is finished
+        # by the next drop.
+        while ids and self._write_count(_SWEEP_MEMBERS, limit=limit):
+            pass
 
     def drop_namespace(self) -> None:
         with self._session() as session:
             session.execute_write(lambda tx: tx.run(_DROP_NAMESPACE, ns=self._ns).consume())
+
+    def _write(self, query: LiteralString, **params: Any) -> None:
+        def work(tx: ManagedTransaction) -> None:
+            tx.run(query, ns=self._ns, **params).consume()
+
+        with self._session() as session:
+            session.execute_write(work)
+
+    def _write_count(self, query: LiteralString, **params: Any) -> int:
+        def work(tx: ManagedTransaction) -> int:
+            record = tx.run(query, ns=self._ns, **params).single()
+            return 0 if record is None else int(record["deleted"])
+
+        with self._session() as session:
+            return session.execute_write(work)
 
     def _session(self) -> Session:
         return self._driver.session(database=self._database, notifications_min_severity=NotificationMinimumSeverity.OFF)
