@@ -39,7 +39,11 @@ from kgrag_core.text_graph.model import SynonymEdge
 from kgrag_core.text_graph.patterns import PatternPhraseExtractor
 from kgrag_runtime.distributed import DistributedStores, producer
 from kgrag_runtime.extraction import build_extractor
-from kgrag_runtime.graph_projections import rebuild_graph_projections, text_graph_projection
+from kgrag_runtime.graph_projections import (
+    rebuild_graph_projections,
+    text_graph_projection,
+    with_community_projection,
+)
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.text_graph import with_text_graph
@@ -127,8 +131,12 @@ def test_communities_follow_postgresql_through_change_and_deletion(
     levels = BuildSettings(resolution=0.05, resolution_step=40.0, split_above=4)
     service = CommunityService(pg, pg, LeidenDetector(), levels)
     builder = CommunityBuilderHandler(service)
-    sync = CommunityProjectionHandler(PostgresCommunitySource(store.pool), communities)
-    handler = CompositeHandler("community-builder", [builder, sync])  # as the service composes them
+    settings = KgragSettings(neo4j_uri=endpoint("neo4j"), neo4j_namespace=communities.namespace)
+    graph = Neo4jLexicalGraph(driver, namespace=communities.namespace)
+    # The service's wiring: the builder, then the sync.
+    handler = with_community_projection(settings, builder, store.pool, graph=graph)
+    assert isinstance(handler, CompositeHandler)
+    assert [type(p) for p in handler.parts] == [CommunityBuilderHandler, CommunityProjectionHandler]
 
     team_doc(store, "doc-routing", ["Priya Raman", "Omar Diaz", "Ana Ruiz"], "Routing")
     team_doc(store, "doc-platform", ["Priya Raman", "Li Wei", "Jo Park"], "Platform")
@@ -148,7 +156,7 @@ def test_communities_follow_postgresql_through_change_and_deletion(
 
     # Compliance deletion: the deletion's transaction marks Billing stale; a sync alone mirrors the flag.
     delete_doc(Stores(store, store), "doc-billing")
-    assert sync_communities(PostgresCommunitySource(store.pool), communities).written >= 1
+    assert sync_communities(PostgresCommunitySource(store.pool), communities).written >= 1  # in pieces
     assert any(h.stale for h in communities.community_headers())
     assert_communities_match(pg, communities)
     # The re-extraction's graph.changed reclusters it away: nothing of the document stays in Neo4j.
@@ -164,10 +172,16 @@ def test_communities_follow_postgresql_through_change_and_deletion(
     # rebuild writes nothing.
     communities.drop_namespace()
     assert communities.community_headers() == []
-    graph = Neo4jLexicalGraph(driver, namespace=communities.namespace)
     assert rebuild_graph_projections(graph, store.pool)["communities_written"] == len(pg.communities())
     assert_communities_match(pg, communities)
     assert rebuild_graph_projections(graph, store.pool)["communities_written"] == 0
+
+    # In bounded pieces (the fixture's write_batch of 2 units): dropped in rounds, orphans swept, rewritten.
+    source = PostgresCommunitySource(store.pool)
+    communities.drop_communities([h.community_id for h in communities.community_headers()])
+    assert communities.community_headers() == [] and communities.member_entities() == set()
+    assert sync_communities(source, communities).written == len(pg.communities())
+    assert_communities_match(pg, communities)
 
 
 # --- text graph ----------------------------------------------------------------------------------------

@@ -19,9 +19,12 @@ if TYPE_CHECKING:
     from kgrag_core.handlers.protocol import Handler
 
 
-def with_community_projection(settings: KgragSettings, handler: Handler, pool: ConnectionPool) -> Handler:
+def with_community_projection(
+    settings: KgragSettings, handler: Handler, pool: ConnectionPool, *, graph: Neo4jLexicalGraph | None = None
+) -> Handler:
     """The community-builder's handler (distributed): with KGRAG_NEO4J_URI, each batch, once the builder has
-    committed to PostgreSQL, syncs the communities' Neo4j projection (PostgreSQL stays authoritative)."""
+    committed to PostgreSQL, syncs the communities' Neo4j projection (PostgreSQL stays authoritative).
+    `graph`: the Neo4j connection to use (the service connects one, for its lifetime)."""
     if not settings.neo4j_uri:
         return handler
     from kgrag_adapters.neo4j.communities import Neo4jCommunityProjection
@@ -30,7 +33,7 @@ def with_community_projection(settings: KgragSettings, handler: Handler, pool: C
     from kgrag_core.handlers.composite import CompositeHandler
     from kgrag_runtime.distributed import connect_neo4j
 
-    graph = connect_neo4j(settings)  # its driver lives as long as the service
+    graph = graph or connect_neo4j(settings)
     projection = Neo4jCommunityProjection(graph.driver, graph.database, namespace=graph.namespace)
     sync = CommunityProjectionHandler(PostgresCommunitySource(pool), projection)
     return CompositeHandler(handler.name, [handler, sync])
