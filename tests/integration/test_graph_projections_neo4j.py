@@ -9,11 +9,13 @@ sync after its build, the graph-writer's text-graph projection on graph.changed)
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Iterator, Sequence
 
 import pytest
 from neo4j import Driver, GraphDatabase
+from rich.console import Console
 
 from kgrag_adapters.communities.leiden import LeidenDetector
 from kgrag_adapters.neo4j.communities import Neo4jCommunityProjection
@@ -37,6 +39,7 @@ from kgrag_core.handlers.text_graph_projection import TextGraphProjectionHandler
 from kgrag_core.text_graph.builder import TextGraphBuilder
 from kgrag_core.text_graph.model import SynonymEdge
 from kgrag_core.text_graph.patterns import PatternPhraseExtractor
+from kgrag_runtime.benchmarks import graph_projections
 from kgrag_runtime.distributed import DistributedStores, producer
 from kgrag_runtime.extraction import build_extractor
 from kgrag_runtime.graph_projections import (
@@ -339,3 +342,22 @@ def test_the_graph_writer_projects_the_text_graph_built_on_kafka(
         assert target.node_keys() == {m.node_key for m in source.text_graph_of(QUILLON.doc_id).mentions}
     finally:
         target.drop_namespace()
+
+
+# --- the benchmark -------------------------------------------------------------------------------------
+
+
+def test_the_projection_benchmark_reports_each_sync_in_parity(pg_server_dsn: str, driver: Driver) -> None:
+    """`make bench-distributed`'s community-projection part, small: the report is whole and every step's
+    projection equals PostgreSQL (the `driver` fixture holds the Neo4j lock while it runs)."""
+    results = graph_projections.run(1000, pg_server_dsn, endpoint("neo4j"), Console(file=io.StringIO()))
+    size = results["size"]
+    assert (size["communities"], size["member_links"]) == (60, 2000)
+    steps = {name: (row["written"], row["removed"], row["mismatches"]) for name, row in size["steps"].items()}
+    assert steps == {
+        "first sync (rebuild)": (60, 0, 0),
+        "nothing to do": (0, 0, 0),
+        "one community stale": (2, 0, 0),  # the member's community and its parent
+        "one community reclustered": (1, 3, 0),  # a new id; the old one and its two children go
+    }
+    assert "| nothing to do |" in graph_projections.markdown(results)

@@ -85,10 +85,13 @@ DELETE m
 RETURN count(*) AS deleted
 """
 
+# In rounds of $limit nodes: one transaction for a large namespace would hold it all in the server's heap.
 _DROP_NAMESPACE: LiteralString = """
 MATCH (n {ns: $ns})
 WHERE n:KgCommunity OR n:KgCommunityEntity
+WITH n LIMIT $limit
 DETACH DELETE n
+RETURN count(*) AS deleted
 """
 
 
@@ -198,8 +201,9 @@ class Neo4jCommunityProjection:
             pass
 
     def drop_namespace(self) -> None:
-        with self._session() as session:
-            session.execute_write(lambda tx: tx.run(_DROP_NAMESPACE, ns=self._ns).consume())
+        """Delete everything this projection holds in its namespace (other projections' nodes stay)."""
+        while self._write_count(_DROP_NAMESPACE, limit=self._write_batch):
+            pass
 
     def _write(self, query: LiteralString, **params: Any) -> None:
         def work(tx: ManagedTransaction) -> None:

@@ -97,11 +97,17 @@ RETURN doc_id ORDER BY doc_id
 
 _NODE_KEYS: LiteralString = "MATCH (n:TgNode {ns: $ns}) RETURN n.node_key AS key"
 
+# In rounds of $limit nodes: one transaction for a large namespace would hold it all in the server's heap.
 _DROP_NAMESPACE: LiteralString = """
 MATCH (n {ns: $ns})
 WHERE n:TgNode OR n:TgPassage
+WITH n LIMIT $limit
 DETACH DELETE n
+RETURN count(*) AS deleted
 """
+
+
+_DROP_ROUND = 5000
 
 
 class Neo4jTextGraphProjection:
@@ -193,8 +199,16 @@ class Neo4jTextGraphProjection:
             return session.execute_read(lambda tx: {str(r["key"]) for r in tx.run(_NODE_KEYS, ns=self._ns)})
 
     def drop_namespace(self) -> None:
-        with self._session() as session:
-            session.execute_write(lambda tx: tx.run(_DROP_NAMESPACE, ns=self._ns).consume())
+        """Delete everything this projection holds in its namespace (other projections' nodes stay)."""
+
+        def work(tx: ManagedTransaction) -> int:
+            record = tx.run(_DROP_NAMESPACE, ns=self._ns, limit=_DROP_ROUND).single()
+            return 0 if record is None else int(record["deleted"])
+
+        while True:
+            with self._session() as session:
+                if not session.execute_write(work):
+                    return
 
     def _session(self) -> Session:
         return self._driver.session(database=self._database, notifications_min_severity=NotificationMinimumSeverity.OFF)
