@@ -25,6 +25,9 @@ from kgrag_core.handlers.text_graph_projection import (
 )
 from kgrag_core.text_graph.model import MentionKind
 
+# `titled` is only ever set, as in PostgreSQL (text_graph_nodes.titled): two documents naming one node may
+# be projected concurrently, and the one that read PostgreSQL before the title appeared must not unset it.
+#
 # What the document held: its passages go (with their mention edges), then its synonym edges; the nodes
 # they touched are returned to sweep once the new edges are in.
 _DROP_DOCUMENT: LiteralString = """
@@ -51,7 +54,7 @@ UNWIND $rows AS row
 MERGE (p:TgPassage {ns: $ns, chunk_id: row.chunk_id})
 SET p.doc_id = $doc_id
 MERGE (n:TgNode {ns: $ns, node_key: row.node_key})
-SET n.titled = row.titled
+SET n.titled = coalesce(n.titled, false) OR row.titled
 MERGE (p)-[m:TG_MENTIONS]->(n)
 SET m.ns = $ns, m.chunk_id = row.chunk_id, m.acl = row.acl, m.kind = row.kind, m.weight = row.weight
 """
@@ -59,9 +62,9 @@ SET m.ns = $ns, m.chunk_id = row.chunk_id, m.acl = row.acl, m.kind = row.kind, m
 _PUT_SYNONYMS: LiteralString = """
 UNWIND $rows AS row
 MERGE (a:TgNode {ns: $ns, node_key: row.node_a})
-SET a.titled = row.titled_a
+SET a.titled = coalesce(a.titled, false) OR row.titled_a
 MERGE (b:TgNode {ns: $ns, node_key: row.node_b})
-SET b.titled = row.titled_b
+SET b.titled = coalesce(b.titled, false) OR row.titled_b
 MERGE (a)-[s:TG_SYNONYM {ns: $ns, chunk_id: row.chunk_id}]->(b)
 SET s.doc_id = $doc_id, s.acl = row.acl, s.similarity = row.similarity
 """
