@@ -68,6 +68,10 @@ class CommunityProjection(Protocol):
 
     def community_headers(self) -> list[CommunityHeader]: ...
 
+    def members(self, community_id: str) -> list[str]:
+        """The projected members of one community, sorted."""
+        ...
+
     def put_communities(self, communities: Sequence[Community]) -> None:
         """Upsert each community with exactly its members and its parent link."""
         ...

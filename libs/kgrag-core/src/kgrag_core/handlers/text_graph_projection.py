@@ -79,6 +79,10 @@ class TextGraphProjection(Protocol):
 
     def text_graph_documents(self) -> list[str]: ...
 
+    def text_graph_of(self, doc_id: str) -> TextGraphDocument:
+        """What the projection holds for the document, in the source's shape and order."""
+        ...
+
 
 def project_text_graph(doc_id: str, source: TextGraphSource, target: TextGraphProjection) -> TextGraphDocument:
     with source.exclusive(f"kgrag-text-graph-projection:{target.namespace}:{doc_id}"):
