@@ -121,17 +121,18 @@ class Neo4jCommunityProjection:
 
     def community_headers(self) -> list[CommunityHeader]:
         def work(tx: ManagedTransaction) -> list[CommunityHeader]:
+            # A parent stub (a child written while its parent vanished from PostgreSQL mid-sync) has no
+            # properties: its header matches no source header, so the next sync removes or rewrites it.
             return [
                 CommunityHeader(
                     str(r["id"]),
-                    int(r["level"]),
+                    -1 if r["level"] is None else int(r["level"]),
                     r["parent"],
                     bool(r["stale"]),
-                    int(r["version"]),
-                    str(r["hash"]),
+                    -1 if r["version"] is None else int(r["version"]),
+                    str(r["hash"] or ""),
                 )
                 for r in tx.run(_HEADERS, ns=self._ns)
-                if r["level"] is not None  # a parent stub awaiting its own write is no copy yet
             ]
 
         with self._session() as session:

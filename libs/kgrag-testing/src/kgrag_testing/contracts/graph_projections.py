@@ -53,6 +53,18 @@ class CommunityProjectionContract:
         community_projection.drop_communities([])  # nothing named, nothing removed
         assert len(community_projection.community_headers()) == 2
 
+    def test_a_child_written_without_its_parent_leaves_a_header_matching_nothing(
+        self, community_projection: CommunityProjection
+    ) -> None:
+        # The parent vanished from the source between a sync's two reads: whatever stands for it must not
+        # look like a copy of it (the next sync then rewrites or removes it).
+        community_projection.put_communities([CHILD_A1])
+        headers = {h.community_id: h for h in community_projection.community_headers()}
+        assert headers[CHILD_A1.community_id] == header_of(CHILD_A1)
+        assert headers.get(TOP_A.community_id, header_of(CHILD_A1)) != header_of(TOP_A)
+        community_projection.drop_communities([TOP_A.community_id, CHILD_A1.community_id])
+        assert community_projection.community_headers() == []
+
 
 def _doc(doc_id: str, chunk: str, nodes: tuple[str, ...], acl: str = "acl-eng") -> TextGraphDocument:
     mentions = tuple(ProjectedMention(chunk, n, acl, MentionKind.ENTITY, 1.0) for n in sorted(nodes))
