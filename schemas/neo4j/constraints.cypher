@@ -90,3 +90,28 @@ FOR (o:KgOntology) REQUIRE o.ns IS UNIQUE;
 // The graph version the projection has applied (PostgreSQL's kg_graph_version_seq, migration 0017).
 CREATE CONSTRAINT kg_watermark_key IF NOT EXISTS
 FOR (w:KgWatermark) REQUIRE w.ns IS UNIQUE;
+
+// --- communities projection (kgrag_adapters.neo4j.communities) ---------------------------------------
+//
+// A read model of PostgreSQL's kg_communities (migration 0027); members are canonical entity ids.
+CREATE CONSTRAINT kg_community_key IF NOT EXISTS
+FOR (k:KgCommunity) REQUIRE (k.ns, k.community_id) IS UNIQUE;
+
+CREATE CONSTRAINT kg_community_entity_key IF NOT EXISTS
+FOR (m:KgCommunityEntity) REQUIRE (m.ns, m.entity_id) IS UNIQUE;
+
+// --- text graph projection (kgrag_adapters.neo4j.text_graph) -----------------------------------------
+//
+// A read model of PostgreSQL's text graph (migration 0028): passages, nodes (blind keys: no phrase), and
+// the weighted edges with their evidence chunk. A document's passages and synonyms are replaced together.
+CREATE CONSTRAINT tg_node_key IF NOT EXISTS
+FOR (n:TgNode) REQUIRE (n.ns, n.node_key) IS UNIQUE;
+
+CREATE CONSTRAINT tg_passage_key IF NOT EXISTS
+FOR (p:TgPassage) REQUIRE (p.ns, p.chunk_id) IS UNIQUE;
+
+CREATE INDEX tg_passage_doc_id IF NOT EXISTS
+FOR (p:TgPassage) ON (p.ns, p.doc_id);
+
+CREATE INDEX tg_synonym_doc_id IF NOT EXISTS
+FOR ()-[s:TG_SYNONYM]-() ON (s.ns, s.doc_id);

@@ -67,6 +67,11 @@ CONSTRAINTS = {
     "kg_hub_key": (["KgHub"], ["ns", "entity_id"]),
     "kg_ontology_key": (["KgOntology"], ["ns"]),
     "kg_watermark_key": (["KgWatermark"], ["ns"]),
+    # the communities and text-graph projections (kgrag_adapters.neo4j.communities, .text_graph)
+    "kg_community_key": (["KgCommunity"], ["ns", "community_id"]),
+    "kg_community_entity_key": (["KgCommunityEntity"], ["ns", "entity_id"]),
+    "tg_node_key": (["TgNode"], ["ns", "node_key"]),
+    "tg_passage_key": (["TgPassage"], ["ns", "chunk_id"]),
 }
 INDEXES = {
     **CONSTRAINTS,  # each uniqueness constraint owns a range index of the same name
@@ -76,6 +81,8 @@ INDEXES = {
     "kg_entity_norm_name": (["KgEntity"], ["ns", "norm_name"]),
     "kg_claim_entity_id": (["KgClaim"], ["ns", "entity_id"]),
     "chunk_ns_acl_class_id": (["Chunk"], ["ns", "acl_class_id"]),
+    "tg_passage_doc_id": (["TgPassage"], ["ns", "doc_id"]),
+    "tg_synonym_doc_id": (["TG_SYNONYM"], ["ns", "doc_id"]),
 }
 # The rules from before namespaces (keys without `ns`): the schema drops them, or a second namespace could
 # not hold the same IDs. Constraint names first, then plain indexes.

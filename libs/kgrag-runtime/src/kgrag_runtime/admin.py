@@ -150,10 +150,12 @@ def dead_letters(settings: KgragSettings, consumer: str, *, replay: bool, limit:
 
 def rebuild_projection(settings: KgragSettings, projection: str) -> dict[str, object]:
     from kgrag_core.handlers.graph_writer import GraphWriterHandler
+    from kgrag_runtime.graph_projections import rebuild_graph_projections
 
     with open_stores(settings) as stores:
         doc_ids = [d.doc_id for d in stores.store.list_documents()]
         written = 0
+        derived: dict[str, int] = {}
         if projection in ("qdrant", "opensearch", "all"):
             indexer = stores.indexer(settings)
             for start in range(0, len(doc_ids), BATCH):
@@ -167,8 +169,9 @@ def rebuild_projection(settings: KgragSettings, projection: str) -> dict[str, ob
             writer = GraphWriterHandler(stores.store, graph)
             for doc_id in doc_ids:
                 writer.sync(doc_id)
+            derived = rebuild_graph_projections(graph, stores.store.pool)  # communities, text graph
             graph.close()
-    return {"projection": projection, "documents": len(doc_ids), "chunks_written": written}
+    return {"projection": projection, "documents": len(doc_ids), "chunks_written": written, **derived}
 
 
 def _neo4j(settings: KgragSettings) -> Neo4jLexicalGraph:
