@@ -27,6 +27,12 @@ def screenshot(page: Page, name: str) -> Path:
     return path
 
 
+def tap_node(page: Page, node_id: str) -> None:
+    """Tap a node of the drawn graph (cytoscape's event, as a click on it). Fired from a timer: a navigation
+    started inside page.evaluate itself held the evaluate for about 19 s."""
+    page.evaluate(f"setTimeout(() => window.kgragGraph.getElementById({node_id!r}).emit('tap'), 0)")
+
+
 TIMINGS: dict[str, dict[str, float]] = {}
 _NAVIGATION = """() => {
   const nav = performance.getEntriesByType("navigation")[0];

@@ -1,6 +1,7 @@
 """The web app on the DISTRIBUTED runtime, in Chromium: the query API wired on the dev servers' stores (Kafka,
 PostgreSQL, OpenSearch, Neo4j, Redis, S3), served on a real socket, with the documents indexed, extracted and
-resolved by Kafka consumer groups (chunk-indexer, extractor, entity-resolver) under names of this module's own.
+resolved by Kafka consumer groups (chunk-indexer, extractor, entity-resolver) and projected into Neo4j
+(the graph-writer's knowledge projection, which the entity pages then read) under names of this module's own.
 
 A streamed cited answer whose citation opens the source at the quoted bytes (`GET /v1/documents/{id}` reads
 the body from S3 here), an entity page walked to a neighbour, and an outsider who finds no restricted
@@ -14,7 +15,8 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,10 +24,14 @@ from playwright.sync_api import Page, expect
 
 from kgrag_adapters.connectors import iter_path
 from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
-from kgrag_core.events import CHUNKS_CHANGED, DOCUMENTS_CHANGED
+from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
+from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
+from kgrag_core.events import CHUNKS_CHANGED, DOCUMENTS_CHANGED, ENTITIES_CHANGED, GRAPH_CHANGED
 from kgrag_core.extraction.records import RerunScope
+from kgrag_core.graph.routing import Route, RoutedGraphReader
 from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
 from kgrag_core.handlers.extractor import ExtractorHandler
+from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.distributed import DistributedStores, open_stores, query_app
@@ -33,12 +39,14 @@ from kgrag_runtime.extraction import build_extractor
 from kgrag_runtime.graph import build_resolution, build_resolver_handler
 from kgrag_runtime.kafka.runner import ConsumerRunner
 from kgrag_runtime.settings import KgragSettings
-from tests.browser.pages import record_timing, sign_in
+from kgrag_runtime.wiring import build_key_ring
+from tests.browser.pages import record_timing, sign_in, tap_node
 from tests.browser.server import CORPUS, Server, serving_api
 from tests.browser.test_ui_entities_admin import RECORDS, _graph_labels, _ingest, _resolve
 from tests.browser.test_ui_visibility import ask, search, source_view
 from tests.conftest import fresh_database
 from tests.integration.conftest import Workers, drop_server_side, settings_of_own, wait_for, wait_until_quiet
+from tests.neo4j_lock import neo4j_held
 
 pytestmark = pytest.mark.integration
 
@@ -60,10 +68,16 @@ def _documents(folder: Path) -> tuple[Path, set[str]]:
     return path, {json.loads(line)["id"] for line in chosen}
 
 
-Distributed = tuple[Server, dict[str, str]]
+@dataclass(frozen=True)
+class Distributed:
+    server: Server
+    ids: dict[str, str]  # tern, gannet, site: entity ids
+    graph_reads: RoutedGraphReader  # the query API's: which store answered its graph reads
 
 
-def _start_workers(workers: Workers, settings: KgragSettings, stores: DistributedStores) -> list[ConsumerRunner]:
+def _start_workers(
+    workers: Workers, settings: KgragSettings, stores: DistributedStores, projection: KnowledgeProjectionHandler
+) -> list[ConsumerRunner]:
     extractor = build_extractor(settings, store=stores.extraction, llm=None)
     resolution = build_resolution(settings, store=stores.store, embedder=stores.embedder)
     indexer = ChunkIndexerHandler(stores.indexer(settings), topics=(DOCUMENTS_CHANGED,))
@@ -71,7 +85,26 @@ def _start_workers(workers: Workers, settings: KgragSettings, stores: Distribute
         workers.start("chunk-indexer", indexer, outcome_log=stores.store),
         workers.start("extractor", ExtractorHandler(stores.store, extractor, topics=(CHUNKS_CHANGED,))),
         workers.start("entity-resolver", build_resolver_handler(settings, resolution)),
+        workers.start("graph-writer", projection),
     ]
+
+
+@contextmanager
+def _projection(settings: KgragSettings) -> Iterator[KnowledgeProjectionHandler]:
+    """The graph-writer's knowledge projection into the deployment's Neo4j namespace, sealed as the service
+    writes it; the namespace is dropped afterwards. Holds the Neo4j test lock (suites that wipe it wait)."""
+    dsn = settings.pg_dsn.get_secret_value() if settings.pg_dsn else ""
+    with (
+        neo4j_held(settings.neo4j_uri or "") as uri,
+        PostgresKnowledgeSource.connect(dsn, kek=build_key_ring(settings)) as source,
+        Neo4jKnowledgeGraph.connect(
+            uri, namespace=settings.neo4j_namespace, cipher=source.cipher, name_index=source.name_index
+        ) as neo,
+    ):
+        try:
+            yield KnowledgeProjectionHandler(source, neo, topics=(CHUNKS_CHANGED, GRAPH_CHANGED, ENTITIES_CHANGED))
+        finally:
+            neo.drop_namespace()
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +123,10 @@ def distributed(pg_server_dsn: str, tmp_path_factory: pytest.TempPathFactory) ->
         stores = stack.enter_context(open_stores(settings, embedder=OnnxMiniLmEmbedder()))
         stack.callback(stores.objects.delete_prefix, "")
         stack.callback(stores.cache.invalidate_all)
+        projection = stack.enter_context(_projection(settings))
         workers = Workers(settings)
         stack.callback(workers.stop_all)
-        runners = _start_workers(workers, settings, stores)
+        runners = _start_workers(workers, settings, stores, projection)
         kg = query_app(settings, stores, llm=None)
         verifier = TokenVerifier(secrets.token_urlsafe(32), "kgrag-local", "kgrag", "HS256")
         url = stack.enter_context(serving_api(create_app(kg, verifier)))
@@ -113,8 +147,8 @@ def distributed(pg_server_dsn: str, tmp_path_factory: pytest.TempPathFactory) ->
         [tern] = _resolve(server, "Tern Foods", server.admin)
         [gannet] = _resolve(server, RESTRICTED_ENTITY, server.admin)
         [site] = [c for c in _resolve(server, "TRN-1", server.admin) if c["type"] == "Site"]
-        ready = Server(url, verifier, time.perf_counter() - started)
-        yield ready, {"tern": tern["entity_id"], "gannet": gannet["entity_id"], "site": site["entity_id"]}
+        ids = {"tern": tern["entity_id"], "gannet": gannet["entity_id"], "site": site["entity_id"]}
+        yield Distributed(Server(url, verifier, time.perf_counter() - started), ids, stores.routed_graph)
 
 
 def _outsider(server: Server) -> str:
@@ -128,7 +162,7 @@ def _member(server: Server) -> str:
 def test_a_streamed_cited_answer_opens_its_source_from_s3_at_the_quoted_bytes(
     page: Page, distributed: Distributed
 ) -> None:
-    server, _ = distributed
+    server = distributed.server
     sign_in(page, server, _outsider(server))
     expect(page.locator("#who")).to_contain_text("sam.ortiz")
     record_timing(page, "distributed: first page /ui")
@@ -152,8 +186,9 @@ def test_a_streamed_cited_answer_opens_its_source_from_s3_at_the_quoted_bytes(
 
 
 def test_an_entity_page_walks_to_a_neighbour(page: Page, distributed: Distributed) -> None:
-    server, graph = distributed
+    server, graph = distributed.server, distributed.ids
     sign_in(page, server, _outsider(server))
+    projected = distributed.graph_reads.counts[Route.PROJECTION]
     page.goto(f"{server.url}/ui/entities?name=Tern%20Foods")
     page.get_by_role("link", name="Tern Foods").click()
     page.wait_for_url(f"**/ui/entities/{graph['tern']}")
@@ -161,16 +196,18 @@ def test_an_entity_page_walks_to_a_neighbour(page: Page, distributed: Distribute
     expect(page.locator("section.relations")).to_contain_text("SERVED_AT")
     assert "TRN-1" in _graph_labels(page)
     record_timing(page, "distributed: entity")
-    page.evaluate(f"window.kgragGraph.getElementById({graph['site']!r}).emit('tap')")
+    tap_node(page, graph["site"])
     page.wait_for_url(f"**/ui/entities/{graph['site']}**")
     expect(page.locator("article.entity h1")).to_contain_text("TRN-1")
     expect(page.locator("section.relations")).to_contain_text("Tern Foods")
+    # Neo4j's projection, caught up with PostgreSQL, answered these pages' graph reads (not the fallback).
+    assert distributed.graph_reads.counts[Route.PROJECTION] > projected, distributed.graph_reads.counts
 
 
 def test_an_outsider_sees_no_restricted_document_or_entity_and_a_member_does(
     page: Page, distributed: Distributed
 ) -> None:
-    server, graph = distributed
+    server, graph = distributed.server, distributed.ids
     sign_in(page, server, _outsider(server))
     assert SECRET_WORD not in ask(page, OSPREY_QUESTION)
     hits = search(page, OSPREY_SEARCH)

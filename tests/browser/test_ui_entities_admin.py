@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.pages import record_timing, screenshot, sign_in
+from tests.browser.pages import record_timing, screenshot, sign_in, tap_node
 from tests.browser.server import Server
 
 DAY = "2025-07-01T00:00:00Z"
@@ -138,7 +138,7 @@ def test_an_entity_page_shows_its_conflict_and_walks_the_graph_to_a_neighbour(
 
     # Walk: tapping a node in the drawn graph opens that entity.
     assert "TRN-1" in _graph_labels(page)
-    page.evaluate(f"window.kgragGraph.getElementById({graph['site']!r}).emit('tap')")
+    tap_node(page, graph["site"])
     page.wait_for_url(f"**/ui/entities/{graph['site']}**")
     expect(page.locator("article.entity h1")).to_contain_text("TRN-1")
     expect(page.locator("section.relations")).to_contain_text("Tern Foods")
