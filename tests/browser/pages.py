@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from tests.browser.server import Server
 
@@ -17,6 +17,15 @@ def sign_in(page: Page, server: Server, token: str) -> None:
     page.get_by_label("Bearer token").fill(token)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{server.url}/ui")
+
+
+def ask_streamed(page: Page, question: str) -> None:
+    """Ask on the ask page and wait for the streamed answer (`POST /v1/ask` answered as an event stream)."""
+    page.get_by_label("Question or search terms").fill(question)
+    with page.expect_response(lambda r: r.url.endswith("/v1/ask")) as asked:
+        page.get_by_role("button", name="Ask", exact=True).click()
+    assert asked.value.headers["content-type"].startswith("text/event-stream")
+    expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
 
 
 def screenshot(page: Page, name: str) -> Path:

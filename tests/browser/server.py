@@ -6,16 +6,11 @@ import json
 import secrets
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import uvicorn
-from fastapi import FastAPI
 
 from kgrag_query_api.auth import TokenVerifier
 from tests.pipeline.cli_runner import cli_env
@@ -111,24 +106,6 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=30)
-
-
-@contextmanager
-def serving_api(api: FastAPI) -> Iterator[str]:
-    """An app on a free port of a real socket (uvicorn in a thread), for a browser; its base URL."""
-    server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the API did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 if __name__ == "__main__":  # a server to run the browser tests against while working on the app

@@ -40,13 +40,14 @@ from kgrag_runtime.graph import build_resolution, build_resolver_handler
 from kgrag_runtime.kafka.runner import ConsumerRunner
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_key_ring
-from tests.browser.pages import record_timing, sign_in, tap_node
-from tests.browser.server import CORPUS, Server, serving_api
+from tests.browser.pages import ask_streamed, record_timing, sign_in, tap_node
+from tests.browser.server import CORPUS, Server
 from tests.browser.test_ui_entities_admin import RECORDS, _graph_labels, _ingest, _resolve
 from tests.browser.test_ui_visibility import ask, search, source_view
 from tests.conftest import fresh_database
 from tests.integration.conftest import Workers, drop_server_side, settings_of_own, wait_for, wait_until_quiet
 from tests.neo4j_lock import neo4j_held
+from tests.socket_server import serving_api
 
 pytestmark = pytest.mark.integration
 
@@ -166,11 +167,7 @@ def test_a_streamed_cited_answer_opens_its_source_from_s3_at_the_quoted_bytes(
     sign_in(page, server, _outsider(server))
     expect(page.locator("#who")).to_contain_text("sam.ortiz")
     record_timing(page, "distributed: first page /ui")
-    page.get_by_label("Question or search terms").fill(QUESTION)
-    with page.expect_response(lambda r: r.url.endswith("/v1/ask")) as asked:
-        page.get_by_role("button", name="Ask", exact=True).click()
-    assert asked.value.headers["content-type"].startswith("text/event-stream")
-    expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
+    ask_streamed(page, QUESTION)
     assert "Kenji Watanabe" in page.locator("#answer-text").inner_text()
     expect(page.locator("#answer-meta")).to_contain_text("Route:")
 
