@@ -186,6 +186,9 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     page.goto(f"{server.url}/ui/admin/review")
     expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # the API's own refusal
     assert RESTRICTED not in page.content() and "Tern Foods" not in page.content()
+    page.goto(f"{server.url}/ui/admin/namesakes")
+    expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # no form either
+    assert page.get_by_label("Entity id").count() == 0
 
     # Positive control: a member of leadership sees the entity, on the same pages.
     sign_in(page, server, server.token("grace.oneill", groups=("leadership",)))
@@ -269,3 +272,27 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     done = page.locator("#rebuild-result section.run[data-status=succeeded]")
     expect(done).to_contain_text("Communities written", timeout=60_000)  # polled until the run is done
     assert int(done.locator("td[data-field=communities_written]").inner_text()) >= 1
+
+    # Namesakes: Tern Foods' mentions in one record become an entity of their own; a merge undoes it.
+    page.goto(f"{server.url}/ui/admin/namesakes")
+    page.get_by_label("Entity id").fill(graph["tern"])
+    page.get_by_role("button", name="Show its documents").click()
+    expect(page.locator(".namesakes-split h2")).to_contain_text("Tern Foods")
+    expect(page.get_by_label("ui-tern-a")).to_be_visible()  # the documents its claims quote
+    page.get_by_label("ui-tern-b").check()
+    page.get_by_label("Reason").fill("two customers called Tern Foods")
+    page.get_by_role("button", name="Split these mentions off").click()
+    expect(page.locator(".notice")).to_contain_text("1 document(s) now name")
+    result = page.locator(".split-result")
+    expect(result).to_contain_text("ui-tern-b")
+    split_off = str(result.locator("a").first.get_attribute("href")).rsplit("/", 1)[-1]
+    assert split_off != graph["tern"]
+    assert {c["entity_id"] for c in _resolve(server, "Tern Foods", server.admin)} == {graph["tern"], split_off}
+    screenshot(page, "admin-namesakes")
+    merged = httpx.post(
+        f"{server.url}/v1/admin/entities/merge",
+        json={"entity_ids": [graph["tern"], split_off], "canonical_id": graph["tern"], "reason": "one customer"},
+        headers={"Authorization": f"Bearer {server.admin}"},
+    )
+    assert merged.status_code == 200, merged.text
+    assert [c["entity_id"] for c in _resolve(server, "Tern Foods", server.admin)] == [graph["tern"]]
