@@ -4,8 +4,9 @@ resolved by Kafka consumer groups (chunk-indexer, extractor, entity-resolver) an
 (the graph-writer's knowledge projection, which the entity pages then read) under names of this module's own.
 
 A streamed cited answer whose citation opens the source at the quoted bytes (`GET /v1/documents/{id}` reads
-the body from S3 here), an entity page walked to a neighbour, and an outsider who finds no restricted
-document or entity anywhere while a member of its group does (the positive control).
+the body from S3 here), an entity page walked to a neighbour, an outsider who finds no restricted
+document or entity anywhere while a member of its group does (the positive control), and an admin's split
+and merge reaching the entity pages through Kafka and Neo4j, then a re-extraction preview.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from kgrag_runtime.graph import build_resolution, build_resolver_handler
 from kgrag_runtime.kafka.runner import ConsumerRunner
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_key_ring
+from tests.browser.admin_steps import merge_by_hand, preview_reextraction, split_merge_of
 from tests.browser.pages import ask_streamed, record_timing, sign_in, tap_node
 from tests.browser.server import CORPUS, Server
 from tests.browser.test_ui_entities_admin import RECORDS, _graph_labels, _ingest, _resolve
@@ -231,3 +233,41 @@ def test_an_outsider_sees_no_restricted_document_or_entity_and_a_member_does(
     assert RESTRICTED_ENTITY in _graph_labels(page)
     page.goto(f"{server.url}/ui/entities/{graph['gannet']}")
     expect(page.locator("article.entity h1")).to_contain_text(RESTRICTED_ENTITY)
+
+
+def _projected(reads: RoutedGraphReader) -> None:
+    """Until the graph-writer has projected every graph change into Neo4j (the watermark is PostgreSQL's)."""
+    wait_for(lambda: reads.lag() == 0, timeout_s=SETTLE_S, what="the Neo4j projection caught up")
+
+
+def test_an_admins_split_and_merge_reach_the_entity_pages_through_kafka_and_neo4j(
+    page: Page, distributed: Distributed
+) -> None:
+    """A decision in the admin pages is announced on Kafka; the graph-writer projects it, and the entity page,
+    read from Neo4j, shows it. Last in the module: it changes the graph the other tests read."""
+    server, reads = distributed.server, distributed.graph_reads
+    sign_in(page, server, server.admin)
+    [heron] = _resolve(server, "Heron Freight", server.admin)
+    assert len(heron["members"]) == 2  # resolution merged the two spellings on its own
+    profile = page.locator("article.entity")
+    page.goto(f"{server.url}/ui/entities/{heron['entity_id']}")
+    expect(profile).to_contain_text("Merged from")
+
+    split_merge_of(page, server, heron["entity_id"])
+    _projected(reads)
+    projected = reads.counts[Route.PROJECTION]
+    page.goto(f"{server.url}/ui/entities/{heron['entity_id']}")
+    expect(profile.locator("h1")).to_contain_text("Heron Freight")
+    expect(profile).not_to_contain_text("Merged from")
+    assert reads.counts[Route.PROJECTION] > projected, reads.counts
+
+    page.goto(f"{server.url}/ui/admin/merges")
+    kept = merge_by_hand(page, heron["members"], "one haulier, two spellings").locator("a").first
+    canonical = str(kept.get_attribute("href")).rsplit("/", 1)[-1]
+    assert canonical in heron["members"]
+    _projected(reads)
+    page.goto(f"{server.url}/ui/entities/{canonical}")
+    expect(profile).to_contain_text("Merged from")
+
+    # The re-extraction preview runs in the query API's process, on the distributed stores.
+    preview_reextraction(page, server, source="records", at_least=len(RECORDS))
