@@ -15,6 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.admin_steps import merge_by_hand, preview_reextraction, split_merge_of
 from tests.browser.pages import record_timing, screenshot, sign_in, tap_node
 from tests.browser.server import Server
 
@@ -208,21 +209,10 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     [heron] = _resolve(server, "Heron Freight", server.admin)
     assert len(heron["members"]) == 2  # resolution merged the two spellings on its own
 
-    page.goto(f"{server.url}/ui/admin/merges")
-    row = page.locator("tr", has=page.locator(f"a[href='/ui/entities/{heron['entity_id']}']")).first
-    expect(row).to_contain_text("auto")
-    heron_merge = row.get_attribute("data-merge")
-    row.get_by_role("button", name="Split").click()
-    expect(page.locator(".notice")).to_contain_text("are separate again")
+    heron_merge = split_merge_of(page, server, heron["entity_id"])
     assert {c["name"] for c in _resolve(server, "Heron Freight", server.admin)} == {"Heron Freight"}
 
-    page.get_by_label("Entity ids").fill(" ".join(heron["members"]))
-    page.get_by_label("Reason").fill("one haulier, two spellings")
-    page.get_by_role("button", name="Merge", exact=True).click()
-    expect(page.locator(".notice")).to_contain_text("Merged as mrg_")
-    newest = page.locator("#merges tbody tr").first
-    expect(newest).to_contain_text("override")
-    expect(newest).to_contain_text("one haulier, two spellings")
+    newest = merge_by_hand(page, heron["members"], "one haulier, two spellings")
     expect(newest.locator(".who")).to_have_text("ui-admin")  # the admin token's sub decided it
     split_row = page.locator(f"#merges tr[data-merge='{heron_merge}']")
     expect(split_row).to_contain_text("split by ui-admin")
@@ -246,16 +236,7 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
         assert pair != first_ids
     screenshot(page, "admin-review")
 
-    page.goto(f"{server.url}/ui/admin/extraction")
-    page.get_by_label("Extractor version").fill("ui-preview")
-    page.get_by_label("Sources (optional)").fill("records")
-    page.get_by_role("button", name="Preview").click()
-    preview = page.locator("section.run")
-    expect(preview).to_contain_text("Preview")
-    in_scope = preview.locator("td[data-field=chunks_in_scope]").inner_text()
-    assert re.fullmatch(r"\d+", in_scope) and int(in_scope) >= len(RECORDS) - 1, in_scope  # the admin reads all
-    expect(preview.locator("td[data-field=estimated_seconds]")).not_to_have_text("—")
-    expect(preview.get_by_role("button", name="Run it")).to_be_visible()
+    preview_reextraction(page, server, source="records", at_least=len(RECORDS) - 1)  # the admin reads all
     screenshot(page, "admin-extraction")
 
     # The community summaries: a preview of what a rebuild reclusters and what its summaries cost, then it.
