@@ -47,3 +47,24 @@ def preview_reextraction(page: Page, server: Server, *, source: str, at_least: i
     expect(preview.locator("td[data-field=estimated_seconds]")).not_to_have_text("—")
     expect(preview.get_by_role("button", name="Run it")).to_be_visible()
     return preview
+
+
+def preview_community_rebuild(page: Page, server: Server) -> Locator:
+    """The community rebuild's dry run: what it reclusters, and (no LLM on the test servers) no summary calls."""
+    page.goto(f"{server.url}/ui/admin/communities")
+    page.get_by_role("button", name="Preview").click()
+    plan = page.locator("#rebuild-result section.run")
+    expect(plan).to_contain_text("Preview")
+    communities = plan.locator("td[data-field=communities]").inner_text()
+    assert re.fullmatch(r"\d+", communities) and int(communities) >= 1, communities
+    expect(plan.locator("td[data-field=calls]")).to_have_text("0")  # no LLM on this server: no calls
+    expect(plan).to_contain_text("No LLM configured")
+    return plan
+
+
+def run_community_rebuild(page: Page, plan: Locator) -> None:
+    """Rebuild from the preview; the page polls the run until it reports the communities it wrote."""
+    plan.get_by_role("button", name="Rebuild").click()
+    done = page.locator("#rebuild-result section.run[data-status=succeeded]")
+    expect(done).to_contain_text("Communities written", timeout=60_000)
+    assert int(done.locator("td[data-field=communities_written]").inner_text()) >= 1

@@ -1,12 +1,14 @@
 """The web app on the DISTRIBUTED runtime, in Chromium: the query API wired on the dev servers' stores (Kafka,
 PostgreSQL, OpenSearch, Neo4j, Redis, S3), served on a real socket, with the documents indexed, extracted and
-resolved by Kafka consumer groups (chunk-indexer, extractor, entity-resolver) and projected into Neo4j
-(the graph-writer's knowledge projection, which the entity pages then read) under names of this module's own.
+resolved by Kafka consumer groups (chunk-indexer, extractor, entity-resolver), projected into Neo4j (the
+graph-writer's knowledge projection, which the entity pages then read) and clustered (community-builder),
+under names of this module's own.
 
 A streamed cited answer whose citation opens the source at the quoted bytes (`GET /v1/documents/{id}` reads
 the body from S3 here), an entity page walked to a neighbour, an outsider who finds no restricted
-document or entity anywhere while a member of its group does (the positive control), and an admin's split
-and merge reaching the entity pages through Kafka and Neo4j, then a re-extraction preview.
+document or entity anywhere while a member of its group does (the positive control), themes under the same
+rule, and an admin's split and merge reaching the entity pages through Kafka and Neo4j, then a re-extraction
+preview.
 """
 
 from __future__ import annotations
@@ -35,17 +37,25 @@ from kgrag_core.handlers.extractor import ExtractorHandler
 from kgrag_core.handlers.knowledge_projection import KnowledgeProjectionHandler
 from kgrag_query_api.api import create_app
 from kgrag_query_api.auth import TokenVerifier
+from kgrag_runtime.communities import build_communities, build_community_handler
 from kgrag_runtime.distributed import DistributedStores, open_stores, query_app
 from kgrag_runtime.extraction import build_extractor
 from kgrag_runtime.graph import build_resolution, build_resolver_handler
 from kgrag_runtime.kafka.runner import ConsumerRunner
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_key_ring
-from tests.browser.admin_steps import merge_by_hand, preview_reextraction, split_merge_of
+from tests.browser.admin_steps import (
+    merge_by_hand,
+    preview_community_rebuild,
+    preview_reextraction,
+    run_community_rebuild,
+    split_merge_of,
+)
 from tests.browser.pages import ask_streamed, record_timing, sign_in, tap_node
 from tests.browser.server import CORPUS, Server
 from tests.browser.test_ui_entities_admin import RECORDS, _graph_labels, _ingest, _resolve
 from tests.browser.test_ui_visibility import ask, search, source_view
+from tests.browser.theme_steps import THEMES_MS, community_of, open_first_theme, open_theme, themes_page
 from tests.conftest import fresh_database
 from tests.integration.conftest import Workers, drop_server_side, settings_of_own, wait_for, wait_until_quiet
 from tests.neo4j_lock import neo4j_held
@@ -83,12 +93,14 @@ def _start_workers(
 ) -> list[ConsumerRunner]:
     extractor = build_extractor(settings, store=stores.extraction, llm=None)
     resolution = build_resolution(settings, store=stores.store, embedder=stores.embedder)
+    communities = build_communities(settings, stores.store.pool)
     indexer = ChunkIndexerHandler(stores.indexer(settings), topics=(DOCUMENTS_CHANGED,))
     return [
         workers.start("chunk-indexer", indexer, outcome_log=stores.store),
         workers.start("extractor", ExtractorHandler(stores.store, extractor, topics=(CHUNKS_CHANGED,))),
         workers.start("entity-resolver", build_resolver_handler(settings, resolution)),
         workers.start("graph-writer", projection),
+        workers.start("community-builder", build_community_handler(settings, communities)),
     ]
 
 
@@ -233,6 +245,28 @@ def test_an_outsider_sees_no_restricted_document_or_entity_and_a_member_does(
     assert RESTRICTED_ENTITY in _graph_labels(page)
     page.goto(f"{server.url}/ui/entities/{graph['gannet']}")
     expect(page.locator("article.entity h1")).to_contain_text(RESTRICTED_ENTITY)
+
+
+def test_themes_on_the_distributed_runtime_show_a_member_what_an_outsider_may_not_see(
+    page: Page, distributed: Distributed
+) -> None:
+    """The community-builder keeps the communities on Kafka's graph changes; the admin previews and runs a
+    rebuild in the query API; a theme cites its sources, and Gannet Capital's theme lists Gannet for a member
+    of leadership only."""
+    server, graph = distributed.server, distributed.ids
+    sign_in(page, server, server.admin)
+    run_community_rebuild(page, preview_community_rebuild(page, server))
+    gannet_theme = community_of(server, graph["gannet"])
+
+    sign_in(page, server, _outsider(server))
+    assert RESTRICTED_ENTITY not in themes_page(page, server)
+    open_first_theme(page, "Routing")  # public documents' theme (Atlas is owned by the Routing team)
+    open_theme(page, server, gannet_theme)
+    assert RESTRICTED_ENTITY not in page.content()
+
+    sign_in(page, server, _member(server))
+    open_theme(page, server, gannet_theme)
+    expect(page.locator("article.theme ul.members")).to_contain_text(RESTRICTED_ENTITY, timeout=THEMES_MS)
 
 
 def _projected(reads: RoutedGraphReader) -> None:

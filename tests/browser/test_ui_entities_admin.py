@@ -8,20 +8,25 @@ merges on its own (what the admin splits and merges again).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.admin_steps import merge_by_hand, preview_reextraction, split_merge_of
+from tests.browser.admin_steps import (
+    merge_by_hand,
+    preview_community_rebuild,
+    preview_reextraction,
+    run_community_rebuild,
+    split_merge_of,
+)
 from tests.browser.pages import record_timing, screenshot, sign_in, tap_node
 from tests.browser.server import Server
+from tests.browser.theme_steps import THEMES_MS, community_of, open_first_theme, open_theme, themes_page
 
 DAY = "2025-07-01T00:00:00Z"
 RESTRICTED = "Gannet Capital"
-THEMES_MS = 30_000
 RECORDS: list[dict[str, Any]] = [
     {
         "doc_id": "ui-tern-a",
@@ -98,20 +103,6 @@ def graph(server: Server) -> dict[str, str]:
     return {"tern": tern["entity_id"], "gannet": gannet["entity_id"], "site": site["entity_id"]}
 
 
-def _community_of(server: Server, entity_id: str) -> str:
-    """The top-level community an entity is a member of, as the admin sees it."""
-    answer = httpx.get(
-        f"{server.url}/v1/communities",
-        params={"level": 0, "limit": 200},
-        headers={"Authorization": f"Bearer {server.admin}"},
-        timeout=60,
-    )
-    assert answer.status_code == 200, answer.text
-    found = [c for c in answer.json()["communities"] if entity_id in {m["entity_id"] for m in c["members"]}]
-    assert len(found) == 1, f"{entity_id} is in {len(found)} top-level communities"
-    return str(found[0]["community_id"])
-
-
 def test_an_entity_page_shows_its_conflict_and_walks_the_graph_to_a_neighbour(
     page: Page, server: Server, graph: dict[str, str]
 ) -> None:
@@ -164,25 +155,14 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     expect(page.locator("#candidates")).to_contain_text("No entity named")
     page.goto(f"{server.url}/ui/entities/{graph['gannet']}")
     expect(page.locator(".error")).to_contain_text("ENTITY_NOT_FOUND")
-    page.goto(f"{server.url}/ui/themes")
-    # Listing the caller's communities checks every member's visibility: seconds on a loaded machine.
-    expect(page.locator("#themes")).not_to_contain_text("Loading", timeout=THEMES_MS)
-    assert RESTRICTED not in page.content()
+    assert RESTRICTED not in themes_page(page, server)
     # A theme on the session's data: a summary citing its sources, and the members this reader may see.
-    page.locator("ul.themes a").first.click()
-    page.wait_for_url("**/ui/themes/com_*")
-    theme = page.locator("article.theme")
-    expect(theme.locator("ol.citations li").first).to_be_visible(timeout=THEMES_MS)
-    expect(theme.locator("ul.members li").first).to_be_visible()
-    expect(theme).not_to_contain_text("No summary yet")
+    open_first_theme(page)
     screenshot(page, "themes")
     # Gannet Capital's theme: the outsider gets its visible members without Gannet, or (when only restricted
     # evidence names its members, as clustering decides) COMMUNITY_NOT_FOUND; never the restricted name.
-    gannet_theme = _community_of(server, graph["gannet"])
-    page.goto(f"{server.url}/ui/themes/{gannet_theme}")
-    expect(page.locator("article.theme ul.members li, .error").first).to_be_visible(timeout=THEMES_MS)
-    if page.locator(".error").count():
-        expect(page.locator(".error")).to_contain_text("COMMUNITY_NOT_FOUND")
+    gannet_theme = community_of(server, graph["gannet"])
+    open_theme(page, server, gannet_theme)
     assert RESTRICTED not in page.content()
     page.goto(f"{server.url}/ui/admin/review")
     expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # the API's own refusal
@@ -240,19 +220,9 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     screenshot(page, "admin-extraction")
 
     # The community summaries: a preview of what a rebuild reclusters and what its summaries cost, then it.
-    page.goto(f"{server.url}/ui/admin/communities")
-    page.get_by_role("button", name="Preview").click()
-    plan = page.locator("#rebuild-result section.run")
-    expect(plan).to_contain_text("Preview")
-    communities = plan.locator("td[data-field=communities]").inner_text()
-    assert re.fullmatch(r"\d+", communities) and int(communities) >= 1, communities
-    expect(plan.locator("td[data-field=calls]")).to_have_text("0")  # no LLM on this server: no calls
-    expect(plan).to_contain_text("No LLM configured")
+    plan = preview_community_rebuild(page, server)
     screenshot(page, "admin-communities")
-    plan.get_by_role("button", name="Rebuild").click()
-    done = page.locator("#rebuild-result section.run[data-status=succeeded]")
-    expect(done).to_contain_text("Communities written", timeout=60_000)  # polled until the run is done
-    assert int(done.locator("td[data-field=communities_written]").inner_text()) >= 1
+    run_community_rebuild(page, plan)
 
     # Namesakes: Tern Foods' mentions in one record become an entity of their own; a merge undoes it.
     page.goto(f"{server.url}/ui/admin/namesakes")
