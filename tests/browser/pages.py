@@ -28,6 +28,16 @@ def ask_streamed(page: Page, question: str) -> None:
     expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
 
 
+def rate_and_open_trace(page: Page) -> None:
+    """On an answered ask page: **Helpful** is recorded (`POST /v1/feedback`), then **Why this answer** opens
+    the answer's trace."""
+    page.get_by_role("button", name="Helpful", exact=True).click()
+    expect(page.locator("#answer-feedback")).to_contain_text("feedback recorded (5/5)")
+    page.get_by_role("link", name="Why this answer").click()
+    page.wait_for_url("**/ui/traces/**")
+    expect(page.locator("#trace")).to_contain_text("ask")
+
+
 def screenshot(page: Page, name: str) -> Path:
     """docs/img/ui-<name>.png: the pages docs/web-app.md shows."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.pages import ask_streamed, record_timing, screenshot, sign_in, unnamed_controls
+from tests.browser.pages import ask_streamed, rate_and_open_trace, record_timing, screenshot, sign_in, unnamed_controls
 from tests.browser.server import Server
 
 QUESTION = "Who is the current on-call owner of Atlas?"
@@ -52,9 +52,5 @@ def test_feedback_on_an_answer_is_recorded(page: Page, server: Server) -> None:
     expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "ask-phone")
-    page.get_by_role("button", name="Helpful", exact=True).click()
-    expect(page.locator("#answer-feedback")).to_contain_text("feedback recorded (5/5)")
-    page.get_by_role("link", name="Why this answer").click()
-    page.wait_for_url("**/ui/traces/**")
-    expect(page.locator("#trace")).to_contain_text("ask")
+    rate_and_open_trace(page)
     screenshot(page, "trace")

@@ -51,7 +51,7 @@ from tests.browser.admin_steps import (
     run_community_rebuild,
     split_merge_of,
 )
-from tests.browser.pages import ask_streamed, record_timing, sign_in, tap_node
+from tests.browser.pages import ask_streamed, rate_and_open_trace, record_timing, sign_in, tap_node
 from tests.browser.server import CORPUS, Server
 from tests.browser.test_ui_entities_admin import RECORDS, _graph_labels, _ingest, _resolve
 from tests.browser.test_ui_visibility import ask, search, source_view
@@ -194,6 +194,11 @@ def test_a_streamed_cited_answer_opens_its_source_from_s3_at_the_quoted_bytes(
     expect(page.locator("#doc-title")).not_to_be_empty()
     expect(page.locator(".facts")).to_contain_text("Version")
     record_timing(page, "distributed: source page /ui/documents")
+
+    # Feedback and traces are kept in PostgreSQL on this runtime.
+    page.goto(f"{server.url}/ui")
+    ask_streamed(page, QUESTION)
+    rate_and_open_trace(page)
 
 
 def test_an_entity_page_walks_to_a_neighbour(page: Page, distributed: Distributed) -> None:
