@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -38,6 +39,13 @@ def pg_server_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def pg_dsn(pg_server_dsn: str) -> Iterator[str]:
     """DSN of a new, empty database of its own for this test, dropped afterwards."""
+    with fresh_database(pg_server_dsn) as dsn:
+        yield dsn
+
+
+@contextmanager
+def fresh_database(pg_server_dsn: str) -> Iterator[str]:
+    """A new, empty database on the server, dropped on leaving (for fixtures wider than one test)."""
     name = f"kgrag_test_{uuid.uuid4().hex[:16]}"
     ident = sql.Identifier(name)
     with psycopg.connect(pg_server_dsn, autocommit=True) as conn:

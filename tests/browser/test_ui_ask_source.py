@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.pages import record_timing, screenshot, sign_in, unnamed_controls
+from tests.browser.pages import ask_streamed, rate_and_open_trace, record_timing, screenshot, sign_in, unnamed_controls
 from tests.browser.server import Server
 
 QUESTION = "Who is the current on-call owner of Atlas?"
@@ -14,11 +14,7 @@ def test_a_streamed_cited_answer_opens_its_source_at_the_quoted_bytes(page: Page
     sign_in(page, server, server.token("sam.ortiz", groups=("engineering",)))
     expect(page.locator("#who")).to_contain_text("sam.ortiz")
     record_timing(page, "first page /ui")
-    page.get_by_label("Question or search terms").fill(QUESTION)
-    with page.expect_response(lambda r: r.url.endswith("/v1/ask")) as asked:
-        page.get_by_role("button", name="Ask", exact=True).click()
-    assert asked.value.headers["content-type"].startswith("text/event-stream")
-    expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
+    ask_streamed(page, QUESTION)
     sentences = page.locator("#answer-text .sentence")
     assert sentences.count() >= 1
     expect(page.locator("#answer-meta")).to_contain_text("confidence:")
@@ -56,9 +52,5 @@ def test_feedback_on_an_answer_is_recorded(page: Page, server: Server) -> None:
     expect(page.locator("#answer-status")).to_have_text("Done.", timeout=60_000)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "ask-phone")
-    page.get_by_role("button", name="Helpful", exact=True).click()
-    expect(page.locator("#answer-feedback")).to_contain_text("feedback recorded (5/5)")
-    page.get_by_role("link", name="Why this answer").click()
-    page.wait_for_url("**/ui/traces/**")
-    expect(page.locator("#trace")).to_contain_text("ask")
+    rate_and_open_trace(page)
     screenshot(page, "trace")

@@ -8,19 +8,25 @@ merges on its own (what the admin splits and merges again).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.pages import record_timing, screenshot, sign_in
+from tests.browser.admin_steps import (
+    merge_by_hand,
+    preview_community_rebuild,
+    preview_reextraction,
+    run_community_rebuild,
+    split_merge_of,
+)
+from tests.browser.pages import record_timing, screenshot, sign_in, tap_node
 from tests.browser.server import Server
+from tests.browser.theme_steps import THEMES_MS, community_of, open_first_theme, open_theme, themes_page
 
 DAY = "2025-07-01T00:00:00Z"
 RESTRICTED = "Gannet Capital"
-THEMES_MS = 30_000
 RECORDS: list[dict[str, Any]] = [
     {
         "doc_id": "ui-tern-a",
@@ -97,20 +103,6 @@ def graph(server: Server) -> dict[str, str]:
     return {"tern": tern["entity_id"], "gannet": gannet["entity_id"], "site": site["entity_id"]}
 
 
-def _community_of(server: Server, entity_id: str) -> str:
-    """The top-level community an entity is a member of, as the admin sees it."""
-    answer = httpx.get(
-        f"{server.url}/v1/communities",
-        params={"level": 0, "limit": 200},
-        headers={"Authorization": f"Bearer {server.admin}"},
-        timeout=60,
-    )
-    assert answer.status_code == 200, answer.text
-    found = [c for c in answer.json()["communities"] if entity_id in {m["entity_id"] for m in c["members"]}]
-    assert len(found) == 1, f"{entity_id} is in {len(found)} top-level communities"
-    return str(found[0]["community_id"])
-
-
 def test_an_entity_page_shows_its_conflict_and_walks_the_graph_to_a_neighbour(
     page: Page, server: Server, graph: dict[str, str]
 ) -> None:
@@ -138,7 +130,7 @@ def test_an_entity_page_shows_its_conflict_and_walks_the_graph_to_a_neighbour(
 
     # Walk: tapping a node in the drawn graph opens that entity.
     assert "TRN-1" in _graph_labels(page)
-    page.evaluate(f"window.kgragGraph.getElementById({graph['site']!r}).emit('tap')")
+    tap_node(page, graph["site"])
     page.wait_for_url(f"**/ui/entities/{graph['site']}**")
     expect(page.locator("article.entity h1")).to_contain_text("TRN-1")
     expect(page.locator("section.relations")).to_contain_text("Tern Foods")
@@ -163,29 +155,21 @@ def test_an_outsider_sees_no_restricted_entity_anywhere_and_a_member_does(
     expect(page.locator("#candidates")).to_contain_text("No entity named")
     page.goto(f"{server.url}/ui/entities/{graph['gannet']}")
     expect(page.locator(".error")).to_contain_text("ENTITY_NOT_FOUND")
-    page.goto(f"{server.url}/ui/themes")
-    # Listing the caller's communities checks every member's visibility: seconds on a loaded machine.
-    expect(page.locator("#themes")).not_to_contain_text("Loading", timeout=THEMES_MS)
-    assert RESTRICTED not in page.content()
+    assert RESTRICTED not in themes_page(page, server)
     # A theme on the session's data: a summary citing its sources, and the members this reader may see.
-    page.locator("ul.themes a").first.click()
-    page.wait_for_url("**/ui/themes/com_*")
-    theme = page.locator("article.theme")
-    expect(theme.locator("ol.citations li").first).to_be_visible(timeout=THEMES_MS)
-    expect(theme.locator("ul.members li").first).to_be_visible()
-    expect(theme).not_to_contain_text("No summary yet")
+    open_first_theme(page)
     screenshot(page, "themes")
     # Gannet Capital's theme: the outsider gets its visible members without Gannet, or (when only restricted
     # evidence names its members, as clustering decides) COMMUNITY_NOT_FOUND; never the restricted name.
-    gannet_theme = _community_of(server, graph["gannet"])
-    page.goto(f"{server.url}/ui/themes/{gannet_theme}")
-    expect(page.locator("article.theme ul.members li, .error").first).to_be_visible(timeout=THEMES_MS)
-    if page.locator(".error").count():
-        expect(page.locator(".error")).to_contain_text("COMMUNITY_NOT_FOUND")
+    gannet_theme = community_of(server, graph["gannet"])
+    open_theme(page, server, gannet_theme)
     assert RESTRICTED not in page.content()
     page.goto(f"{server.url}/ui/admin/review")
     expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # the API's own refusal
     assert RESTRICTED not in page.content() and "Tern Foods" not in page.content()
+    page.goto(f"{server.url}/ui/admin/namesakes")
+    expect(page.locator(".error")).to_contain_text("FORBIDDEN")  # no form either
+    assert page.get_by_label("Entity id").count() == 0
 
     # Positive control: a member of leadership sees the entity, on the same pages.
     sign_in(page, server, server.token("grace.oneill", groups=("leadership",)))
@@ -205,21 +189,10 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
     [heron] = _resolve(server, "Heron Freight", server.admin)
     assert len(heron["members"]) == 2  # resolution merged the two spellings on its own
 
-    page.goto(f"{server.url}/ui/admin/merges")
-    row = page.locator("tr", has=page.locator(f"a[href='/ui/entities/{heron['entity_id']}']")).first
-    expect(row).to_contain_text("auto")
-    heron_merge = row.get_attribute("data-merge")
-    row.get_by_role("button", name="Split").click()
-    expect(page.locator(".notice")).to_contain_text("are separate again")
+    heron_merge = split_merge_of(page, server, heron["entity_id"])
     assert {c["name"] for c in _resolve(server, "Heron Freight", server.admin)} == {"Heron Freight"}
 
-    page.get_by_label("Entity ids").fill(" ".join(heron["members"]))
-    page.get_by_label("Reason").fill("one haulier, two spellings")
-    page.get_by_role("button", name="Merge", exact=True).click()
-    expect(page.locator(".notice")).to_contain_text("Merged as mrg_")
-    newest = page.locator("#merges tbody tr").first
-    expect(newest).to_contain_text("override")
-    expect(newest).to_contain_text("one haulier, two spellings")
+    newest = merge_by_hand(page, heron["members"], "one haulier, two spellings")
     expect(newest.locator(".who")).to_have_text("ui-admin")  # the admin token's sub decided it
     split_row = page.locator(f"#merges tr[data-merge='{heron_merge}']")
     expect(split_row).to_contain_text("split by ui-admin")
@@ -243,29 +216,34 @@ def test_an_admin_splits_and_merges_decides_the_review_queue_and_previews_a_reex
         assert pair != first_ids
     screenshot(page, "admin-review")
 
-    page.goto(f"{server.url}/ui/admin/extraction")
-    page.get_by_label("Extractor version").fill("ui-preview")
-    page.get_by_label("Sources (optional)").fill("records")
-    page.get_by_role("button", name="Preview").click()
-    preview = page.locator("section.run")
-    expect(preview).to_contain_text("Preview")
-    in_scope = preview.locator("td[data-field=chunks_in_scope]").inner_text()
-    assert re.fullmatch(r"\d+", in_scope) and int(in_scope) >= len(RECORDS) - 1, in_scope  # the admin reads all
-    expect(preview.locator("td[data-field=estimated_seconds]")).not_to_have_text("—")
-    expect(preview.get_by_role("button", name="Run it")).to_be_visible()
+    preview_reextraction(page, server, source="records", at_least=len(RECORDS) - 1)  # the admin reads all
     screenshot(page, "admin-extraction")
 
     # The community summaries: a preview of what a rebuild reclusters and what its summaries cost, then it.
-    page.goto(f"{server.url}/ui/admin/communities")
-    page.get_by_role("button", name="Preview").click()
-    plan = page.locator("#rebuild-result section.run")
-    expect(plan).to_contain_text("Preview")
-    communities = plan.locator("td[data-field=communities]").inner_text()
-    assert re.fullmatch(r"\d+", communities) and int(communities) >= 1, communities
-    expect(plan.locator("td[data-field=calls]")).to_have_text("0")  # no LLM on this server: no calls
-    expect(plan).to_contain_text("No LLM configured")
+    plan = preview_community_rebuild(page, server)
     screenshot(page, "admin-communities")
-    plan.get_by_role("button", name="Rebuild").click()
-    done = page.locator("#rebuild-result section.run[data-status=succeeded]")
-    expect(done).to_contain_text("Communities written", timeout=60_000)  # polled until the run is done
-    assert int(done.locator("td[data-field=communities_written]").inner_text()) >= 1
+    run_community_rebuild(page, plan)
+
+    # Namesakes: Tern Foods' mentions in one record become an entity of their own; a merge undoes it.
+    page.goto(f"{server.url}/ui/admin/namesakes")
+    page.get_by_label("Entity id").fill(graph["tern"])
+    page.get_by_role("button", name="Show its documents").click()
+    expect(page.locator(".namesakes-split h2")).to_contain_text("Tern Foods")
+    expect(page.get_by_label("ui-tern-a")).to_be_visible()  # the documents its claims quote
+    page.get_by_label("ui-tern-b").check()
+    page.get_by_label("Reason").fill("two customers called Tern Foods")
+    page.get_by_role("button", name="Split these mentions off").click()
+    expect(page.locator(".notice")).to_contain_text("1 document(s) now name")
+    result = page.locator(".split-result")
+    expect(result).to_contain_text("ui-tern-b")
+    split_off = str(result.locator("a").first.get_attribute("href")).rsplit("/", 1)[-1]
+    assert split_off != graph["tern"]
+    assert {c["entity_id"] for c in _resolve(server, "Tern Foods", server.admin)} == {graph["tern"], split_off}
+    screenshot(page, "admin-namesakes")
+    merged = httpx.post(
+        f"{server.url}/v1/admin/entities/merge",
+        json={"entity_ids": [graph["tern"], split_off], "canonical_id": graph["tern"], "reason": "one customer"},
+        headers={"Authorization": f"Bearer {server.admin}"},
+    )
+    assert merged.status_code == 200, merged.text
+    assert [c["entity_id"] for c in _resolve(server, "Tern Foods", server.admin)] == [graph["tern"]]

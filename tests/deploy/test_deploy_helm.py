@@ -127,6 +127,7 @@ def required_field_errors(docs: list[dict[str, Any]]) -> list[str]:
         "HorizontalPodAutoscaler": "autoscaling/v2",
         "PodDisruptionBudget": "policy/v1",
         "NetworkPolicy": "networking.k8s.io/v1",
+        "Ingress": "networking.k8s.io/v1",
     }
     errors = []
     for d in docs:
@@ -324,6 +325,43 @@ def test_services_config_secret_and_network_policies(
             for policy in policies.values():
                 assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
         assert by_kind(docs, "ServiceAccount")
+
+
+def test_the_query_api_and_its_web_app_are_reachable_through_the_service_and_an_optional_ingress(
+    deploy_tools: DeployTools,
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    """/ui is served by the query API on its own port: its Service reaches it, and `ingress.enabled` routes a
+    host's root (the app's links are absolute paths) to that Service's http port."""
+    if deploy_tools.helm is None:
+        values = yaml.safe_load((CHART / "values.yaml").read_text())
+        assert values["ingress"]["enabled"] is False
+        template = (CHART / "templates" / "ingress.yaml").read_text()
+        assert "pathType: Prefix" in template and "path: /\n" in template and "name: http" in template
+        return
+    for scenario, docs in rendered.items():
+        ingresses = by_kind(docs, "Ingress")
+        if scenario == "default":
+            assert not ingresses, "no Ingress unless ingress.enabled"
+            continue
+        (ingress,) = ingresses.values()
+        services = {component(d): d for d in by_kind(docs, "Service").values()}
+        query_api = services["query-api"]
+        assert component(ingress) == "query-api"
+        spec = ingress["spec"]
+        assert spec["ingressClassName"] == "nginx" and spec["tls"][0]["hosts"] == ["kgrag.example.com"]
+        (rule,) = spec["rules"]
+        assert rule["host"] == "kgrag.example.com"
+        (path,) = rule["http"]["paths"]
+        assert (path["path"], path["pathType"]) == ("/", "Prefix")  # /ui, /v1 and the app's static files
+        backend = path["backend"]["service"]
+        assert backend["name"] == query_api["metadata"]["name"]
+        assert backend["port"]["name"] in {p["name"] for p in query_api["spec"]["ports"]}
+    refused = helm(
+        deploy_tools, "template", "kgrag", str(CHART), "--set", "ingress.enabled=true",
+        "--set", "services.query-api.enabled=false",
+    )  # fmt: skip
+    assert refused.returncode != 0 and "ingress.enabled needs services.query-api.enabled" in refused.stderr
 
 
 def test_init_job_is_a_pre_install_and_pre_upgrade_hook(

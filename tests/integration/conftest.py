@@ -61,13 +61,19 @@ def embedder() -> Embedder:
 
 @pytest.fixture
 def distributed_settings(tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> KgragSettings:
-    tag = uuid.uuid4().hex[:10]
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", os.environ.get("KGRAG_TEST_S3_ACCESS_KEY", "kgragdev"))
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", os.environ.get("KGRAG_TEST_S3_SECRET_KEY", "kgragdevsecret"))
+    return settings_of_own(tmp_path, pg_dsn)
+
+
+def settings_of_own(folder: Path, pg_dsn: str) -> KgragSettings:
+    """Distributed settings on the dev servers under names of this caller's own (topics created); the caller
+    sets the S3 keys (AWS_*) in the environment, and drops what it made with drop_server_side."""
+    tag = uuid.uuid4().hex[:10]
     settings = KgragSettings(
         runtime="distributed",
-        data_dir=tmp_path / "unused",
-        kek_dir=tmp_path / "keys",  # one KEK for every process of the test (ADR 0008)
+        data_dir=folder / "unused",
+        kek_dir=folder / "keys",  # one KEK for every process of the test (ADR 0008)
         pg_dsn=pg_dsn,
         kafka_bootstrap=endpoint("kafka"),
         kafka_group_prefix=f"test-{tag}",
@@ -78,7 +84,7 @@ def distributed_settings(tmp_path: Path, pg_dsn: str, monkeypatch: pytest.Monkey
         # Deletions here do not wait for OpenSearch's retention lease (about 30 s each); the shredding
         # test asks for the wait and checks the purge.
         opensearch_purge_wait_s=0.0,
-        qdrant_path=tmp_path / "qdrant",
+        qdrant_path=folder / "qdrant",
         qdrant_collection=f"chunks_{tag}",
         neo4j_uri=endpoint("neo4j"),
         neo4j_namespace=f"test-{tag}",  # the test's own nodes in the shared database
@@ -97,10 +103,10 @@ def stores(distributed_settings: KgragSettings, embedder: Embedder) -> Iterator[
         yield opened
         opened.cache.invalidate_all()
         opened.objects.delete_prefix("")
-    _drop_server_side(distributed_settings)
+    drop_server_side(distributed_settings)
 
 
-def _drop_server_side(settings: KgragSettings) -> None:
+def drop_server_side(settings: KgragSettings) -> None:
     """Leave nothing behind on the shared servers: the test's index, topics and bucket. SeaweedFS gives every
     bucket a volume of its own and refuses writes once its volumes run out, so a leaked bucket per test
     breaks later tests."""

@@ -6,39 +6,27 @@ Starlette would; this one lets uvicorn and Starlette notice the disconnect thems
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 import pytest
-import uvicorn
 
 from kgrag_query_api.api import create_app
 from kgrag_runtime.app import KgragApp
 from tests.pipeline.corpus import corpus
 from tests.pipeline.test_ask_verified_http import FAITHFUL, QUESTION, READER, citing
 from tests.pipeline.test_http_api import VERIFIER
+from tests.socket_server import serving_api
 
 pytestmark = pytest.mark.pipeline
 
 
 @contextmanager
 def serving(app: KgragApp) -> Iterator[str]:
-    server = uvicorn.Server(uvicorn.Config(create_app(app, VERIFIER), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the API did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with serving_api(create_app(app, VERIFIER)) as url:
+        yield url
 
 
 def test_a_client_hanging_up_a_real_socket_mid_stream_stops_the_generation(kg: KgragApp) -> None:

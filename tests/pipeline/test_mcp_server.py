@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -19,7 +17,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -33,6 +30,7 @@ from kgrag_query_api.mcp_server import mount_mcp
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 from tests.pipeline.cli_runner import cli_env, run_cli
+from tests.socket_server import serving_api
 
 pytestmark = pytest.mark.pipeline
 
@@ -100,19 +98,8 @@ def serving(settings: KgragSettings, embedder: OnnxMiniLmEmbedder) -> Iterator[s
     with open_embedded(settings, embedder=embedder) as kg:
         api = create_app(kg, VERIFIER)
         mount_mcp(api, kg, VERIFIER)
-        server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=0, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 60
-        while not server.started and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.started, "the API did not start"
-        port = server.servers[0].sockets[0].getsockname()[1]
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-            thread.join(30)
+        with serving_api(api) as url:
+            yield url
 
 
 @asynccontextmanager

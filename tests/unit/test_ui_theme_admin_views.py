@@ -1,6 +1,7 @@
-"""The themes page's reading of community answers, the admin merge log's reasons, the rebuild preview."""
+"""The themes page's reading of community answers, the admin merge log's reasons, the rebuild preview, the
+namesakes page's documents."""
 
-from kgrag_query_api.ui.admin import merge_reason, rebuild_plan
+from kgrag_query_api.ui.admin import documents_naming, merge_reason, rebuild_plan
 from kgrag_query_api.ui.themes import theme_view, themes_of
 
 
@@ -66,3 +67,16 @@ def test_a_rebuild_preview_names_its_summary_cost_like_a_reextraction_preview() 
         "USD",
     )
     assert "calls" not in rebuild_plan(dry)  # no preview hook: the counts only, no invented cost
+
+
+def test_the_namesakes_page_offers_each_document_its_claims_quote_once() -> None:
+    entity = {
+        "attributes": [
+            {"attribute": "sla", "doc_id": "rec-b"},
+            {"attribute": "sites", "doc_id": "rec-a"},
+            {"attribute": "sla", "doc_id": "rec-a"},
+            {"attribute": "note", "doc_id": None},
+        ]
+    }
+    assert documents_naming(entity) == ["rec-a", "rec-b"]
+    assert documents_naming({"attributes": []}) == [] and documents_naming({}) == []

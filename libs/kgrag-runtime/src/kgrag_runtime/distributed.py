@@ -352,8 +352,11 @@ def _community_admin(settings: KgragSettings, stores: DistributedStores, reader:
         return None
     from kgrag_runtime.communities import build_communities
     from kgrag_runtime.community_admin import CommunityAdmin
+    from kgrag_runtime.global_answers import summary_preview
 
-    return CommunityAdmin(build_communities(settings, stores.store.pool), reader, stores.store)
+    # The dry run prices the summaries as on the embedded runtime (the admin page's preview shows it).
+    service = build_communities(settings, stores.store.pool)
+    return CommunityAdmin(service, reader, stores.store, preview=summary_preview(settings))
 
 
 def _announcer(events: EventProducer) -> Callable[[EntitiesChanged], None]:

@@ -1,5 +1,5 @@
-"""Admin pages: review queue, merges and splits, re-extraction preview and runs, deletions, ontology,
-ingest errors and dead letters, eval runs, the curation queue.
+"""Admin pages: review queue, merges and splits, namesakes split by document, re-extraction preview and runs,
+deletions, ontology, ingest errors and dead letters, eval runs, the curation queue.
 
 Every fragment calls `/v1/admin/...` as the caller's token, so a token without the `admin` scope gets the
 API's own `403 FORBIDDEN` here, and nothing else. Decisions are form posts that become the API's JSON posts.
@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Path, Request
+from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
 from kgrag_query_api.auth import Principal
@@ -28,6 +28,7 @@ Text = Annotated[str, Form(max_length=2000)]
 PAGES = (
     ("review", "Review queue"),
     ("merges", "Merges and splits"),
+    ("namesakes", "Split namesakes"),
     ("extraction", "Re-extraction"),
     ("communities", "Community rebuild"),
     ("deletions", "Deletions"),
@@ -55,6 +56,11 @@ def rebuild_plan(body: Mapping[str, Any]) -> dict[str, Any]:
         plan |= {"estimated_cost": summaries.get("cost"), "estimated_seconds": summaries.get("seconds")}
         plan["per_scope"] = summaries.get("per_scope")
     return plan
+
+
+def documents_naming(entity: Mapping[str, Any]) -> list[str]:
+    """The documents an entity's claims quote, for picking the ones that name a namesake."""
+    return sorted({str(c["doc_id"]) for c in entity.get("attributes") or [] if c.get("doc_id")})
 
 
 def merge_reason(entry: Mapping[str, Any]) -> str:
@@ -184,6 +190,56 @@ def admin_router(who_dep: Callable[..., Principal]) -> APIRouter:
         if not answer.ok:
             return error_fragment(request, answer)
         return await merge_log(request, api, f"Split {merge_id}: its members are separate again.")
+
+    # --- namesakes: one entity's mentions in some documents become an entity of their own ----------------
+
+    async def namesakes_page(
+        request: Request, api: ApiAsCaller, entity_id: str = "", notice: str = "", split: Any = None
+    ) -> HTMLResponse:
+        # An admin-only read first, so a reader gets the API's refusal and not the form.
+        gate = await api.get("/v1/admin/entities/merges", {"limit": 1})
+        if not gate.ok:
+            return error_fragment(request, gate)
+        entity: dict[str, Any] | None = None
+        if entity_id:
+            answer = await api.get(f"/v1/entities/{entity_id}")
+            if not answer.ok:
+                return error_fragment(request, answer)
+            entity = answer.body
+        documents = documents_naming(entity) if entity else []
+        return fragment(
+            request,
+            "admin/fragments/namesakes.html",
+            entity_id=entity_id,
+            entity=entity,
+            documents=documents,
+            notice=notice,
+            split=split,
+        )
+
+    @router.get("/ui/fragments/admin/namesakes")
+    async def namesakes(
+        request: Request, api: Api, entity: Annotated[str, Query(max_length=MAX_KEY_CHARS, pattern=UI_KEY)] = ""
+    ) -> HTMLResponse:
+        return await namesakes_page(request, api, entity)
+
+    @router.post("/ui/fragments/admin/namesakes")
+    async def split_namesakes(
+        request: Request,
+        api: Api,
+        entity_id: Annotated[str, Form(max_length=MAX_KEY_CHARS, pattern=UI_KEY)],
+        reason: Text,
+        doc_ids: Annotated[list[str] | None, Form(max_length=100)] = None,  # the ticked boxes
+        more_doc_ids: Text = "",
+    ) -> HTMLResponse:
+        chosen = list(dict.fromkeys([*(doc_ids or []), *_words(more_doc_ids)]))
+        body = {"entity_id": entity_id, "doc_ids": chosen, "reason": reason}
+        answer = await api.post("/v1/admin/entities/split-mentions", body)
+        if not answer.ok:
+            return error_fragment(request, answer)
+        split = answer.body
+        notice = f"Split {split['split_id']}: {len(split['doc_ids'])} document(s) now name {split['entity_id']}."
+        return await namesakes_page(request, api, entity_id, notice, split)
 
     # --- re-extraction -------------------------------------------------------------------------------------
 
