@@ -30,9 +30,12 @@ _VISIBLE = (
 )
 # The whole neighbourhood in one round trip (the walk's latency was mostly four statements' round trips
 # under load): the caller's passage count, the seeds' synonyms, the first hop and the edges above. The
-# passage count rides on every row; the LEFT JOIN keeps it when no edge is found. Nodes over the cap
-# (counted over visible edges) are dropped before their edges are read, and so are nodes only one passage
-# names (other than the seeds): a walk through one leads back where it came from.
+# passage count rides on every row; the LEFT JOIN keeps it when no edge is found. A node's visible passage
+# count is the sum of its per-class counts over the caller's classes (0030: one index lookup per node, not
+# a count of its mentions); it is also the number of its visible edges, so the running sum in `df` says
+# which nodes, least common first, fill the edge bound: only their edges are read. Nodes over the cap are
+# dropped first, and so are nodes only one passage names (other than the seeds): a walk through one leads
+# back where it came from.
 _NEIGHBOURHOOD = f"""
 WITH total AS (SELECT count(*) AS n FROM chunks WHERE acl_class_id = ANY(%(allowed)s)),
 seeds AS (
@@ -50,15 +53,22 @@ n1 AS (
     SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id IN (SELECT chunk_id FROM first)
     UNION SELECT node_key FROM seeds
 ),
+counted AS (
+    SELECT p.node_key, sum(p.passages)::bigint AS df FROM text_graph_node_passages p
+    WHERE p.node_key IN (SELECT node_key FROM n1) AND p.acl_class_id = ANY(%(allowed)s)
+    GROUP BY p.node_key
+    HAVING sum(p.passages) > 0
+    AND sum(p.passages) <= GREATEST(%(min_cap)s, floor(%(share)s * (SELECT n FROM total)))
+    AND (sum(p.passages) > 1 OR p.node_key IN (SELECT node_key FROM seeds))
+),
 df AS (
-    SELECT m.node_key, count(*) AS df FROM text_graph_mentions m {_VISIBLE}
-    WHERE m.node_key IN (SELECT node_key FROM n1) GROUP BY m.node_key
-    HAVING count(*) <= GREATEST(%(min_cap)s, floor(%(share)s * (SELECT n FROM total)))
-    AND (count(*) > 1 OR m.node_key IN (SELECT node_key FROM seeds))
+    SELECT node_key, df FROM (
+        SELECT node_key, df, sum(df) OVER (ORDER BY df, node_key) AS running FROM counted
+    ) r WHERE running - df < %(limit)s
 ),
 edges AS (
     SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
-    FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
+    FROM df JOIN text_graph_mentions m ON m.node_key = df.node_key {_VISIBLE}
     ORDER BY df.df, m.node_key, m.chunk_id
     LIMIT %(limit)s
 )

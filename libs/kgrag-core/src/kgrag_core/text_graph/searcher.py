@@ -14,12 +14,14 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
 
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.filters import SearchFilters
 from kgrag_core.graph_retrieval.router import QuestionRouter, RuleRouter
 from kgrag_core.graph_retrieval.searcher import HybridBackend
 from kgrag_core.limits import TOP_K
+from kgrag_core.ports import KeywordIndex
 from kgrag_core.retrieval.fusion import describe_failure, fused_hits, head_first, reciprocal_rank_fusion
 from kgrag_core.retrieval.hybrid import SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
@@ -35,6 +37,17 @@ from kgrag_core.tracing.timing import stage
 log = logging.getLogger(__name__)
 
 TEXT_GRAPH_MODE = "hybrid+text_graph"
+
+
+@runtime_checkable
+class KeywordBackend(Protocol):
+    """A hybrid backend whose keyword index the second hops may query directly (`HybridSearcher`)."""
+
+    @property
+    def keywords(self) -> KeywordIndex: ...
+
+    @property
+    def rrf_k(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +167,7 @@ class TextGraphSearcher:
         ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
         bridges = bridge_names(hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages)
         used = bridges[: cfg.max_bridges]
-        lists = self._second_hops(used, base.query, caller, filters)
+        lists = self._second_hops(used, base.query, caller, allowed, filters)
         first = {h.chunk_id for h in first_hop}
         best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
         best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=lambda b: (-b[0], b[1]))]
@@ -169,16 +182,35 @@ class TextGraphSearcher:
         )
 
     def _second_hops(
-        self, bridges: Sequence[str], question: str, caller: Caller, filters: SearchFilters | None
-    ) -> list[tuple[SearchHit, ...]]:
-        """One BM25 query per bridge name (with what a bridge-shaped question asks, `bridge_context`)."""
+        self,
+        bridges: Sequence[str],
+        question: str,
+        caller: Caller,
+        allowed: Sequence[str],
+        filters: SearchFilters | None,
+    ) -> list[list[RouteHit]]:
+        """One BM25 query per bridge name (with what a bridge-shaped question asks, `bridge_context`); each
+        hit scored as hybrid's fusion scores a single route, 1 / (rrf_k + rank)."""
         cfg = self.settings
         # The ask describes the second-hop passage only when it asks for an attribute of the related entity.
         ask = cfg.bridge_context and bridge_shaped(question)
         queries = [hop_query(b, question) if ask else b for b in bridges]
         mode = SearchMode(cfg.bridge_mode)
+        if mode is SearchMode.BM25 and isinstance(self.hybrid, KeywordBackend):
+            # Ids and ranks are all a second hop needs: the keyword index (ACL and filters inside it) answers
+            # without hydrating ten passages per bridge; what the fusion keeps is hydrated and rechecked there.
+            index = self.hybrid.keywords
+            lists = [index.search(q, allowed, cfg.bridge_candidates, filters=filters) for q in queries]
+            return [[RouteHit(h.chunk_id, 1.0 / (self.hybrid.rrf_k + h.rank), h.rank) for h in hits] for hits in lists]
         return [
-            self.hybrid.search(q, caller, top_k=cfg.bridge_candidates, mode=mode, filters=filters).hits for q in queries
+            [
+                RouteHit(h.chunk_id, h.score, rank)
+                for rank, h in enumerate(
+                    self.hybrid.search(q, caller, top_k=cfg.bridge_candidates, mode=mode, filters=filters).hits,
+                    start=1,
+                )
+            ]
+            for q in queries
         ]
 
     def _fuse(
@@ -249,11 +281,11 @@ def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> 
     return replace(response, hits=response.hits[:k], limits=limits)
 
 
-def _without(lists: Sequence[tuple[SearchHit, ...]], chunk_ids: set[str]) -> list[list[SearchHit]]:
+def _without(lists: Sequence[Sequence[RouteHit]], chunk_ids: set[str]) -> list[list[RouteHit]]:
     return [[h for h in hits if h.chunk_id not in chunk_ids] for hits in lists]
 
 
-def _interleave(lists: Sequence[Sequence[SearchHit]], n: int) -> list[RouteHit]:
+def _interleave(lists: Sequence[Sequence[RouteHit]], n: int) -> list[RouteHit]:
     """Interleaved so every second hop places its best passage first."""
     bridged: list[RouteHit] = []
     seen: set[str] = set()
