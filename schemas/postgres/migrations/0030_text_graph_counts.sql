@@ -17,6 +17,8 @@ CREATE TABLE text_graph_node_passages (
 
 INSERT INTO text_graph_node_passages (node_key, acl_class_id, passages)
 SELECT node_key, acl_class_id, count(*) FROM text_graph_mentions GROUP BY node_key, acl_class_id;
+-- Statistics now, so the first walks after the upgrade look the counts up by key instead of scanning them.
+ANALYZE text_graph_node_passages;
 
 CREATE FUNCTION text_graph_mentions_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
