@@ -98,37 +98,58 @@ class PostgresTextGraph:
     ) -> list[str]:
         """Exactly `edges` for the document's passages, in one transaction; edges of a chunk deleted in the
         meantime are skipped (the chunk's deletion already took its edges)."""
+        return self.replace_documents([(doc_id, edges, titled)])[0]
+
+    def replace_documents(
+        self, documents: Sequence[tuple[str, Sequence[MentionEdge], Sequence[str]]]
+    ) -> list[list[str]]:
+        """`replace_document` for each (doc_id, edges, titled) in one transaction (a bus batch: one commit,
+        four statements, instead of per document); a node new to the graph is new to the first document
+        that has it."""
+        if not documents:
+            return []
+        edges = [e for _, doc_edges, _ in documents for e in doc_edges]
         nodes = sorted({e.node_key for e in edges})
+        titled = sorted({t for _, _, doc_titled in documents for t in doc_titled})
         with self._pool as conn, conn.transaction():
-            new = conn.execute(
-                "INSERT INTO text_graph_nodes (node_key) SELECT unnest(%s::text[])"
-                " ON CONFLICT (node_key) DO NOTHING RETURNING node_key",
-                (nodes,),
-            ).fetchall()
+            new = {
+                str(r[0])
+                for r in conn.execute(
+                    "INSERT INTO text_graph_nodes (node_key) SELECT unnest(%s::text[])"
+                    " ON CONFLICT (node_key) DO NOTHING RETURNING node_key",
+                    (nodes,),
+                ).fetchall()
+            }
             if titled:
-                conn.execute("UPDATE text_graph_nodes SET titled = TRUE WHERE node_key = ANY(%s)", (list(titled),))
-            conn.execute("DELETE FROM text_graph_mentions WHERE doc_id = %s", (doc_id,))
+                conn.execute("UPDATE text_graph_nodes SET titled = TRUE WHERE node_key = ANY(%s)", (titled,))
+            conn.execute(
+                "DELETE FROM text_graph_mentions WHERE doc_id = ANY(%s)", ([doc_id for doc_id, _, _ in documents],)
+            )
             conn.execute(
                 """
                 INSERT INTO text_graph_mentions (chunk_id, node_key, doc_id, acl_class_id, kind, weight)
-                SELECT e.chunk_id, e.node_key, %s, e.acl, e.kind, e.weight
-                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::real[])
-                     AS e(chunk_id, node_key, acl, kind, weight)
-                WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = e.chunk_id AND c.doc_id = %s)
+                SELECT e.chunk_id, e.node_key, e.doc_id, e.acl, e.kind, e.weight
+                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::real[])
+                     AS e(chunk_id, node_key, doc_id, acl, kind, weight)
+                WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = e.chunk_id AND c.doc_id = e.doc_id)
                 ON CONFLICT (chunk_id, node_key) DO UPDATE SET weight = EXCLUDED.weight, kind = EXCLUDED.kind,
                     acl_class_id = EXCLUDED.acl_class_id
                 """,
                 (
-                    doc_id,
                     [e.chunk_id for e in edges],
                     [e.node_key for e in edges],
+                    [doc_id for doc_id, doc_edges, _ in documents for _ in doc_edges],
                     [e.acl_class_id for e in edges],
                     [e.kind.value for e in edges],
                     [e.weight for e in edges],
-                    doc_id,
                 ),
             )
-        return sorted(str(r[0]) for r in new)
+        out: list[list[str]] = []
+        for _, doc_edges, _ in documents:
+            mine = sorted(new & {e.node_key for e in doc_edges})
+            new.difference_update(mine)
+            out.append(mine)
+        return out
 
     def add_synonyms(self, synonyms: Sequence[SynonymEdge]) -> None:
         if not synonyms:

@@ -62,8 +62,8 @@ class TextGraphBuilder:
     def build_many(self, documents: Sequence[tuple[str, str, Sequence[Passage]]]) -> list[BuildReport]:
         """`build` for each (doc_id, title, passages), in order, as if one after the other (a document names
         the titles of those before it), with one extraction pass, one key and one title lookup and one
-        embedding call for the whole batch: per document, those calls were most of the ingest cost. Each
-        document's edges are still replaced in a transaction of its own."""
+        embedding call for the whole batch, and all its documents' edges replaced in one transaction: per
+        document, those calls and commits were most of the ingest cost."""
         cfg = self.settings
         found = iter(self.extractor.extract([p.text for _, _, passages in documents for p in passages]))
         prepared: list[tuple[str | None, list[dict[str, MentionKind]], list[set[str]]]] = []
@@ -81,7 +81,7 @@ class TextGraphBuilder:
             wanted.update(*per_passage, *grams)
         keys = self.store.node_keys(sorted(wanted))
         titled = self.store.titled(sorted({keys[g] for _, _, grams in prepared for found in grams for g in found}))
-        built: list[tuple[str, int, list[str], list[MentionEdge]]] = []
+        replaced: list[tuple[str, Sequence[MentionEdge], Sequence[str]]] = []
         for (doc_id, _, passages), (own_title, per_passage, grams) in zip(documents, prepared, strict=True):
             edges: list[MentionEdge] = []
             for passage, named, passage_grams in zip(passages, per_passage, grams, strict=True):
@@ -94,8 +94,12 @@ class TextGraphBuilder:
                         MentionEdge(passage.chunk_id, doc_id, passage.acl_class_id, keys[phrase], kind, weight)
                     )
             own = [keys[own_title]] if own_title is not None and own_title in keys else []
-            built.append((doc_id, len(passages), self.store.replace_document(doc_id, edges, titled=own), edges))
+            replaced.append((doc_id, edges, own))
             titled.update(own)  # the documents after this one name its title, as if built one by one
+        news = self.store.replace_documents(replaced)
+        built: list[tuple[str, int, list[str], Sequence[MentionEdge]]] = [
+            (entry[0], len(doc[2]), new, entry[1]) for doc, entry, new in zip(documents, replaced, news, strict=True)
+        ]
         synonyms = self._synonyms([(set(new), edges) for _, _, new, edges in built], {k: p for p, k in keys.items()})
         return [
             BuildReport(doc_id, passages, len(edges), len(new), synonyms.get(doc_id, 0))

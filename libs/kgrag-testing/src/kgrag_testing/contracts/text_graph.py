@@ -212,3 +212,29 @@ class TextGraphStoreContract:
         assert counted([ENG]) == {(kept[0].chunk_id, 1)}
         assert counted([SECRET]) == {(moved[0].chunk_id, 1)}  # positive control: its new readers see it
         assert counted([ENG, SECRET]) == {(c[0].chunk_id, 2) for c in (moved, kept)}
+
+    def test_a_batch_replaces_each_document_and_reports_a_new_node_to_its_first(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        one = commit(documents, "doc-b1", ["Atlas and Orion."])
+        two = commit(documents, "doc-b2", ["Orion and Vega."])
+        keys = text_graph.node_keys(["atlas", "orion", "vega"])
+
+        def edges(chunks: Sequence[Chunk], names: Sequence[str]) -> list[MentionEdge]:
+            c = chunks[0]
+            return [MentionEdge(c.chunk_id, c.doc_id, ENG.acl_class_id, keys[n], MentionKind.ENTITY) for n in names]
+
+        batch: list[tuple[str, Sequence[MentionEdge], Sequence[str]]] = [
+            ("doc-b1", edges(one, ["atlas", "orion"]), []),
+            ("doc-b2", edges(two, ["orion", "vega"]), []),
+        ]
+        assert text_graph.replace_documents(batch) == [sorted([keys["atlas"], keys["orion"]]), [keys["vega"]]]
+        assert {c for c, _ in hood(text_graph, ["vega"], [ENG])} == {one[0].chunk_id, two[0].chunk_id}
+        # Replaced, not added to: doc-b1 now names only Vega, so Atlas leads nowhere.
+        again: list[tuple[str, Sequence[MentionEdge], Sequence[str]]] = [
+            ("doc-b1", edges(one, ["vega"]), [keys["vega"]]),
+            ("doc-b2", edges(two, ["vega"]), []),
+        ]
+        assert text_graph.replace_documents(again) == [[], []]
+        assert hood(text_graph, ["atlas"], [ENG]) == set()
+        assert text_graph.titled([keys["vega"], keys["atlas"]]) == {keys["vega"]}
