@@ -250,6 +250,6 @@ class PostgresTextGraph:
         with self._pool as conn:
             all_rows = conn.execute(_NEIGHBOURHOOD, params).fetchall()
         passages = int(all_rows[0][0]) if all_rows else 0
-        rows = [r[1:] for r in all_rows if r[1] is not None]
-        edges = tuple(WalkEdge(str(r[0]), str(r[1]), int(r[2]), _KINDS[r[3]], float(r[4])) for r in rows[:max_edges])
-        return Neighbourhood(edges, passages, truncated=len(rows) > max_edges)
+        # psycopg already returns text, bigint and real as str, int and float: one pass, no conversions.
+        edges = tuple(WalkEdge(r[1], r[2], r[3], _KINDS[r[4]], r[5]) for r in all_rows if r[1] is not None)
+        return Neighbourhood(edges[:max_edges], passages, truncated=len(edges) > max_edges)
