@@ -35,6 +35,7 @@ ALL = [
     "0026_watch_state",
     "0027_communities",
     "0028_text_graph",
+    "0030_text_graph_counts",
     "0031_merge_decided_by",
 ]
 
@@ -77,6 +78,7 @@ TABLES = {
     "text_graph_mentions",
     "text_graph_synonyms",
     "text_graph_name_vectors",
+    "text_graph_node_passages",
 }
 
 

@@ -30,9 +30,12 @@ _VISIBLE = (
 )
 # The whole neighbourhood in one round trip (the walk's latency was mostly four statements' round trips
 # under load): the caller's passage count, the seeds' synonyms, the first hop and the edges above. The
-# passage count rides on every row; the LEFT JOIN keeps it when no edge is found. Nodes over the cap
-# (counted over visible edges) are dropped before their edges are read, and so are nodes only one passage
-# names (other than the seeds): a walk through one leads back where it came from.
+# passage count rides on every row; the LEFT JOIN keeps it when no edge is found. A node's visible passage
+# count is the sum of its per-class counts over the caller's classes (0030: one index lookup per node, not
+# a count of its mentions); it is also the number of its visible edges, so the running sum in `df` says
+# which nodes, least common first, fill the edge bound: only their edges are read. Nodes over the cap are
+# dropped first, and so are nodes only one passage names (other than the seeds): a walk through one leads
+# back where it came from.
 _NEIGHBOURHOOD = f"""
 WITH total AS (SELECT count(*) AS n FROM chunks WHERE acl_class_id = ANY(%(allowed)s)),
 seeds AS (
@@ -50,15 +53,22 @@ n1 AS (
     SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id IN (SELECT chunk_id FROM first)
     UNION SELECT node_key FROM seeds
 ),
+counted AS (
+    SELECT p.node_key, sum(p.passages)::bigint AS df FROM text_graph_node_passages p
+    WHERE p.node_key IN (SELECT node_key FROM n1) AND p.acl_class_id = ANY(%(allowed)s)
+    GROUP BY p.node_key
+    HAVING sum(p.passages) > 0
+    AND sum(p.passages) <= GREATEST(%(min_cap)s, floor(%(share)s * (SELECT n FROM total)))
+    AND (sum(p.passages) > 1 OR p.node_key IN (SELECT node_key FROM seeds))
+),
 df AS (
-    SELECT m.node_key, count(*) AS df FROM text_graph_mentions m {_VISIBLE}
-    WHERE m.node_key IN (SELECT node_key FROM n1) GROUP BY m.node_key
-    HAVING count(*) <= GREATEST(%(min_cap)s, floor(%(share)s * (SELECT n FROM total)))
-    AND (count(*) > 1 OR m.node_key IN (SELECT node_key FROM seeds))
+    SELECT node_key, df FROM (
+        SELECT node_key, df, sum(df) OVER (ORDER BY df, node_key) AS running FROM counted
+    ) r WHERE running - df < %(limit)s
 ),
 edges AS (
     SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
-    FROM text_graph_mentions m JOIN df ON df.node_key = m.node_key {_VISIBLE}
+    FROM df JOIN text_graph_mentions m ON m.node_key = df.node_key {_VISIBLE}
     ORDER BY df.df, m.node_key, m.chunk_id
     LIMIT %(limit)s
 )
@@ -88,37 +98,58 @@ class PostgresTextGraph:
     ) -> list[str]:
         """Exactly `edges` for the document's passages, in one transaction; edges of a chunk deleted in the
         meantime are skipped (the chunk's deletion already took its edges)."""
+        return self.replace_documents([(doc_id, edges, titled)])[0]
+
+    def replace_documents(
+        self, documents: Sequence[tuple[str, Sequence[MentionEdge], Sequence[str]]]
+    ) -> list[list[str]]:
+        """`replace_document` for each (doc_id, edges, titled) in one transaction (a bus batch: one commit,
+        four statements, instead of per document); a node new to the graph is new to the first document
+        that has it."""
+        if not documents:
+            return []
+        edges = [e for _, doc_edges, _ in documents for e in doc_edges]
         nodes = sorted({e.node_key for e in edges})
+        titled = sorted({t for _, _, doc_titled in documents for t in doc_titled})
         with self._pool as conn, conn.transaction():
-            new = conn.execute(
-                "INSERT INTO text_graph_nodes (node_key) SELECT unnest(%s::text[])"
-                " ON CONFLICT (node_key) DO NOTHING RETURNING node_key",
-                (nodes,),
-            ).fetchall()
+            new = {
+                str(r[0])
+                for r in conn.execute(
+                    "INSERT INTO text_graph_nodes (node_key) SELECT unnest(%s::text[])"
+                    " ON CONFLICT (node_key) DO NOTHING RETURNING node_key",
+                    (nodes,),
+                ).fetchall()
+            }
             if titled:
-                conn.execute("UPDATE text_graph_nodes SET titled = TRUE WHERE node_key = ANY(%s)", (list(titled),))
-            conn.execute("DELETE FROM text_graph_mentions WHERE doc_id = %s", (doc_id,))
+                conn.execute("UPDATE text_graph_nodes SET titled = TRUE WHERE node_key = ANY(%s)", (titled,))
+            conn.execute(
+                "DELETE FROM text_graph_mentions WHERE doc_id = ANY(%s)", ([doc_id for doc_id, _, _ in documents],)
+            )
             conn.execute(
                 """
                 INSERT INTO text_graph_mentions (chunk_id, node_key, doc_id, acl_class_id, kind, weight)
-                SELECT e.chunk_id, e.node_key, %s, e.acl, e.kind, e.weight
-                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::real[])
-                     AS e(chunk_id, node_key, acl, kind, weight)
-                WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = e.chunk_id AND c.doc_id = %s)
+                SELECT e.chunk_id, e.node_key, e.doc_id, e.acl, e.kind, e.weight
+                FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::real[])
+                     AS e(chunk_id, node_key, doc_id, acl, kind, weight)
+                WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = e.chunk_id AND c.doc_id = e.doc_id)
                 ON CONFLICT (chunk_id, node_key) DO UPDATE SET weight = EXCLUDED.weight, kind = EXCLUDED.kind,
                     acl_class_id = EXCLUDED.acl_class_id
                 """,
                 (
-                    doc_id,
                     [e.chunk_id for e in edges],
                     [e.node_key for e in edges],
+                    [doc_id for doc_id, doc_edges, _ in documents for _ in doc_edges],
                     [e.acl_class_id for e in edges],
                     [e.kind.value for e in edges],
                     [e.weight for e in edges],
-                    doc_id,
                 ),
             )
-        return sorted(str(r[0]) for r in new)
+        out: list[list[str]] = []
+        for _, doc_edges, _ in documents:
+            mine = sorted(new & {e.node_key for e in doc_edges})
+            new.difference_update(mine)
+            out.append(mine)
+        return out
 
     def add_synonyms(self, synonyms: Sequence[SynonymEdge]) -> None:
         if not synonyms:
@@ -219,6 +250,6 @@ class PostgresTextGraph:
         with self._pool as conn:
             all_rows = conn.execute(_NEIGHBOURHOOD, params).fetchall()
         passages = int(all_rows[0][0]) if all_rows else 0
-        rows = [r[1:] for r in all_rows if r[1] is not None]
-        edges = tuple(WalkEdge(str(r[0]), str(r[1]), int(r[2]), _KINDS[r[3]], float(r[4])) for r in rows[:max_edges])
-        return Neighbourhood(edges, passages, truncated=len(rows) > max_edges)
+        # psycopg already returns text, bigint and real as str, int and float: one pass, no conversions.
+        edges = tuple(WalkEdge(r[1], r[2], r[3], _KINDS[r[4]], r[5]) for r in all_rows if r[1] is not None)
+        return Neighbourhood(edges[:max_edges], passages, truncated=len(edges) > max_edges)

@@ -43,6 +43,7 @@ class TextGraphHandler:
             if doc_id not in doc_ids:  # one build per document per batch, however many events it had
                 doc_ids.append(doc_id)
         docs = self.documents.get_documents(doc_ids)
+        built: list[tuple[str, str, list[Passage]]] = []
         for doc_id in doc_ids:
             doc = docs.get(doc_id)
             chunks = self.documents.chunks_of(doc_id) if doc is not None else []
@@ -50,7 +51,9 @@ class TextGraphHandler:
                 self.builder.store.delete_document(doc_id)
                 continue
             passages = [Passage(c.chunk_id, doc_id, c.acl_class_id, doc.title, c.text) for c in chunks]
-            self.builder.build(doc_id, doc.title, passages)
+            built.append((doc_id, doc.title, passages))
+        if built:  # the batch's documents in one pass (one spaCy run, one embedding call for its new names)
+            self.builder.build_many(built)
         if self.on_batch is not None and doc_ids:
             self.on_batch(time.perf_counter() - started)
         return result

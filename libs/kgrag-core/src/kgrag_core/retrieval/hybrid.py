@@ -24,6 +24,18 @@ class SearchMode(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class HybridCandidates:
+    """What hybrid search has before hydration: the stripped query, the caller's readable classes, the
+    fused candidates (best first) and the limits its response reports for `top_k`."""
+
+    query: str
+    allowed: tuple[str, ...]
+    fused: list[FusedCandidate]
+    top_k: int
+    limits: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
 class HybridSearcher:
     documents: DocumentStore
     acls: AclStore
@@ -43,6 +55,24 @@ class HybridSearcher:
         filters: SearchFilters | None = None,
     ) -> SearchResponse:
         """`filters` (sources, document date) run inside both routes, like the ACL filter."""
+        found = self.candidates(query, caller, top_k=top_k, candidates=candidates, mode=mode, filters=filters)
+        with stage("hydrate"):
+            hydrated = self.hydrate(found.fused, set(found.allowed), found.top_k, filters=filters)
+        results = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in hydrated)
+        return SearchResponse(query=found.query, hits=results, mode=mode.value, limits=dict(found.limits))
+
+    def candidates(
+        self,
+        query: str,
+        caller: Caller,
+        *,
+        top_k: int | None = None,
+        candidates: int | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        filters: SearchFilters | None = None,
+    ) -> HybridCandidates:
+        """`search` up to the fusion: the fused candidates (ids and ranks), nothing hydrated yet, for a caller
+        that hydrates only the few it keeps (the text graph)."""
         text = query.strip()
         if not text:
             raise KgragError(ErrorCode.INVALID_QUERY, "The query is empty.", hint="Pass some words to search.")
@@ -69,9 +99,6 @@ class HybridSearcher:
                     routes["bm25"] = self.keywords.search(text, allowed, per_route, filters=filters)
         with stage("fusion"):
             fused = reciprocal_rank_fusion(routes, k=self.rrf_k)
-        with stage("hydrate"):
-            hydrated = self.hydrate(fused, set(allowed), k, filters=filters)
-        results = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in hydrated)
         limits: dict[str, object] = {
             "top_k": k,
             "candidates_per_route": per_route,
@@ -81,7 +108,7 @@ class HybridSearcher:
         }
         if filters is not None and not filters.is_empty:
             limits["filters"] = filters.as_dict()
-        return SearchResponse(query=text, hits=results, mode=mode.value, limits=limits)
+        return HybridCandidates(text, tuple(allowed), fused, k, limits)
 
     def hydrate(
         self, fused: list[FusedCandidate], allowed: set[str], k: int, *, filters: SearchFilters | None = None

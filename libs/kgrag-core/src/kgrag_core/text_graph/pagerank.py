@@ -25,32 +25,27 @@ def personalized_pagerank(
     edges' `df` counts in) is given. Returns passage (chunk id) scores only, highest first."""
     if not edges or not seeds:
         return {}
-    ids: dict[str, int] = {}
-    passages: set[str] = set()
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    dfs: list[int] = []
-    for edge in edges:
-        p = ids.setdefault("p:" + edge.chunk_id, len(ids))
-        n = ids.setdefault("n:" + edge.node_key, len(ids))
-        passages.add(edge.chunk_id)
-        rows += [p, n]
-        cols += [n, p]
-        vals += [edge.weight, edge.weight]
-        dfs += [edge.df, edge.df]
-    size = len(ids)
-    src = np.asarray(rows, dtype=np.int64)
-    dst = np.asarray(cols, dtype=np.int64)
-    weight = np.asarray(vals, dtype=np.float64)
+    # Ids by numpy, not a dict per edge: passages first (0..P-1), then nodes.
+    chunk_ids, passage_of = np.unique(np.asarray([e.chunk_id for e in edges], dtype=object), return_inverse=True)
+    node_ids, node_of = np.unique(np.asarray([e.node_key for e in edges], dtype=object), return_inverse=True)
+    count = len(chunk_ids)
+    size = count + len(node_ids)
+    p = passage_of.astype(np.int64)
+    n = node_of.astype(np.int64) + count
+    src = np.concatenate([p, n])
+    dst = np.concatenate([n, p])
+    weight = np.asarray([e.weight for e in edges], dtype=np.float64)
     if corpus is not None:
-        weight *= np.log1p(max(corpus, 1) / np.maximum(np.asarray(dfs, dtype=np.float64), 1.0))
+        dfs = np.asarray([e.df for e in edges], dtype=np.float64)
+        weight = weight * np.log1p(max(corpus, 1) / np.maximum(dfs, 1.0))
+    weight = np.concatenate([weight, weight])
     out_weight = np.bincount(src, weights=weight, minlength=size)
     share = weight / out_weight[src]  # row-stochastic: each node hands its mass out by edge weight
+    passage_index = {str(c): i for i, c in enumerate(chunk_ids)}
+    node_index = {str(k): i + count for i, k in enumerate(node_ids)}
     restart = np.zeros(size)
     for seed, seed_weight in seeds.items():
-        for prefixed in ("p:" + seed, "n:" + seed):
-            index = ids.get(prefixed)
+        for index in (passage_index.get(seed), node_index.get(seed)):
             if index is not None and seed_weight > 0:
                 restart[index] += seed_weight
     total = restart.sum()
@@ -64,8 +59,9 @@ def personalized_pagerank(
         rank = following
         if converged:
             break
-    scores = {chunk_id: float(rank[ids["p:" + chunk_id]]) for chunk_id in passages}
-    return dict(sorted(scores.items(), key=lambda item: (-item[1], item[0])))
+    # Highest first, ties by chunk id (chunk_ids is sorted, so a stable sort on the score alone keeps that).
+    order = np.argsort(-rank[:count], kind="stable")
+    return {str(chunk_ids[i]): float(rank[i]) for i in order}
 
 
 def specificity(df: int, passages: int) -> float:

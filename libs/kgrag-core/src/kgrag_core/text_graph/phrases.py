@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from kgrag_core.text_graph.model import Mention, MentionKind
 from kgrag_core.text_terms import STOPWORDS
@@ -25,18 +25,30 @@ NAME_KINDS = frozenset({MentionKind.ENTITY, MentionKind.TITLE, MentionKind.LINK}
 
 def normalise_phrase(text: str, *, max_words: int = 6, min_chars: int = 3) -> str | None:
     """The node a mention belongs to, or None when it should connect nothing (numbers, stopwords)."""
+    return phrase_of(normal_words(text), max_words=max_words, min_chars=min_chars)
+
+
+def normal_words(text: str) -> list[str]:
+    """The words of `text` as the normal form keeps them: folded, edge punctuation and possessives gone. A
+    phrase's normal words are its words' normal words in order, so a run of words is normalised once."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     # "Kestrel's" is Kestrel; "O'Neill" and "ONeill" are one name.
     words = [_POSSESSIVE.sub("", _EDGE.sub("", w)).replace("'", "").replace("’", "") for w in folded.split()]
-    words = [w for w in words if w]
-    while words and words[0] in _LEADING:
-        words = words[1:]
-    while len(words) > 1 and words[-1] in _SUFFIXES:
-        words = words[:-1]
-    if not words or len(words) > max_words:
+    return [w for w in words if w]
+
+
+def phrase_of(words: Sequence[str], *, max_words: int = 6, min_chars: int = 3) -> str | None:
+    """The node of these normal words (see `normalise_phrase`)."""
+    start, end = 0, len(words)
+    while start < end and words[start] in _LEADING:
+        start += 1
+    while end - start > 1 and words[end - 1] in _SUFFIXES:
+        end -= 1
+    if start == end or end - start > max_words:
         return None
-    phrase = " ".join(words)
-    if len(phrase) < min_chars or _NUMERIC.match(phrase) or all(w in STOPWORDS for w in words):
+    kept = words[start:end]
+    phrase = " ".join(kept)
+    if len(phrase) < min_chars or _NUMERIC.match(phrase) or all(w in STOPWORDS for w in kept):
         return None
     return phrase
 

@@ -59,6 +59,13 @@ class TextGraphStore(Protocol):
         returns the node keys new to the whole graph (what is computed per name is computed for them only)."""
         ...
 
+    def replace_documents(
+        self, documents: Sequence[tuple[str, Sequence[MentionEdge], Sequence[str]]]
+    ) -> list[list[str]]:
+        """`replace_document` for each (doc_id, edges, titled), in order, in one transaction; per document the
+        node keys new to the graph (a node new in the batch is new to the first document that has it)."""
+        ...
+
     def titled(self, node_keys: Sequence[str]) -> set[str]:
         """Which of these nodes are some document's title."""
         ...

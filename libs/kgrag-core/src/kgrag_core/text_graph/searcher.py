@@ -14,14 +14,22 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
-from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.acl import Caller
 from kgrag_core.filters import SearchFilters
 from kgrag_core.graph_retrieval.router import QuestionRouter, RuleRouter
 from kgrag_core.graph_retrieval.searcher import HybridBackend
 from kgrag_core.limits import TOP_K
-from kgrag_core.retrieval.fusion import describe_failure, fused_hits, head_first, reciprocal_rank_fusion
-from kgrag_core.retrieval.hybrid import SearchMode
+from kgrag_core.ports import KeywordIndex
+from kgrag_core.retrieval.fusion import (
+    FusedCandidate,
+    describe_failure,
+    fused_hits,
+    head_first,
+    reciprocal_rank_fusion,
+)
+from kgrag_core.retrieval.hybrid import HybridCandidates, SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
 from kgrag_core.text_graph.hops import bridge_shaped, hop_query, place_bridged
@@ -35,6 +43,25 @@ from kgrag_core.tracing.timing import stage
 log = logging.getLogger(__name__)
 
 TEXT_GRAPH_MODE = "hybrid+text_graph"
+
+
+class TextGraphBackend(HybridBackend, Protocol):
+    """What the text graph needs of hybrid search (`HybridSearcher`): graph-assisted search's needs, its
+    candidates before hydration, and its keyword index (the second hops' BM25 queries need no hydration)."""
+
+    @property
+    def keywords(self) -> KeywordIndex: ...
+
+    def candidates(
+        self,
+        query: str,
+        caller: Caller,
+        *,
+        top_k: int | None = None,
+        candidates: int | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        filters: SearchFilters | None = None,
+    ) -> HybridCandidates: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +78,7 @@ class _Walk:
 class TextGraphSearcher:
     def __init__(
         self,
-        hybrid: HybridBackend,
+        hybrid: TextGraphBackend,
         store: TextGraphStore,
         *,
         settings: TextGraphSettings | None = None,
@@ -85,15 +112,22 @@ class TextGraphSearcher:
         if routed and not walks:
             plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
             return _plain(plain, k, reason=route.kind.value, degraded=False)
-        base = self.hybrid.search(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)), filters=filters)
+        found = self.hybrid.candidates(query, caller, top_k=min(TOP_K.maximum, max(k, cfg.pool)), filters=filters)
+        # Hybrid's first `pool` candidates are its side of the fusion (ids and ranks); only those the walk reads
+        # (the first hop's text) or a degraded answer returns are hydrated now, the rest when they place.
+        pool = found.fused[: found.top_k]
+        first = max(k, cfg.seed_passages, cfg.bridge_passages, cfg.keep_head)
+        hydrated = self.hybrid.hydrate(found.fused, set(found.allowed), first, filters=filters)
+        hits0 = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in hydrated)
+        base = SearchResponse(query=found.query, hits=hits0, mode=SearchMode.HYBRID.value, limits=dict(found.limits))
         started = self.clock()
         with stage("text_graph"):
             try:
-                allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
+                allowed = found.allowed
                 if not allowed:
                     return _plain(base, k, reason="nothing readable", degraded=False)
                 walk = self._walk(base, caller, allowed, filters)
-                hits, limits = self._fuse(base, walk, set(allowed), k, filters)
+                hits, limits = self._fuse(base, pool, walk, set(allowed), k, filters)
             except Exception as err:
                 # Not swallowed: the response says degraded with the reason, and operators get the traceback.
                 log.warning("text graph failed, answering from hybrid search: %s", err, exc_info=True)
@@ -154,7 +188,7 @@ class TextGraphSearcher:
         ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
         bridges = bridge_names(hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages)
         used = bridges[: cfg.max_bridges]
-        lists = self._second_hops(used, base.query, caller, filters)
+        lists = self._second_hops(used, base.query, caller, allowed, filters)
         first = {h.chunk_id for h in first_hop}
         best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
         best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=lambda b: (-b[0], b[1]))]
@@ -169,50 +203,88 @@ class TextGraphSearcher:
         )
 
     def _second_hops(
-        self, bridges: Sequence[str], question: str, caller: Caller, filters: SearchFilters | None
-    ) -> list[tuple[SearchHit, ...]]:
-        """One BM25 query per bridge name (with what a bridge-shaped question asks, `bridge_context`)."""
+        self,
+        bridges: Sequence[str],
+        question: str,
+        caller: Caller,
+        allowed: Sequence[str],
+        filters: SearchFilters | None,
+    ) -> list[list[RouteHit]]:
+        """One BM25 query per bridge name (with what a bridge-shaped question asks, `bridge_context`); each
+        hit scored as hybrid's fusion scores a single route, 1 / (rrf_k + rank)."""
         cfg = self.settings
         # The ask describes the second-hop passage only when it asks for an attribute of the related entity.
         ask = cfg.bridge_context and bridge_shaped(question)
         queries = [hop_query(b, question) if ask else b for b in bridges]
         mode = SearchMode(cfg.bridge_mode)
+        if mode is SearchMode.BM25:
+            # Ids and ranks are all a second hop needs: the keyword index (ACL and filters inside it) answers
+            # without hydrating ten passages per bridge; what the fusion keeps is hydrated and rechecked there.
+            index = self.hybrid.keywords
+            lists = [index.search(q, allowed, cfg.bridge_candidates, filters=filters) for q in queries]
+            return [[RouteHit(h.chunk_id, 1.0 / (self.hybrid.rrf_k + h.rank), h.rank) for h in hits] for hits in lists]
         return [
-            self.hybrid.search(q, caller, top_k=cfg.bridge_candidates, mode=mode, filters=filters).hits for q in queries
+            [
+                RouteHit(h.chunk_id, h.score, rank)
+                for rank, h in enumerate(
+                    self.hybrid.search(q, caller, top_k=cfg.bridge_candidates, mode=mode, filters=filters).hits,
+                    start=1,
+                )
+            ]
+            for q in queries
         ]
 
     def _fuse(
-        self, base: SearchResponse, walk: _Walk, allowed: set[str], k: int, filters: SearchFilters | None
+        self,
+        base: SearchResponse,
+        pool: Sequence[FusedCandidate],
+        walk: _Walk,
+        allowed: set[str],
+        k: int,
+        filters: SearchFilters | None,
     ) -> tuple[tuple[SearchHit, ...], dict[str, object]]:
         cfg = self.settings
         routes: dict[str, list[RouteHit]] = {}
         for name in ("dense", "bm25"):
-            ranked = sorted((h.ranks[name], h.chunk_id) for h in base.hits if name in h.ranks)
+            ranked = sorted((c.ranks[name], c.chunk_id) for c in pool if name in c.ranks)
             routes[name] = [RouteHit(chunk_id, 0.0, rank) for rank, chunk_id in ranked]
         routes["text_graph"] = walk.ranked
         routes["bridge"] = walk.bridged
         weights = {"dense": 1.0, "bm25": 1.0, "text_graph": cfg.walk_weight, "bridge": cfg.bridge_weight}
         fused = reciprocal_rank_fusion(routes, k=self.hybrid.rrf_k, weights=weights)
-        known = {h.chunk_id: h for h in base.hits}
-        unseen = [c for c in fused if c.chunk_id not in known][: max(k, cfg.walk_candidates)]
+        hybrid_ids = {c.chunk_id for c in pool}
+        unseen = [c for c in fused if c.chunk_id not in hybrid_ids][: max(k, cfg.walk_candidates)]
         picked = {c.chunk_id for c in unseen}
-        unseen += [c for c in fused if c.chunk_id in set(walk.best_bridged) - picked - set(known)]
-        # Chunks only the walk reached pass the hybrid searcher's own hydration and ACL recheck.
-        for _, loaded in self.hybrid.hydrate(unseen, allowed, len(unseen), filters=filters) if unseen else []:
-            known[loaded.chunk_id] = loaded
-        head = [h.chunk_id for h in base.hits[: cfg.keep_head]]
+        unseen += [c for c in fused if c.chunk_id in set(walk.best_bridged) - picked - hybrid_ids]
+        eligible = hybrid_ids | {c.chunk_id for c in unseen}
         by_id = {c.chunk_id: c for c in fused}
-        ordered = head_first(fused, head)
+        known = {h.chunk_id: h for h in base.hits}
+        tried = set(known)
+
+        def load(chunk_ids: Sequence[str]) -> None:
+            # Every chunk shown passes the hybrid searcher's own hydration and ACL recheck.
+            todo = [by_id[c] for c in chunk_ids if c not in tried]
+            tried.update(c.chunk_id for c in todo)
+            for _, loaded in self.hybrid.hydrate(todo, allowed, len(todo), filters=filters) if todo else []:
+                known[loaded.chunk_id] = loaded
+
+        head = [h.chunk_id for h in base.hits[: cfg.keep_head]]
+        ordered_ids = [c.chunk_id for c in head_first(fused, head) if c.chunk_id in eligible]
         # In a bridge-shaped question the second hop's answer is ranked by nothing that saw the question's
         # entity, so it gets its own slots; elsewhere the bridges only join the fusion.
+        slots = cfg.bridge_slots if bridge_shaped(base.query) else 0
+        load(walk.best_bridged)
+        # The first k places take at most k + slots ranked passages: the ones after them are never loaded.
+        ranked_ids: list[str] = []
+        step = max(k + slots, 20)
+        for start in range(0, len(ordered_ids), step):
+            window = ordered_ids[start : start + step]
+            load(window)
+            ranked_ids += [c for c in window if c in known]
+            if len(ranked_ids) >= k + slots:
+                break
         readable = [c for c in walk.best_bridged if c in known]
-        placed = place_bridged(
-            [c.chunk_id for c in ordered if c.chunk_id in known],
-            readable,
-            top=min(cfg.bridge_top, k),
-            slots=cfg.bridge_slots if bridge_shaped(base.query) else 0,
-            keep=cfg.keep_head,
-        )
+        placed = place_bridged(ranked_ids, readable, top=min(cfg.bridge_top, k), slots=slots, keep=cfg.keep_head)
         ordered = [by_id[c] for c in placed]
         return fused_hits(
             ordered, known, k, base_limits=base.limits, routes=routes, weights=weights, fused_count=len(fused)
@@ -249,11 +321,11 @@ def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> 
     return replace(response, hits=response.hits[:k], limits=limits)
 
 
-def _without(lists: Sequence[tuple[SearchHit, ...]], chunk_ids: set[str]) -> list[list[SearchHit]]:
+def _without(lists: Sequence[Sequence[RouteHit]], chunk_ids: set[str]) -> list[list[RouteHit]]:
     return [[h for h in hits if h.chunk_id not in chunk_ids] for hits in lists]
 
 
-def _interleave(lists: Sequence[Sequence[SearchHit]], n: int) -> list[RouteHit]:
+def _interleave(lists: Sequence[Sequence[RouteHit]], n: int) -> list[RouteHit]:
     """Interleaved so every second hop places its best passage first."""
     bridged: list[RouteHit] = []
     seen: set[str] = set()

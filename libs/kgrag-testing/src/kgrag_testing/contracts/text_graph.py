@@ -186,3 +186,55 @@ class TextGraphStoreContract:
         assert {c for c, _ in hood(text_graph, ["kestrel pharma"], [ENG])} == {open_doc[0].chunk_id}
         insider = {c for c, _ in hood(text_graph, ["kestrel pharma"], [ENG, SECRET])}
         assert insider == {open_doc[0].chunk_id, other[0].chunk_id}  # positive control: through the synonym
+
+    def test_counts_follow_deletion_and_re_permissioning(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        # A node's passage count (its specificity) is what the caller can read now: a deleted passage leaves
+        # it, and a re-permissioned one moves to the readers of its new class at once.
+        gone = commit(documents, "doc-c1", ["Atlas and Orion."])
+        moved = commit(documents, "doc-c2", ["Atlas again, with Orion."])
+        kept = commit(documents, "doc-c3", ["Atlas once more, with Orion."])
+        for chunks in (gone, moved, kept):
+            link(text_graph, chunks, [["atlas", "orion"]])
+        keys = text_graph.node_keys(["atlas"])
+
+        def counted(allowed: Sequence[AclClass]) -> set[tuple[str, int]]:
+            found = text_graph.neighbourhood(
+                [keys["atlas"]], [], [a.acl_class_id for a in allowed], max_share=1, min_cap=9, max_edges=99
+            )
+            return {(e.chunk_id, e.df) for e in found.edges if e.node_key == keys["atlas"]}
+
+        assert counted([ENG]) == {(c[0].chunk_id, 3) for c in (gone, moved, kept)}
+        documents.mark_deleted("doc-c1", DeletionRecord("doc-c1", (gone[0].chunk_id,), (), ("postgres",)))
+        assert counted([ENG]) == {(c[0].chunk_id, 2) for c in (moved, kept)}
+        assert documents.update_acl("doc-c2", SECRET)
+        assert counted([ENG]) == {(kept[0].chunk_id, 1)}
+        assert counted([SECRET]) == {(moved[0].chunk_id, 1)}  # positive control: its new readers see it
+        assert counted([ENG, SECRET]) == {(c[0].chunk_id, 2) for c in (moved, kept)}
+
+    def test_a_batch_replaces_each_document_and_reports_a_new_node_to_its_first(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        one = commit(documents, "doc-b1", ["Atlas and Orion."])
+        two = commit(documents, "doc-b2", ["Orion and Vega."])
+        keys = text_graph.node_keys(["atlas", "orion", "vega"])
+
+        def edges(chunks: Sequence[Chunk], names: Sequence[str]) -> list[MentionEdge]:
+            c = chunks[0]
+            return [MentionEdge(c.chunk_id, c.doc_id, ENG.acl_class_id, keys[n], MentionKind.ENTITY) for n in names]
+
+        batch: list[tuple[str, Sequence[MentionEdge], Sequence[str]]] = [
+            ("doc-b1", edges(one, ["atlas", "orion"]), []),
+            ("doc-b2", edges(two, ["orion", "vega"]), []),
+        ]
+        assert text_graph.replace_documents(batch) == [sorted([keys["atlas"], keys["orion"]]), [keys["vega"]]]
+        assert {c for c, _ in hood(text_graph, ["vega"], [ENG])} == {one[0].chunk_id, two[0].chunk_id}
+        # Replaced, not added to: doc-b1 now names only Vega, so Atlas leads nowhere.
+        again: list[tuple[str, Sequence[MentionEdge], Sequence[str]]] = [
+            ("doc-b1", edges(one, ["vega"]), [keys["vega"]]),
+            ("doc-b2", edges(two, ["vega"]), []),
+        ]
+        assert text_graph.replace_documents(again) == [[], []]
+        assert hood(text_graph, ["atlas"], [ENG]) == set()
+        assert text_graph.titled([keys["vega"], keys["atlas"]]) == {keys["vega"]}
