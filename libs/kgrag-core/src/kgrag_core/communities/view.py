@@ -119,8 +119,10 @@ def read_visible(
     cfg = settings or ViewSettings()
     visible: dict[str, EntityRef] = {}
     degree: dict[str, int] = {}
-    for member_id in community.member_ids[: cfg.max_members_read]:
-        summary = graph.entity(member_id, acl_class_ids)
+    read = community.member_ids[: cfg.max_members_read]
+    found = graph.entities_by_id(read, acl_class_ids)  # one batched read, exactly `entity` per member
+    for member_id in read:
+        summary = found.get(member_id)
         if summary is not None:
             visible.setdefault(summary.entity.entity_id, summary.entity)
             degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
@@ -209,8 +211,9 @@ def _edges(
 ) -> list[Edge]:
     """Visible edges with both ends among the visible members, once each (read from `readers`' sides)."""
     out: dict[str, Edge] = {}
+    found = graph.neighbours_by_id(readers, acl, limit=cfg.edges_per_member)
     for member_id in readers:
-        for edge in graph.neighbours(member_id, acl, limit=cfg.edges_per_member):
+        for edge in found.get(member_id, ()):
             if edge.subject.entity_id in visible and edge.object.entity_id in visible:
                 out.setdefault(edge.relation_id, edge)
     return [out[k] for k in sorted(out)]
