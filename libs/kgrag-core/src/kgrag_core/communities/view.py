@@ -134,6 +134,43 @@ def read_visible(
     return CommunityReads(visible, tuple(edges), tuple(claims))
 
 
+def read_visible_many(
+    communities: Sequence[Community],
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    settings: ViewSettings | None = None,
+) -> dict[str, CommunityReads | None]:
+    """`read_visible` of each community (by id), all of them in three batched reads: their members, the
+    edges of their most connected visible members, and the claims of every visible member. Each community's
+    reads are exactly its own `read_visible` (every read is per id, and claim status is per entity)."""
+    cfg = settings or ViewSettings()
+    asked = {c.community_id: c.member_ids[: cfg.max_members_read] for c in communities}
+    found = graph.entities_by_id(list(dict.fromkeys(m for ms in asked.values() for m in ms)), acl_class_ids)
+    visible_of: dict[str, dict[str, EntityRef]] = {}
+    readers_of: dict[str, list[str]] = {}
+    for community_id, read in asked.items():
+        visible: dict[str, EntityRef] = {}
+        degree: dict[str, int] = {}
+        for member_id in read:
+            summary = found.get(member_id)
+            if summary is not None:
+                visible.setdefault(summary.entity.entity_id, summary.entity)
+                degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
+        if visible:
+            visible_of[community_id] = visible
+            readers_of[community_id] = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
+    readers = list(dict.fromkeys(r for rs in readers_of.values() for r in rs))
+    edges_of = graph.neighbours_by_id(readers, acl_class_ids, limit=cfg.edges_per_member) if readers else {}
+    members = sorted({m for v in visible_of.values() for m in v})
+    claims = [c for c in graph.claims_of(members, acl_class_ids) if _current(c)] if members else []
+    out: dict[str, CommunityReads | None] = dict.fromkeys(asked)
+    for community_id, visible in visible_of.items():
+        edges = _inside(visible, readers_of[community_id], edges_of)
+        mine = tuple(c for c in claims if c.entity_id in visible)
+        out[community_id] = CommunityReads(visible, tuple(edges), mine)
+    return out
+
+
 def community_view(
     community: Community,
     graph: GraphReader,
@@ -210,8 +247,13 @@ def _edges(
     cfg: ViewSettings,
 ) -> list[Edge]:
     """Visible edges with both ends among the visible members, once each (read from `readers`' sides)."""
+    return _inside(visible, readers, graph.neighbours_by_id(readers, acl, limit=cfg.edges_per_member))
+
+
+def _inside(
+    visible: Mapping[str, EntityRef], readers: Sequence[str], found: Mapping[str, Sequence[Edge]]
+) -> list[Edge]:
     out: dict[str, Edge] = {}
-    found = graph.neighbours_by_id(readers, acl, limit=cfg.edges_per_member)
     for member_id in readers:
         for edge in found.get(member_id, ()):
             if edge.subject.entity_id in visible and edge.object.entity_id in visible:
