@@ -16,7 +16,7 @@ from datetime import datetime
 from kgrag_core.answering.extractive import is_prose
 from kgrag_core.answering.model import Citation, cite
 from kgrag_core.answering.quotes import normalise_for_quote
-from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.answering.sentences import SentenceSpan, split_sentences
 from kgrag_core.communities.model import Community
 from kgrag_core.extraction.model import Modality
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
@@ -212,7 +212,8 @@ def view_of_visible(
         [*_edge_facts(edges, visible), *_claim_facts(claims)], key=lambda f: (-strength(f), f.chunk_ids, f.entity_ids)
     )[: cfg.facts_quoted]
     hits = load(sorted({c for f in facts for c in f.chunk_ids}))
-    quoted = [q for q in (_quote(f, hits) for f in facts) if q is not None]
+    prose: dict[str, list[SentenceSpan]] = {}  # each loaded chunk's prose sentences, cut once per view
+    quoted = [q for q in (_quote(f, hits, prose) for f in facts) if q is not None]
     points, citations = _cover(quoted, cfg.max_points, asked, weight)
     if not points:
         return None
@@ -298,17 +299,18 @@ class _Quoted:
     text: str
 
 
-def _quote(fact: _Fact, hits: Mapping[str, SearchHit]) -> _Quoted | None:
-    """The fact's sentence in the first of its evidence chunks the caller could load (byte-exact)."""
+def _quote(fact: _Fact, hits: Mapping[str, SearchHit], prose: dict[str, list[SentenceSpan]]) -> _Quoted | None:
+    """The fact's sentence in the first of its evidence chunks the caller could load (byte-exact). `prose`
+    keeps each chunk's prose sentences: many facts of one view cite the same chunk."""
     for chunk_id in fact.chunk_ids:
         hit = hits.get(chunk_id)
         if hit is None:
             continue
         wanted = normalise_for_quote(fact.quote) if fact.kind == "claim" else ""
         ends = [e.casefold() for e in fact.ends]
-        for sentence in split_sentences(hit.text):
-            if not is_prose(hit, sentence):
-                continue
+        if chunk_id not in prose:
+            prose[chunk_id] = [x for x in split_sentences(hit.text) if is_prose(hit, x)]
+        for sentence in prose[chunk_id]:
             if fact.kind == "claim" and not (wanted and wanted in normalise_for_quote(sentence.text)):
                 continue
             if fact.kind == "relation" and not all(e in sentence.text.casefold() for e in ends):
@@ -328,21 +330,24 @@ def _cover(
     seen_members: set[str] = set()
     seen_docs: set[str] = set()
     seen_spans: set[tuple[str, int]] = set()
-    pool = list(quoted)
+    fits = [weight * _fit(asked, q.text) for q in quoted]  # what the question adds to each never changes
+    pool = list(range(len(quoted)))
     while pool and len(points) < limit:
 
-        def gain(q: _Quoted) -> float:
+        def gain(i: int) -> float:
+            q = quoted[i]
             new_members = len(set(q.fact.entity_ids) - seen_members)
             novelty = 0.5 * new_members + (0.5 if q.hit.doc_id not in seen_docs else 0.0)
-            return q.fact.score + novelty + weight * _fit(asked, q.text)
+            return q.fact.score + novelty + fits[i]
 
-        best = max(pool, key=gain)  # max keeps the first of equals: the pool's order is deterministic
-        pool.remove(best)
+        at = max(pool, key=gain)  # max keeps the first of equals: the pool's order is deterministic
+        pool.remove(at)
+        best = quoted[at]
         span = (best.hit.chunk_id, best.start_byte)
         if span in seen_spans:
             continue
         seen_spans.add(span)
-        score = gain(best)
+        score = gain(at)
         seen_members.update(best.fact.entity_ids)
         seen_docs.add(best.hit.doc_id)
         citation = cite(len(citations) + 1, best.hit, best.start_byte, best.end_byte, best.text)
