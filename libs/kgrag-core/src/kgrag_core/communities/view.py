@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from kgrag_core.answering.extractive import is_prose
 from kgrag_core.answering.model import Citation, cite
@@ -212,8 +213,7 @@ def view_of_visible(
         [*_edge_facts(edges, visible), *_claim_facts(claims)], key=lambda f: (-strength(f), f.chunk_ids, f.entity_ids)
     )[: cfg.facts_quoted]
     hits = load(sorted({c for f in facts for c in f.chunk_ids}))
-    prose: dict[str, list[SentenceSpan]] = {}  # each loaded chunk's prose sentences, cut once per view
-    quoted = [q for q in (_quote(f, hits, prose) for f in facts) if q is not None]
+    quoted = [q for q in (_quote(f, hits) for f in facts) if q is not None]
     points, citations = _cover(quoted, cfg.max_points, asked, weight)
     if not points:
         return None
@@ -299,18 +299,36 @@ class _Quoted:
     text: str
 
 
-def _quote(fact: _Fact, hits: Mapping[str, SearchHit], prose: dict[str, list[SentenceSpan]]) -> _Quoted | None:
-    """The fact's sentence in the first of its evidence chunks the caller could load (byte-exact). `prose`
-    keeps each chunk's prose sentences: many facts of one view cite the same chunk."""
+@dataclass(frozen=True, slots=True)
+class _ProseKey:
+    """What `is_prose` reads of a hit (its text, title and breadcrumb); the hit rides along uncompared."""
+
+    text: str
+    title: str
+    breadcrumb: tuple[str, ...]
+    hit: SearchHit = field(compare=False, hash=False)
+
+
+@lru_cache(maxsize=4096)
+def _prose_of(key: _ProseKey) -> tuple[SentenceSpan, ...]:
+    """A chunk's prose sentences, cut once per text: the facts of many views and asks quote the same chunks.
+    Keyed by the text itself, so only a caller who loaded that text can reach its entry."""
+    return tuple(x for x in split_sentences(key.text) if is_prose(key.hit, x))
+
+
+def _prose(hit: SearchHit) -> tuple[SentenceSpan, ...]:
+    return _prose_of(_ProseKey(hit.text, hit.title, tuple(hit.breadcrumb), hit))
+
+
+def _quote(fact: _Fact, hits: Mapping[str, SearchHit]) -> _Quoted | None:
+    """The fact's sentence in the first of its evidence chunks the caller could load (byte-exact)."""
     for chunk_id in fact.chunk_ids:
         hit = hits.get(chunk_id)
         if hit is None:
             continue
         wanted = normalise_for_quote(fact.quote) if fact.kind == "claim" else ""
         ends = [e.casefold() for e in fact.ends]
-        if chunk_id not in prose:
-            prose[chunk_id] = [x for x in split_sentences(hit.text) if is_prose(hit, x)]
-        for sentence in prose[chunk_id]:
+        for sentence in _prose(hit):
             if fact.kind == "claim" and not (wanted and wanted in normalise_for_quote(sentence.text)):
                 continue
             if fact.kind == "relation" and not all(e in sentence.text.casefold() for e in ends):
