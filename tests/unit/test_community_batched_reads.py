@@ -11,7 +11,9 @@ from kgrag_core.acl import readable_classes
 from kgrag_core.communities.view import read_visible, read_visible_many
 from kgrag_core.communities.visible import visible_communities, visible_community
 from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.filters import SearchFilters
 from kgrag_core.graph.model import Edge, EntitySummary
+from kgrag_core.graph_retrieval.filtered import FilteredGraphReader
 from tests.unit.test_community_view_security import FINANCE, OUTSIDER, _world
 from tests.unit.test_graph_retrieval_doubles import InMemoryGraph
 
@@ -73,3 +75,17 @@ def test_the_listing_reads_every_community_in_two_batched_reads_and_shows_what_e
     assert "Jordan Blake" not in {m.name for v in outsider for m in v.members}
     assert "Jordan Blake" in {m.name for v in finance for m in v.members}  # positive control
     assert len(finance) == len(outsider) + 1  # the wholly restricted community exists for its reader only
+
+
+def test_the_filtered_reader_filters_batched_reads_exactly_as_single_reads() -> None:
+    graph, store, _ = _world(with_secret=True)
+    allowed = readable_classes(store.acl_classes(), FINANCE)
+    # The search's filters admit every chunk but one: its edges lose that evidence, or vanish.
+    filtered = FilteredGraphReader(graph, SearchFilters(), lambda ids: [c for c in ids if c != "c_quartz"])
+    ids = ["e_atlas", "e_jordan", "e_quartz", "e_routing", "e_unknown"]
+    batched = filtered.neighbours_by_id(ids, allowed)
+    assert batched == {i: filtered.neighbours(i, allowed) for i in ids}
+    assert not any("c_quartz" in e.evidence_chunk_ids for es in batched.values() for e in es)
+    # Control: unfiltered, the same reads carry that chunk.
+    assert any("c_quartz" in e.evidence_chunk_ids for es in graph.neighbours_by_id(ids, allowed).values() for e in es)
+    assert filtered.entities_by_id(ids, allowed) == graph.entities_by_id(ids, allowed)
