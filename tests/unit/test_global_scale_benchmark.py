@@ -42,7 +42,8 @@ def test_the_report_has_one_row_per_size() -> None:
         "listing": {"batched_s": 3.1, "per_id_s": 40.2, "listed": 50.0},
         "load_average": 6.0,
     }
-    text = markdown({"sizes": [row, {**row, "entities": 100000, "listing": {"batched_s": 30.0, "listed": 50.0}}]})
+    big = {k: v for k, v in row.items() if k != "listing"}
+    text = markdown({"sizes": [row, {**big, "entities": 100000}]})
     lines = [line for line in text.splitlines() if line.startswith("| 1")]
     assert len(lines) == 2
-    assert "| 400.0 / 900.0 |" in lines[0] and "3.1 (40.2)" in lines[0] and "30.0 (–)" in lines[1]
+    assert "| 400.0 / 900.0 |" in lines[0] and "3.1 (40.2)" in lines[0] and "not timed" in lines[1]
