@@ -60,6 +60,7 @@ bench: install  ## Benchmarks (tables with same-run baselines) into bench-result
 	$(RUN) python -m kgrag_runtime.benchmarks.cli_startup --data-dir .kgrag-bench-cli --out bench-results/cli
 	$(RUN) python -m kgrag_runtime.benchmarks.connectors --runs 20 --out bench-results/connectors
 	$(RUN) python -m kgrag_runtime.benchmarks.communities --sizes 10000,100000 --out bench-results/communities
+	$(RUN) python -m kgrag_runtime.benchmarks.global_scale --sizes 10000,100000 --out bench-results/global-scale
 
 bench-distributed: install services  ## Freshness under load, 1 vs 2 replicas, Neo4j vs PostgreSQL traversal, community projection sync on the real servers
 	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed

@@ -187,6 +187,25 @@ class InMemoryGraph:
         found.sort(key=lambda e: (-e.confidence, -e.evidence_count, e.relation_id))
         return found[:limit]
 
+    # The batched reads are the single ones per id (their calls are recorded as such).
+    def entities_by_id(
+        self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        found = {e: self.entity(e, acl_class_ids) for e in dict.fromkeys(entity_ids)}
+        return {e: s for e, s in found.items() if s is not None}
+
+    def neighbours_by_id(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return {
+            e: self.neighbours(e, acl_class_ids, relations=relations, limit=limit) for e in dict.fromkeys(entity_ids)
+        }
+
     def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
         self._enter("claims_of", ",".join(entity_ids))
         return [c for c in self.claims if c.entity_id in entity_ids and self._visible([c.chunk_id], acl_class_ids)]

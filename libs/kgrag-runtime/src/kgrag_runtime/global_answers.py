@@ -18,7 +18,14 @@ from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
 from kgrag_core.communities.model import Community
 from kgrag_core.communities.ports import CommunityStore
-from kgrag_core.communities.view import CommunityReads, CommunityView, ViewSettings, read_visible, view_of_visible
+from kgrag_core.communities.view import (
+    CommunityReads,
+    CommunityView,
+    ViewSettings,
+    read_visible,
+    read_visible_many,
+    view_of_visible,
+)
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.linking import link_entities, seed_entities
 from kgrag_core.retrieval.fusion import FusedCandidate
@@ -60,9 +67,12 @@ class GlobalAnswerer:
             return GlobalResult(question, (), (), (), 0)
         candidates = self.candidates(question, allowed, hits)
         load = self._loader(set(allowed))
+        # Every candidate the route may read, read at once (three batched graph reads, bounded by
+        # max_communities × max_members_read); the time budget then bounds the quoting.
+        read = self._read_many(candidates[: self.settings.max_communities], allowed)
 
         def view_of(community: Community) -> CommunityView | None:
-            seen = self._read_visible(community, allowed)
+            seen = read.get(community.community_id)
             return None if seen is None else view_of_visible(community, seen, load, self.view_settings, focus=question)
 
         found = {h.doc_id for h in hits}
@@ -125,6 +135,25 @@ class GlobalAnswerer:
         while len(self._visible) > _CACHED_READS:
             self._visible.popitem(last=False)
         return seen
+
+    def _read_many(self, communities: Sequence[Community], allowed: Sequence[str]) -> dict[str, CommunityReads | None]:
+        """`_read_visible` of each, the ones not cached read together (`read_visible_many`)."""
+        if self.generation is None:
+            return read_visible_many(communities, self.graph, allowed, self.view_settings)
+        generation = self.generation()
+        keys = {c.community_id: (c.community_id, c.content_hash, tuple(allowed), generation) for c in communities}
+        out = {cid: self._visible[key] for cid, key in keys.items() if key in self._visible}
+        for cid in out:
+            self._visible.move_to_end(keys[cid])
+        missing = [c for c in communities if c.community_id not in out]
+        if missing:
+            fresh = read_visible_many(missing, self.graph, allowed, self.view_settings)
+            for cid, seen in fresh.items():
+                self._visible[keys[cid]] = seen
+            out.update(fresh)
+            while len(self._visible) > _CACHED_READS:
+                self._visible.popitem(last=False)
+        return out
 
     def relevance(self, question: str, texts: Sequence[str]) -> list[float]:
         """Cosine of the question's and each text's opening (a view's title and member names) embedding,

@@ -196,6 +196,18 @@ RETURN startNode(x).canonical_id AS subject, x.relation AS relation,
 """
 )
 
+# `_NEIGHBOURS` for many canonical ids in one query: the same body per asked id (its limit and ties apply per id).
+_NEIGHBOURS_MANY: LiteralString = (
+    """
+UNWIND $cids AS asked
+CALL (asked) {"""
+    + _NEIGHBOURS.replace("$cid", "asked")
+    + """}
+RETURN asked, subject, relation, object, polarity, modality, valid_from, valid_to, chunks, conf, written,
+       first_written
+"""
+)
+
 # A name matches a visible mention of it, or the stored name of a visible entity (both by blind index).
 _NAMED: LiteralString = (
     """
@@ -623,6 +635,58 @@ class Neo4jKnowledgeGraph:
 
         records, cardinality = self._read(work)
         return timeline(records, cardinality)
+
+    def entities_by_id(
+        self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return {}
+
+        def work(tx: ManagedTransaction) -> dict[str, EntitySummary]:
+            canonical = self._canonical(tx, ids)
+            clusters = self._clusters(tx, list(dict.fromkeys(canonical.values())), acl_class_ids)
+            shown = {i: c for i, c in canonical.items() if c in clusters and i in clusters[c].members}
+            found = self._summarise(tx, {c: clusters[c] for c in dict.fromkeys(shown.values())}, acl_class_ids)
+            return {i: found[c] for i, c in shown.items()}
+
+        return self._read(work)
+
+    def neighbours_by_id(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        ids = list(dict.fromkeys(entity_ids))
+        out: dict[str, list[Edge]] = {i: [] for i in ids}
+        if limit <= 0 or not ids:
+            return out
+
+        def work(tx: ManagedTransaction) -> dict[str, list[Edge]]:
+            canonical = self._canonical(tx, self._visible_ids(tx, ids, acl_class_ids))
+            cids = list(dict.fromkeys(canonical.values()))
+            if not cids:
+                return out
+            params = self._params(
+                acl_class_ids, cids=cids, relations=list(relations) if relations is not None else None, limit=limit
+            )
+            rows = [r.data() for r in tx.run(_NEIGHBOURS_MANY, params)]
+            ends = list(dict.fromkeys(e for r in rows for e in (r["subject"], r["object"])))
+            clusters = self._clusters(tx, ends, acl_class_ids)
+            by_cid: dict[str, list[Edge]] = {c: [] for c in cids}
+            for row in rows:
+                edge = _edge(row, clusters)
+                if edge is not None:
+                    by_cid[row["asked"]].append(edge)
+            for edges in by_cid.values():
+                edges.sort(key=lambda e: (-e.evidence_count, -e.confidence, e.relation_id))
+                del edges[limit:]
+            return {**out, **{given: list(by_cid[cid]) for given, cid in canonical.items()}}
+
+        return self._read(work)
 
     # --- KnowledgeProjection --------------------------------------------------------------------------------
 

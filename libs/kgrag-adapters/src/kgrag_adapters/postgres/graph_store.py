@@ -161,6 +161,32 @@ _NEIGHBOURS: LiteralString = (
     " FETCH FIRST (%(limit)s) ROWS WITH TIES"
 )
 
+# `_NEIGHBOURS` for many canonical ids at once: the same edge groups, tagged by the asked id they touch (an edge
+# between two asked ids counts for each), the strongest `limit` per asked id with their ties (rank() <= n is
+# FETCH FIRST n ROWS WITH TIES within each partition). Column 12 is the asked id.
+_NEIGHBOURS_MANY: LiteralString = (
+    "WITH " + _MEMBERS_CTE + ", rel AS (SELECT mb.cid AS asked, r.* FROM kg_relations r"
+    " JOIN mb ON r.subject_id = mb.entity_id"
+    " UNION SELECT mb.cid AS asked, r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id),"
+    " g AS (SELECT COALESCE(cs.canonical_id, r.subject_id) AS s, r.relation AS rel,"
+    " COALESCE(co.canonical_id, r.object_id) AS o, r.polarity AS pol, r.modality AS modality, r.valid_from AS vf,"
+    " max(r.valid_to) AS vt, array_agg(DISTINCT ev.chunk_id) AS chunks, max(ev.confidence) AS conf,"
+    " max((c.doc_time AT TIME ZONE 'UTC')::date) AS latest, count(DISTINCT ev.chunk_id) AS n,"
+    " min((c.doc_time AT TIME ZONE 'UTC')::date) AS first, r.asked AS asked"
+    " FROM rel r LEFT JOIN "
+    + _CANON
+    + " cs ON cs.entity_id = r.subject_id LEFT JOIN "
+    + _CANON
+    + " co ON co.entity_id = r.object_id"
+    " JOIN kg_relation_evidence ev ON ev.relation_id = r.relation_id JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND (%(relations)s::text[] IS NULL OR r.relation = ANY(%(relations)s::text[]))"
+    " GROUP BY 1, 2, 3, 4, 5, 6, 13)"
+    " SELECT s, rel, o, pol, modality, vf, vt, chunks, conf, latest, n, first, asked FROM"
+    " (SELECT g.*, rank() OVER (PARTITION BY g.asked ORDER BY g.n DESC, g.conf DESC) AS rk FROM g) ranked"
+    " WHERE rk <= %(limit)s"
+)
+
 # Distinct edge keys, counted once per endpoint: a self-loop (left by a merge) counts once.
 _DEGREE_TAIL: LiteralString = (
     ", ends AS (SELECT g.s AS cid, g.* FROM g UNION SELECT g.o AS cid, g.* FROM g) SELECT cid, count(*) FROM ends"
@@ -564,6 +590,61 @@ class PostgresGraphStore(PostgresExtractionStore):
                 )
             )
         return timeline(records, _cardinality(body))
+
+    def entities_by_id(
+        self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        """`entity` for each id, in one snapshot and one query per step (a community view reads many)."""
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return {}
+        with self._reading() as conn:
+            canonical = _canonical(conn, ids, acl_class_ids)
+            clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+            shown = {i: c for i, c in canonical.items() if c in clusters and i in clusters[c].members}
+            found = _summarise(conn, {c: clusters[c] for c in dict.fromkeys(shown.values())}, acl_class_ids)
+        return {i: found[c] for i, c in shown.items()}
+
+    def neighbours_by_id(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        """`neighbours` for each id, in one snapshot: the edges of every asked cluster in one query."""
+        ids = list(dict.fromkeys(entity_ids))
+        out: dict[str, list[Edge]] = {i: [] for i in ids}
+        if limit <= 0 or not ids:
+            return out
+        acl = _acl(acl_class_ids)
+        with self._reading() as conn:
+            visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**acl, "ids": ids})]
+            canonical = _canonical(conn, visible, acl_class_ids)
+            cids = list(dict.fromkeys(canonical.values()))
+            if not cids:
+                return out
+            params = {
+                **acl,
+                "ids": cids,
+                "relations": list(relations) if relations is not None else None,
+                "limit": limit,
+            }
+            rows = conn.execute(_NEIGHBOURS_MANY, params).fetchall()
+            ends = list(dict.fromkeys(e for r in rows for e in (r[0], r[2])))
+            clusters = self._clusters(conn, ends, acl_class_ids)
+        by_cid: dict[str, list[Edge]] = {c: [] for c in cids}
+        for row in rows:
+            edge = _edge(row, clusters)
+            if edge is not None:
+                by_cid[row[12]].append(edge)
+        for edges in by_cid.values():
+            edges.sort(key=lambda e: (-e.evidence_count, -e.confidence, e.relation_id))
+            del edges[limit:]
+        for given, cid in canonical.items():
+            out[given] = list(by_cid[cid])
+        return out
 
     # --- ResolutionStore ------------------------------------------------------------------------------------
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from kgrag_core.answering.extractive import is_prose
 from kgrag_core.answering.model import Citation, cite
 from kgrag_core.answering.quotes import normalise_for_quote
-from kgrag_core.answering.sentences import split_sentences
+from kgrag_core.answering.sentences import SentenceSpan, split_sentences
 from kgrag_core.communities.model import Community
 from kgrag_core.extraction.model import Modality
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
@@ -119,8 +120,10 @@ def read_visible(
     cfg = settings or ViewSettings()
     visible: dict[str, EntityRef] = {}
     degree: dict[str, int] = {}
-    for member_id in community.member_ids[: cfg.max_members_read]:
-        summary = graph.entity(member_id, acl_class_ids)
+    read = community.member_ids[: cfg.max_members_read]
+    found = graph.entities_by_id(read, acl_class_ids)  # one batched read, exactly `entity` per member
+    for member_id in read:
+        summary = found.get(member_id)
         if summary is not None:
             visible.setdefault(summary.entity.entity_id, summary.entity)
             degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
@@ -130,6 +133,43 @@ def read_visible(
     edges = _edges(graph, visible, readers, acl_class_ids, cfg)
     claims = [c for c in graph.claims_of(sorted(visible), acl_class_ids) if _current(c)]
     return CommunityReads(visible, tuple(edges), tuple(claims))
+
+
+def read_visible_many(
+    communities: Sequence[Community],
+    graph: GraphReader,
+    acl_class_ids: Sequence[str] | None,
+    settings: ViewSettings | None = None,
+) -> dict[str, CommunityReads | None]:
+    """`read_visible` of each community (by id), all of them in three batched reads: their members, the
+    edges of their most connected visible members, and the claims of every visible member. Each community's
+    reads are exactly its own `read_visible` (every read is per id, and claim status is per entity)."""
+    cfg = settings or ViewSettings()
+    asked = {c.community_id: c.member_ids[: cfg.max_members_read] for c in communities}
+    found = graph.entities_by_id(list(dict.fromkeys(m for ms in asked.values() for m in ms)), acl_class_ids)
+    visible_of: dict[str, dict[str, EntityRef]] = {}
+    readers_of: dict[str, list[str]] = {}
+    for community_id, read in asked.items():
+        visible: dict[str, EntityRef] = {}
+        degree: dict[str, int] = {}
+        for member_id in read:
+            summary = found.get(member_id)
+            if summary is not None:
+                visible.setdefault(summary.entity.entity_id, summary.entity)
+                degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
+        if visible:
+            visible_of[community_id] = visible
+            readers_of[community_id] = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
+    readers = list(dict.fromkeys(r for rs in readers_of.values() for r in rs))
+    edges_of = graph.neighbours_by_id(readers, acl_class_ids, limit=cfg.edges_per_member) if readers else {}
+    members = sorted({m for v in visible_of.values() for m in v})
+    claims = [c for c in graph.claims_of(members, acl_class_ids) if _current(c)] if members else []
+    out: dict[str, CommunityReads | None] = dict.fromkeys(asked)
+    for community_id, visible in visible_of.items():
+        edges = _inside(visible, readers_of[community_id], edges_of)
+        mine = tuple(c for c in claims if c.entity_id in visible)
+        out[community_id] = CommunityReads(visible, tuple(edges), mine)
+    return out
 
 
 def community_view(
@@ -208,9 +248,15 @@ def _edges(
     cfg: ViewSettings,
 ) -> list[Edge]:
     """Visible edges with both ends among the visible members, once each (read from `readers`' sides)."""
+    return _inside(visible, readers, graph.neighbours_by_id(readers, acl, limit=cfg.edges_per_member))
+
+
+def _inside(
+    visible: Mapping[str, EntityRef], readers: Sequence[str], found: Mapping[str, Sequence[Edge]]
+) -> list[Edge]:
     out: dict[str, Edge] = {}
     for member_id in readers:
-        for edge in graph.neighbours(member_id, acl, limit=cfg.edges_per_member):
+        for edge in found.get(member_id, ()):
             if edge.subject.entity_id in visible and edge.object.entity_id in visible:
                 out.setdefault(edge.relation_id, edge)
     return [out[k] for k in sorted(out)]
@@ -253,6 +299,27 @@ class _Quoted:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class _ProseKey:
+    """What `is_prose` reads of a hit (its text, title and breadcrumb); the hit rides along uncompared."""
+
+    text: str
+    title: str
+    breadcrumb: tuple[str, ...]
+    hit: SearchHit = field(compare=False, hash=False)
+
+
+@lru_cache(maxsize=4096)
+def _prose_of(key: _ProseKey) -> tuple[SentenceSpan, ...]:
+    """A chunk's prose sentences, cut once per text: the facts of many views and asks quote the same chunks.
+    Keyed by the text itself, so only a caller who loaded that text can reach its entry."""
+    return tuple(x for x in split_sentences(key.text) if is_prose(key.hit, x))
+
+
+def _prose(hit: SearchHit) -> tuple[SentenceSpan, ...]:
+    return _prose_of(_ProseKey(hit.text, hit.title, tuple(hit.breadcrumb), hit))
+
+
 def _quote(fact: _Fact, hits: Mapping[str, SearchHit]) -> _Quoted | None:
     """The fact's sentence in the first of its evidence chunks the caller could load (byte-exact)."""
     for chunk_id in fact.chunk_ids:
@@ -261,9 +328,7 @@ def _quote(fact: _Fact, hits: Mapping[str, SearchHit]) -> _Quoted | None:
             continue
         wanted = normalise_for_quote(fact.quote) if fact.kind == "claim" else ""
         ends = [e.casefold() for e in fact.ends]
-        for sentence in split_sentences(hit.text):
-            if not is_prose(hit, sentence):
-                continue
+        for sentence in _prose(hit):
             if fact.kind == "claim" and not (wanted and wanted in normalise_for_quote(sentence.text)):
                 continue
             if fact.kind == "relation" and not all(e in sentence.text.casefold() for e in ends):
@@ -283,21 +348,24 @@ def _cover(
     seen_members: set[str] = set()
     seen_docs: set[str] = set()
     seen_spans: set[tuple[str, int]] = set()
-    pool = list(quoted)
+    fits = [weight * _fit(asked, q.text) for q in quoted]  # what the question adds to each never changes
+    pool = list(range(len(quoted)))
     while pool and len(points) < limit:
 
-        def gain(q: _Quoted) -> float:
+        def gain(i: int) -> float:
+            q = quoted[i]
             new_members = len(set(q.fact.entity_ids) - seen_members)
             novelty = 0.5 * new_members + (0.5 if q.hit.doc_id not in seen_docs else 0.0)
-            return q.fact.score + novelty + weight * _fit(asked, q.text)
+            return q.fact.score + novelty + fits[i]
 
-        best = max(pool, key=gain)  # max keeps the first of equals: the pool's order is deterministic
-        pool.remove(best)
+        at = max(pool, key=gain)  # max keeps the first of equals: the pool's order is deterministic
+        pool.remove(at)
+        best = quoted[at]
         span = (best.hit.chunk_id, best.start_byte)
         if span in seen_spans:
             continue
         seen_spans.add(span)
-        score = gain(best)
+        score = gain(at)
         seen_members.update(best.fact.entity_ids)
         seen_docs.add(best.hit.doc_id)
         citation = cite(len(citations) + 1, best.hit, best.start_byte, best.end_byte, best.text)

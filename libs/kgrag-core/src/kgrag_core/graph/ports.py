@@ -57,6 +57,25 @@ class GraphReader(Protocol):
         """Claims about canonical entities, with status computed over visible claims."""
         ...
 
+    def entities_by_id(
+        self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        """`entity` for many ids in one read (one snapshot): each given id whose `entity` is not None, keyed
+        by the id as given; an id `entity` answers None for is absent, exactly as an unknown one."""
+        ...
+
+    def neighbours_by_id(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        """`neighbours` for many ids in one read: every given id maps to what `neighbours` returns for it
+        with the same `limit` (per id), [] for an invisible or unknown one."""
+        ...
+
 
 @runtime_checkable
 class ContextVectorSource(Protocol):

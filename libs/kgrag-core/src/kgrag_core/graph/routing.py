@@ -132,3 +132,20 @@ class RoutedGraphReader:
 
     def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
         return self._read(lambda g: g.claims_of(entity_ids, acl_class_ids), acl_class_ids)
+
+    def entities_by_id(
+        self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        return self._read(lambda g: g.entities_by_id(entity_ids, acl_class_ids), acl_class_ids)
+
+    def neighbours_by_id(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return self._read(
+            lambda g: g.neighbours_by_id(entity_ids, acl_class_ids, relations=relations, limit=limit), acl_class_ids
+        )

@@ -58,6 +58,26 @@ class FilteredGraphReader:
     ) -> list[Edge]:
         edges = self.graph.neighbours(entity_id, acl_class_ids, relations=relations, limit=limit)
         admitted = set(self.admit(sorted({c for e in edges for c in e.evidence_chunk_ids})))
+        return self._kept(edges, admitted)
+
+    def entities_by_id(
+        self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> dict[str, EntitySummary]:
+        return self.graph.entities_by_id(entity_ids, acl_class_ids)
+
+    def neighbours_by_id(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        found = self.graph.neighbours_by_id(entity_ids, acl_class_ids, relations=relations, limit=limit)
+        admitted = set(self.admit(sorted({c for es in found.values() for e in es for c in e.evidence_chunk_ids})))
+        return {entity_id: self._kept(edges, admitted) for entity_id, edges in found.items()}
+
+    def _kept(self, edges: Sequence[Edge], admitted: Collection[str]) -> list[Edge]:
         out: list[Edge] = []
         for edge in edges:
             if not _valid_on(edge.valid_from, edge.valid_to, self.filters.as_of):

@@ -538,6 +538,45 @@ class GraphReaderContract:
         assert two_hops(r, DANA, ENG_READER) == {}  # the first hop is restricted: nothing to start from
         assert two_hops(r, DANA, HR_READER) == {DANA: 0, PRIYA: 1, ROUTING: 2}
 
+    def test_batched_reads_are_the_single_reads_per_id(self, world: GraphWorld) -> None:
+        """`entities_by_id` / `neighbours_by_id` (community views read many members at once) answer each id
+        exactly as `entity` / `neighbours` do, for every reader, merged clusters and limits included."""
+        w = build_world(world)
+        r = world.reader
+        ids = [PRIYA, P_RAMAN, DANA, ATLAS, ROUTING, MERCURY_SITE, "ent_unknown", PRIYA]
+
+        def same(acl: Sequence[str] | None, limit: int) -> None:
+            singles = {i: s for i in ids if (s := r.entity(i, acl)) is not None}
+            assert r.entities_by_id(ids, acl) == singles
+            expected = {i: r.neighbours(i, acl, limit=limit) for i in dict.fromkeys(ids)}
+            assert r.neighbours_by_id(ids, acl, limit=limit) == expected
+            runs = {i: r.neighbours(i, acl, relations=["RUNS"]) for i in dict.fromkeys(ids)}
+            assert r.neighbours_by_id(ids, acl, relations=["RUNS"]) == runs
+
+        for acl in (ENG_READER, HR_READER, ADMIN, ()):
+            for limit in (1, 50):
+                same(acl, limit)
+        assert r.entities_by_id([], ADMIN) == {} and r.neighbours_by_id([], ADMIN) == {}
+        # The outsider (engineering) never gets the HR-only member or the HR-only edge ...
+        eng = r.entities_by_id([PRIYA, DANA], ENG_READER)
+        assert set(eng) == {PRIYA}
+        eng_edges = r.neighbours_by_id([PRIYA, DANA], ENG_READER)
+        assert eng_edges[DANA] == [] and relations(eng_edges[PRIYA]) == [(PRIYA, "LEADS", ROUTING)]
+        assert w.hr_reports.chunk_id not in {c for e in eng_edges[PRIYA] for c in e.evidence_chunk_ids}
+        # ... while the HR reader (positive control) gets both, with the restricted evidence.
+        assert set(r.entities_by_id([PRIYA, DANA], HR_READER)) == {PRIYA, DANA}
+        hr_edges = r.neighbours_by_id([PRIYA, DANA], HR_READER)
+        assert (PRIYA, "REPORTS_TO", DANA) in relations(hr_edges[DANA])
+        assert {e.relation: e.evidence_chunk_ids for e in hr_edges[PRIYA]}["REPORTS_TO"] == (w.hr_reports.chunk_id,)
+        # A merge labelled by the HR-only entity: batched reads hide the label exactly as single reads do.
+        world.merge(merge("m1", DANA, PRIYA))
+        for acl in (ENG_READER, HR_READER, ADMIN):
+            same(acl, 50)
+        merged = r.entities_by_id([PRIYA, DANA], ENG_READER)
+        assert set(merged) == {PRIYA} and merged[PRIYA].entity.entity_id == PRIYA
+        admin = r.entities_by_id([PRIYA, DANA], ADMIN)
+        assert admin[PRIYA].entity.entity_id == DANA == admin[DANA].entity.entity_id  # control: one cluster
+
 
 # --- ResolutionStore --------------------------------------------------------------------------------------
 

@@ -1,0 +1,390 @@
+"""GLOBAL route latency at 10k and 100k entities, without an LLM, against hybrid search on the same index
+(issue 12). SYNTHETIC, labelled so.
+
+    uv run python -m kgrag_runtime.benchmarks.global_scale --sizes 10000,100000 --out bench-results/global-scale
+
+The graph is `kgrag_runtime.benchmarks.communities`' planted-block graph (COPY-loaded, a tenth of the chunks
+restricted to a finance group), its communities built by `CommunityService` (hierarchical Leiden). Every
+evidence chunk's text is rewritten to state its relations as sentences ("Person 12 uses System 57."), so the
+community views quote real sentences through the ACL recheck. Chunks are indexed in the embedded vector and
+keyword indexes; vectors: the embedding model's for the first `pool` chunks, noised copies of those for the
+rest (`kgrag_runtime.benchmarks.scale`: the index's search cost does not depend on which vectors it holds).
+
+Each question names two members of a level-0 community ('What recurs around "Person 12" and "Team 57"?'); the
+candidates are the communities of the entities linked from it and from the caller's 5 best passages (up to
+40 views read). Each is asked by an outsider (public chunks only) and a finance reader, in turn:
+
+- baseline: `HybridSearcher.search` (top 10), the search the GLOBAL route starts from;
+- GLOBAL: that search, then `GlobalAnswerer.themes` (candidates, the caller's views read through the
+  batched ACL-filtered graph reads, map, reduce) and the answer, with no visible-read cache (every ask cold);
+- before batching: the same route reading each candidate when it reaches it, one query per member, inside
+  the 2 s time budget (`per_id_themes`): its latency, and the themes it loses to the budget.
+
+The level-0 listing (`GET /v1/communities?level=0`, a page of 50 for the outsider) is timed once per size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from rich.console import Console
+
+from kgrag_adapters.communities.leiden import LeidenDetector
+from kgrag_adapters.postgres.communities import PostgresCommunityStore
+from kgrag_adapters.postgres.graph_store import PostgresGraphStore
+from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
+from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
+from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes
+from kgrag_core.communities.model import Community
+from kgrag_core.communities.service import CommunityService
+from kgrag_core.communities.view import CommunityView, read_visible, view_of_visible
+from kgrag_core.communities.visible import visible_communities
+from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.model import Edge, EntitySummary
+from kgrag_core.graph.ports import GraphReader
+from kgrag_core.ports import Embedder
+from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_core.search import KeywordDoc, SearchHit, VectorPoint
+from kgrag_runtime.benchmarks.communities import planted_graph
+from kgrag_runtime.benchmarks.graph import (
+    ENTITY_TYPES,
+    GraphShape,
+    SyntheticGraph,
+    _plain,
+    _server,
+    format_machine,
+    load_graph,
+    machine_description,
+)
+from kgrag_runtime.benchmarks.scale import _derived_vectors
+from kgrag_runtime.global_answers import GlobalAnswerer
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.wiring import build_embedder
+
+DEFAULT_SIZES = (10_000, 100_000)
+PER_ID_LISTING_MAX = 10_000  # the listing with per-id reads takes minutes beyond this
+# The listing reads every member of every level-0 community (to size each by what the caller sees); at 100k
+# entities that is every entity, and naming the hubs their edges reach dominates: not timed beyond this.
+LISTING_MAX = 10_000
+OUTSIDER = Caller(user="bench-outsider")
+FINANCE = Caller(user="bench-finance", groups=("finance",))
+
+
+class PerIdReads:
+    """The store with its batched reads answered one id at a time: the reads as they were before batching
+    (one `entity` and one `neighbours` query per member), measured in the same run."""
+
+    def __init__(self, graph: GraphReader) -> None:
+        self.graph = graph
+
+    def entities_named(self, names: Sequence[str], acl: Sequence[str] | None) -> dict[str, list[EntitySummary]]:
+        return self.graph.entities_named(names, acl)
+
+    def entity(self, entity_id: str, acl: Sequence[str] | None) -> EntitySummary | None:
+        return self.graph.entity(entity_id, acl)
+
+    def hubs_among(self, entity_ids: Sequence[str], acl: Sequence[str] | None) -> set[str]:
+        return self.graph.hubs_among(entity_ids, acl)
+
+    def neighbours(
+        self, entity_id: str, acl: Sequence[str] | None, *, relations: Sequence[str] | None = None, limit: int = 50
+    ) -> list[Edge]:
+        return self.graph.neighbours(entity_id, acl, relations=relations, limit=limit)
+
+    def claims_of(self, entity_ids: Sequence[str], acl: Sequence[str] | None) -> list[ClaimRecord]:
+        return self.graph.claims_of(entity_ids, acl)
+
+    def entities_by_id(self, entity_ids: Sequence[str], acl: Sequence[str] | None) -> dict[str, EntitySummary]:
+        found = {e: self.graph.entity(e, acl) for e in dict.fromkeys(entity_ids)}
+        return {e: s for e, s in found.items() if s is not None}
+
+    def neighbours_by_id(
+        self,
+        entity_ids: Sequence[str],
+        acl: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return {e: self.graph.neighbours(e, acl, relations=relations, limit=limit) for e in dict.fromkeys(entity_ids)}
+
+
+def entity_name(graph: SyntheticGraph, n: int) -> str:
+    """The name `load_graph` gives the n-th entity."""
+    return f"{ENTITY_TYPES[n % len(ENTITY_TYPES)]} {n}"
+
+
+def chunk_texts(graph: SyntheticGraph) -> dict[str, str]:
+    """Each evidence chunk's text: one sentence per relation it is evidence for, naming both ends in quotes
+    (so the entity linker finds them in a passage, as it finds capitalised names in prose)."""
+    index = {e: n for n, e in enumerate(graph.entity_ids)}
+    ends = {rid: (s, rel, o) for rid, s, rel, o in graph.relations}
+    sentences: dict[str, list[str]] = {}
+    for rid, chunk_id in graph.evidence:
+        s, rel, o = ends[rid]
+        verb = rel.lower().replace("_", " ")
+        sentences.setdefault(chunk_id, []).append(
+            f'"{entity_name(graph, index[s])}" {verb} "{entity_name(graph, index[o])}".'
+        )
+    return {c: " ".join(s) for c, s in sentences.items()}
+
+
+def write_texts(dsn: str, texts: dict[str, str]) -> None:
+    """Replace the chunks' placeholder texts (sealed columns in their plain form, as `load_graph` writes)."""
+    with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE bench_texts (chunk_id text, text bytea, bytes int, tokens int)")
+        rows = io.StringIO()
+        for chunk_id, text in texts.items():
+            rows.write(f"{chunk_id}\t{_plain(text)}\t{len(text.encode())}\t{len(text.split())}\n")
+        with cur.copy("COPY bench_texts FROM STDIN") as copy:
+            copy.write(rows.getvalue())
+        cur.execute(
+            "UPDATE chunks c SET text = t.text, end_byte = t.bytes, token_count = t.tokens"
+            " FROM bench_texts t WHERE c.chunk_id = t.chunk_id"
+        )
+        conn.commit()
+
+
+def index_chunks(
+    store: PostgresGraphStore,
+    dsn: str,
+    vindex: EdgeVectorIndex,
+    kindex: TantivyKeywordIndex,
+    embedder: Embedder,
+    pool: int,
+    seed: int,
+) -> dict[str, float]:
+    """Every chunk into both indexes (vectors: real for the first `pool`, noised copies after)."""
+    with psycopg.connect(dsn) as conn:
+        ids = [str(r[0]) for r in conn.execute("SELECT chunk_id FROM chunks ORDER BY chunk_id")]
+    chunks = [c for i in range(0, len(ids), 2000) for c in store.get_chunks(ids[i : i + 2000]).values()]
+    rows = [(c.chunk_id, c.doc_id, c.acl_class_id, c.content_hash, c.text) for c in chunks]
+    started = time.perf_counter()
+    texts = [r[4] for r in rows[:pool]]
+    real = [v for i in range(0, len(texts), 64) for v in embedder.embed_documents(texts[i : i + 64])]
+    embed_s = time.perf_counter() - started
+    vectors = _derived_vectors(np.asarray(real, dtype=np.float32), 0, len(rows), 0.05, seed)
+    started = time.perf_counter()
+    for i in range(0, len(rows), 2000):
+        part = rows[i : i + 2000]
+        vindex.upsert(
+            [VectorPoint(r[0], tuple(vectors[i + j].tolist()), r[1], r[2], r[3], "bench") for j, r in enumerate(part)]
+        )
+        kindex.upsert([KeywordDoc(r[0], r[1], r[2], r[1], r[1], r[4], "bench") for r in part])
+    vindex.optimize()
+    return {"chunks": float(len(rows)), "embed_pool_s": embed_s, "index_s": time.perf_counter() - started}
+
+
+def questions(graph: SyntheticGraph, store: PostgresCommunityStore, count: int, seed: int) -> list[str]:
+    """Two ordinary members of a random level-0 community each (hubs are nobody's theme)."""
+    rng = random.Random(seed)
+    index = {e: n for n, e in enumerate(graph.entity_ids)}
+    hubs = set(graph.hub_ids)
+    level = sorted(store.communities(0), key=lambda c: c.community_id)
+    out: list[str] = []
+    while len(out) < count:
+        members = [m for m in rng.choice(level).member_ids if m not in hubs and m in index]
+        if len(members) < 2:
+            continue
+        a, b = rng.sample(members, 2)
+        out.append(f'What recurs around "{entity_name(graph, index[a])}" and "{entity_name(graph, index[b])}"?')
+    return out
+
+
+def per_id_themes(answerer: GlobalAnswerer, question: str, caller: Caller, hits: Sequence[SearchHit]) -> GlobalResult:
+    """The GLOBAL route as it ran before batching: each candidate's reads made when the route reaches it,
+    one `entity` and one `neighbours` query per member, inside the time budget (what the budget cuts is
+    skipped, as it was). Same candidates, relevance and prior as `GlobalAnswerer.themes`."""
+    allowed = readable_classes(answerer.hybrid.acls.acl_classes(), caller)
+    candidates = answerer.candidates(question, allowed, hits)
+    load = answerer._loader(set(allowed))
+    reader = PerIdReads(answerer.graph)
+
+    def view_of(community: Community) -> CommunityView | None:
+        seen = read_visible(community, reader, allowed, answerer.view_settings)
+        return None if seen is None else view_of_visible(community, seen, load, answerer.view_settings, focus=question)
+
+    found = {h.doc_id for h in hits}
+
+    def prior(view: CommunityView) -> float:
+        docs = view.doc_ids
+        return len(found.intersection(docs)) / len(docs) if docs else 0.0
+
+    return global_themes(question, candidates, view_of, answerer.relevance, answerer.settings, prior=prior)
+
+
+def listing_times(communities: PostgresCommunityStore, store: PostgresGraphStore, per_id: bool) -> dict[str, float]:
+    """`GET /v1/communities?level=0` for the outsider (a page of 50, every level-0 community's members read
+    to size it by what the caller sees): batched, and (small sizes only) with per-id reads."""
+    allowed = readable_classes(store.acl_classes(), OUTSIDER)
+    out: dict[str, float] = {}
+    for name, reader in (("batched_s", store), ("per_id_s", PerIdReads(store))):
+        if name == "per_id_s" and not per_id:
+            continue
+        started = time.perf_counter()
+        listed = visible_communities(communities.communities(0), reader, allowed, limit=50)
+        out[name] = round(time.perf_counter() - started, 2)
+        out["listed"] = float(len(listed))
+    return out
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50_ms": round(1000 * statistics.median(ordered), 1),
+        "p95_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1),
+        "max_ms": round(1000 * ordered[-1], 1),
+    }
+
+
+def measure(size: int, dsn: str, tmp: Path, embedder: Embedder, console: Console, asks: int) -> dict[str, Any]:
+    shape = GraphShape(size)
+    graph = planted_graph(shape)
+    out: dict[str, Any] = {"entities": size, "relations": len(graph.relations), "hubs": shape.hubs}
+    with (
+        PostgresGraphStore.connect(dsn) as store,
+        EdgeVectorIndex(tmp / f"qdrant-{size}", embedder.dimension) as vindex,
+        TantivyKeywordIndex(tmp / f"bm25-{size}") as kindex,
+    ):
+        console.print(f"GLOBAL at {size} entities: loading {len(graph.relations)} relations (COPY)…")
+        out["load"] = load_graph(store, dsn, graph)
+        write_texts(dsn, chunk_texts(graph))
+        console.print("  indexing chunks…")
+        out["index"] = index_chunks(store, dsn, vindex, kindex, embedder, pool=512, seed=shape.seed)
+        communities = PostgresCommunityStore(store.pool)
+        console.print("  building communities…")
+        report = CommunityService(communities, communities, LeidenDetector()).rebuild()
+        out["build"] = {"seconds": round(report.seconds, 1), "level0": len(communities.communities(0))}
+        hybrid = HybridSearcher(store, store, vindex, kindex, embedder)
+        answerer = GlobalAnswerer(communities, store, hybrid)
+        asked = questions(graph, communities, asks, shape.seed)
+        hybrid.search(asked[0], OUTSIDER, top_k=10)  # warm-up (model session, index files) outside timing
+        search_s: list[float] = []
+        global_s: list[float] = []
+        per_id_s: list[float] = []
+        per_id_themes_n: list[int] = []
+        per_id_cut = 0
+        themes: list[int] = []
+        read: list[int] = []
+        budget_cut = 0
+        console.print(f"  {len(asked)} questions × 2 callers…")
+        for q in asked:
+            for caller in (OUTSIDER, FINANCE):
+                started = time.perf_counter()
+                hybrid.search(q, caller, top_k=10)
+                search_s.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                hits = hybrid.search(q, caller, top_k=10).hits
+                assert answerer.available()  # as the ask checks it (KgragApp._global)
+                result = answerer.themes(q, caller, hits)
+                result.answer()
+                global_s.append(time.perf_counter() - started)
+                themes.append(len(result.themes))
+                read.append(result.communities_read)
+                budget_cut += "time_budget" in result.skipped
+                started = time.perf_counter()
+                hits = hybrid.search(q, caller, top_k=10).hits
+                assert answerer.available()
+                before = per_id_themes(answerer, q, caller, hits)
+                before.answer()
+                per_id_s.append(time.perf_counter() - started)
+                per_id_themes_n.append(len(before.themes))
+                per_id_cut += "time_budget" in before.skipped
+        out["hybrid"] = _percentiles(search_s)
+        out["global"] = _percentiles(global_s)
+        out["global_per_id_reads"] = {
+            **_percentiles(per_id_s),
+            "themes_mean": round(statistics.fmean(per_id_themes_n), 2),
+            "time_budget_cut": per_id_cut,
+        }
+        if size <= LISTING_MAX:
+            out["listing"] = listing_times(communities, store, size <= PER_ID_LISTING_MAX)
+        out["global_over_hybrid_p50"] = round(out["global"]["p50_ms"] / max(out["hybrid"]["p50_ms"], 0.1), 1)
+        out["themes_mean"] = round(statistics.fmean(themes), 2)
+        out["answers_with_themes"] = sum(t > 0 for t in themes)
+        out["communities_read_mean"] = round(statistics.fmean(read), 1)
+        out["time_budget_cut"] = budget_cut
+        out["asks"] = len(global_s)
+        out["load_average"] = round(os.getloadavg()[0], 1)
+    return out
+
+
+def run(sizes: Sequence[int], console: Console, *, asks: int = 20, out_dir: Path | None = None) -> dict[str, Any]:
+    """Every size in turn; with `out_dir`, the results so far are written after each size."""
+    machine = machine_description()
+    console.print(f"Machine: {format_machine(machine)}")
+    embedder = build_embedder(KgragSettings())
+    results: dict[str, Any] = {
+        "machine": machine,
+        "synthetic": True,
+        "time_budget_s": GlobalSettings().time_budget_s,
+        "sizes": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="kgrag-global-scale-") as tmp, _server(Path(tmp) / "pg") as fresh:
+        for size in sizes:
+            with fresh(f"global_{size}") as dsn:
+                results["sizes"].append(measure(size, dsn, Path(tmp), embedder, console, asks))
+            if out_dir is not None:
+                write(results, out_dir)
+    return results
+
+
+def write(results: dict[str, Any], out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "global_scale.json").write_text(json.dumps(results, indent=2))
+    (out_dir / "global_scale.md").write_text(markdown(results))
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [
+        "GLOBAL route without an LLM on a SYNTHETIC graph (embedded PostgreSQL and indexes), same-run hybrid baseline",
+        "",
+        "| entities | relations | level-0 communities | hybrid p50 / p95 ms | GLOBAL p50 / p95 ms | GLOBAL ÷ hybrid p50"
+        " | before batching p50 / p95 ms (themes, budget cut) | themes per answer | views read | budget cut"
+        " | listing s (per-id)"
+        " | load |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results["sizes"]:
+        h, g, p = r["hybrid"], r["global"], r["global_per_id_reads"]
+        lines.append(
+            f"| {r['entities']} | {r['relations']} | {r['build']['level0']} | {h['p50_ms']} / {h['p95_ms']}"
+            f" | {g['p50_ms']} / {g['p95_ms']} | {r['global_over_hybrid_p50']}"
+            f" | {p['p50_ms']} / {p['p95_ms']} ({p['themes_mean']}, {p['time_budget_cut']}) | {r['themes_mean']}"
+            f" | {r['communities_read_mean']} | {r['time_budget_cut']} / {r['asks']}"
+            f" | {_listing(r)} | {r['load_average']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _listing(row: dict[str, Any]) -> str:
+    listing = row.get("listing")
+    return "not timed" if listing is None else f"{listing['batched_s']} ({listing.get('per_id_s', '–')})"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="GLOBAL route latency at scale (synthetic graph).")
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="Entity counts.")
+    parser.add_argument("--asks", type=int, default=20, help="Questions per size (each asked by two callers).")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/global-scale"))
+    args = parser.parse_args(argv)
+    console = Console(stderr=True)
+    results = run([int(s) for s in args.sizes.split(",") if s.strip()], console, asks=args.asks, out_dir=args.out)
+    console.print(markdown(results))
+
+
+if __name__ == "__main__":
+    main()
