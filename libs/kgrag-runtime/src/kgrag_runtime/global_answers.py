@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 _PASSAGES_LINKED = 5  # the caller's best passages whose entities seed the candidates on a large level
 _CACHED_READS = 1024  # visible reads and text vectors kept per process
+_READ_BATCH = 8  # candidate communities read together by the GLOBAL route
 _EMBEDDED_CHARS = 300  # a view's title and member names come first in its text
 
 
@@ -67,11 +68,17 @@ class GlobalAnswerer:
             return GlobalResult(question, (), (), (), 0)
         candidates = self.candidates(question, allowed, hits)
         load = self._loader(set(allowed))
-        # Every candidate the route may read, read at once (three batched graph reads, bounded by
-        # max_communities × max_members_read); the time budget then bounds the quoting.
-        read = self._read_many(candidates[: self.settings.max_communities], allowed)
+        # The candidates are read a batch at a time (three batched graph reads per batch), when the route
+        # reaches the batch's first one: the time budget, checked before each community, then bounds the
+        # reading too (at most one batch past it), not only the quoting.
+        pool = candidates[: self.settings.max_communities]
+        position = {c.community_id: i for i, c in enumerate(pool)}
+        read: dict[str, CommunityReads | None] = {}
 
         def view_of(community: Community) -> CommunityView | None:
+            if community.community_id not in read:
+                at = position[community.community_id]
+                read.update(self._read_many(pool[at : at + _READ_BATCH], allowed))
             seen = read.get(community.community_id)
             return None if seen is None else view_of_visible(community, seen, load, self.view_settings, focus=question)
 
