@@ -65,6 +65,7 @@ bench: install  ## Benchmarks (tables with same-run baselines) into bench-result
 bench-distributed: install services  ## Freshness under load, 1 vs 2 replicas, Neo4j vs PostgreSQL traversal, community projection sync on the real servers
 	$(RUN) python -m kgrag_runtime.benchmarks.distributed --docs 200 --rate 5 --replicas 1,2 --out bench-results/distributed
 	$(RUN) python -m kgrag_runtime.benchmarks.graph_stores --entities 100000 --out bench-results/graph-stores
+	$(RUN) python -m kgrag_runtime.benchmarks.graph_reads --sizes 10000,100000 --out bench-results/graph-reads
 	$(RUN) python -m kgrag_runtime.benchmarks.graph_projections --entities 100000 --out bench-results/graph-projections
 
 bench-scale: install  ## Search at 100k and 1M chunks on the embedded stores (docs/benchmarks.md, section 10; an hour or more)
