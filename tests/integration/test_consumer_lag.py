@@ -108,6 +108,7 @@ def test_an_unreachable_broker_is_not_ready_and_never_reports_lag_zero(distribut
         assert "broker_error" in report
     finally:
         runner.close()
+        runner.producer.close()  # not the runner's to close; left to the collector it reconnects to port 9 meanwhile
     # Positive control: the same runner settings against the real broker become ready.
     live = _runner(distributed_settings, GatedHandler(), lag_stale_after_s=2.0)
     live.subscribe()
@@ -115,3 +116,4 @@ def test_an_unreachable_broker_is_not_ready_and_never_reports_lag_zero(distribut
         wait_for(lambda: readiness(live, lambda: None, max_lag=10_000)["ok"] is True, timeout_s=30, what="ready")
     finally:
         live.close()
+        live.producer.close()

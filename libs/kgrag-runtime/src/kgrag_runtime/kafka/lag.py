@@ -8,6 +8,12 @@ so it runs beside the consume loop, never on it: the loop's latency does not dep
 
 A reading carries the time of the last successful refresh; when the broker stops answering, the reading
 goes stale and readiness says so instead of repeating the last number.
+
+The questions go through a consumer of its own that never joins the group (no subscribe, no poll), with
+synchronous calls: nothing is left in flight when a call times out, and the one client lives as long as the
+monitor. The admin client it replaces needed a fresh instance after a broker restart (its requests kept
+timing out), and destroying the old one beside the worker's consumer and producer crashed the process
+(the broker-restart fault test, in CI).
 """
 
 from __future__ import annotations
@@ -19,15 +25,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka import Consumer, TopicPartition
 
 log = logging.getLogger(__name__)
 
 Partition = tuple[str, int]
-# confluent-kafka's OffsetSpec factories carry no annotations.
-_LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-_EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +59,18 @@ class LagMonitor:
         clock: Callable[[], float] = time.monotonic,
         on_reading: Callable[[LagReading], None] | None = None,
     ) -> None:
-        config: dict[str, Any] = {"bootstrap.servers": bootstrap}
-        # Only client-level settings apply to the admin client; consumer ones (group.id, ...) would warn.
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            # committed() reads this group's offsets; this consumer never subscribes, so it never joins.
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "socket.connection.setup.timeout.ms": max(1000, int(request_timeout_s * 1000)),
+            "reconnect.backoff.max.ms": 1000,
+        }
+        # Only client-level settings apply; the worker's consumer settings (session timeouts ...) are its own.
         config.update({k: v for k, v in (extra_config or {}).items() if k.startswith(("security.", "sasl.", "ssl."))})
-        self._config = config
-        self._admin = AdminClient(config)
+        self._client = Consumer(config)
+        self._closed = False
         self.group_id = group_id
         self.interval_s = interval_s
         self.request_timeout_s = request_timeout_s
@@ -101,16 +110,12 @@ class LagMonitor:
     def refresh(self) -> LagReading:
         """Measure once (blocking, bounded by the request timeout); keep the last good numbers on failure."""
         parts = sorted(self.partitions)
-        if self.reading.error is not None:
-            # After a broker restart an admin client's requests can keep timing out on connections it still
-            # believes in; a fresh client reconnects (cheap: one every few seconds while failing).
-            self._admin = AdminClient(self._config)
         try:
             if parts:
                 per_partition = self._measure(parts)
             else:
                 # Nothing assigned: no lag, but readiness still needs to know the broker answers.
-                self._admin.list_topics(timeout=self.request_timeout_s)
+                self._client.list_topics(timeout=self.request_timeout_s)
                 per_partition = {}
         except Exception as err:  # noqa: BLE001 - a metric must never kill its thread; the reading goes stale
             log.info("consumer lag unavailable for now: %s: %s", type(err).__name__, err)
@@ -128,24 +133,15 @@ class LagMonitor:
 
     def _measure(self, parts: list[Partition]) -> dict[Partition, int]:
         timeout = self.request_timeout_s
-        request = [ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(t, p) for t, p in parts])]
-        (group_future,) = self._admin.list_consumer_group_offsets(request, request_timeout=timeout).values()
-        committed = {(tp.topic, tp.partition): tp.offset for tp in group_future.result(self._wait()).topic_partitions}
-        latest = self._offsets(parts, _LATEST)
-        # A partition the group never committed on starts from its earliest offset (auto.offset.reset).
-        never = [p for p in parts if committed.get(p, -1) < 0]
-        earliest = self._offsets(never, _EARLIEST) if never else {}
-        return {p: max(0, latest[p] - (earliest[p] if p in earliest else committed[p])) for p in parts}
-
-    def _wait(self) -> float:
-        """How long to wait on a future: the request's own timeout, plus a little for the answer to arrive."""
-        return self.request_timeout_s + 1.0
-
-    def _offsets(self, parts: list[Partition], spec: OffsetSpec) -> dict[Partition, int]:
-        futures = self._admin.list_offsets(
-            {TopicPartition(t, p): spec for t, p in parts}, request_timeout=self.request_timeout_s
-        )
-        return {(tp.topic, tp.partition): f.result(self._wait()).offset for tp, f in futures.items()}
+        asked = self._client.committed([TopicPartition(t, p) for t, p in parts], timeout=timeout)
+        committed = {(tp.topic, tp.partition): tp.offset for tp in asked}
+        out: dict[Partition, int] = {}
+        for part in parts:
+            low, high = self._client.get_watermark_offsets(TopicPartition(*part), timeout=timeout, cached=False)
+            # A partition the group never committed on starts from its earliest offset (auto.offset.reset).
+            start = committed.get(part, -1)
+            out[part] = max(0, high - (low if start < 0 else start))
+        return out
 
     # --- background thread ---------------------------------------------------------------------------------
 
@@ -164,3 +160,6 @@ class LagMonitor:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+        if not self._closed and (self._thread is None or not self._thread.is_alive()):
+            self._closed = True
+            self._client.close()  # it never joined the group: closing only destroys the handle, on this thread
