@@ -23,23 +23,22 @@ Endpoints: $KGRAG_TEST_PG_DSN and $KGRAG_TEST_NEO4J_URI, loopback only; database
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import random
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from rich.console import Console
 
 from kgrag_adapters.neo4j.knowledge_graph import Neo4jKnowledgeGraph
+from kgrag_adapters.neo4j.server_lock import hold_server_lock
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.postgres.knowledge_source import PostgresKnowledgeSource
 from kgrag_core.acl import PUBLIC_ACL
@@ -71,29 +70,19 @@ LOCK_WAIT_S = 600
 LOCK_PAUSE_S = 1.0  # between two holds: a waiting suite polls every 0.5 s
 
 
+def _stop(message: str) -> NoReturn:
+    raise SystemExit(message)
+
+
 @contextmanager
 def neo4j_write_lock(uri: str, *, take: bool = True) -> Iterator[None]:
-    """The lock tests/neo4j_lock.py takes (same file): the lexical graph's contract tests wipe the server.
-    `take=False` for a caller already holding it (flock does not nest across open files, even in one process)."""
+    """The server's test lock (the lexical graph's contract tests wipe the server), then a pause so a waiting
+    suite gets its turn. `take=False` for a caller already holding it (flock does not nest across open files)."""
     if not take:
         yield
         return
-    where = urlsplit(uri)
-    path = Path(tempfile.gettempdir()) / f"kgrag-neo4j-tests-{where.hostname}-{where.port or 7687}.lock"
-    with path.open("a") as lock:
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"{path} held by another process for {LOCK_WAIT_S} s") from None
-                time.sleep(0.5)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with hold_server_lock(uri, LOCK_WAIT_S, _stop):
+        yield
     time.sleep(LOCK_PAUSE_S)
 
 
