@@ -380,7 +380,7 @@ class KgragApp:
         started = time.perf_counter()
         response = self._ask_search(question, caller, n, plan, options)
         answering = time.perf_counter()
-        found = self._global(question, caller, response, options)
+        found = self._global(question, caller, response, options, graph)
         with stage("answer"):
             answer, found = self._global_answer(question, caller, response, options, found)
         done = time.perf_counter()
@@ -405,14 +405,20 @@ class KgragApp:
         return {**out, "cached": False}, response, answer.removed
 
     def _global(
-        self, question: str, caller: Caller, response: SearchResponse | GraphSearchResponse, options: AskRequestOptions
+        self,
+        question: str,
+        caller: Caller,
+        response: SearchResponse | GraphSearchResponse,
+        options: AskRequestOptions,
+        graph: bool | None = None,
     ) -> GlobalResult | None:
-        """The GLOBAL route's themes, when the ask takes it (mode GLOBAL, or the router's global route when
-        the answerer follows it) and it found any; None: the ask answers as before (GLOBAL: flagged)."""
+        """The GLOBAL route's themes, when the ask takes it (mode GLOBAL, or under AUTO the router's global
+        route when the answerer follows it and the ask did not turn the graph layer off with `graph=False`)
+        and it found any; None: the ask answers as before (GLOBAL: flagged)."""
         answers = self.global_answers
         if answers is None:
             return None
-        auto = options.mode is AskMode.AUTO and answers.on_router
+        auto = options.mode is AskMode.AUTO and answers.on_router and graph is not False
         if not (options.mode is AskMode.GLOBAL or (auto and self._routed_global(question, response))):
             return None
         if not answers.available():

@@ -51,7 +51,7 @@ def ask_events(
         # The same search the non-streaming ask runs.
         response = kg._ask_search(question, caller, n, plan, options)
         # The GLOBAL route, when the ask takes it: the same themes and fused answer as the plain ask's.
-        found = kg._global(question, caller, response, options)
+        found = kg._global(question, caller, response, options, graph)
     route = _route(response, kg)
     if found is not None:
         route["global"] = True  # the themes answer, not the route's hybrid (or graph) answer
