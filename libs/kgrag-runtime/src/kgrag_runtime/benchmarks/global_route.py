@@ -57,7 +57,7 @@ STRATEGIES = {
     "auto": AskMode.AUTO,  # the router decides; a question it calls global takes the GLOBAL route
 }
 PUBLIC = Caller(user="eval-public")
-COLUMNS = ("theme_recall", "doc_recall", "themes", "unreadable_themes", "fallback", "global_route")
+COLUMNS = ("theme_recall", "doc_recall", "themes", "unreadable_themes", "fallback", "global_route", "below_hybrid")
 
 
 def readable_docs(kg: KgragApp, caller: Caller) -> set[str]:
@@ -98,6 +98,8 @@ def score_question(
             "global_route": float("communities" in answer["strategy_used"]),  # type: ignore[operator]
             "seconds": seconds,
         }
+        if name != "hybrid":  # questions where this strategy covers fewer gold themes than hybrid (GLOBAL: 0)
+            out[name]["below_hybrid"] = float(out[name]["theme_recall"] < out["hybrid"]["theme_recall"])
     return out
 
 
@@ -158,7 +160,7 @@ def run(
     for column in ("scope/strategy", *COLUMNS):
         view.add_column(column)
     for key, means in table.items():
-        view.add_row(key, *(str(means[c]) for c in COLUMNS))
+        view.add_row(key, *(str(means.get(c, "-")) for c in COLUMNS))
     console.print(view)
     console.print(f"GLOBAL latency: {report['global_latency_ms']}; communities: {build}")
     if out_dir is not None:
