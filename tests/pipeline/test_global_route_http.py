@@ -10,6 +10,7 @@ community rest on finance-only documents.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from kgrag_query_api.auth import TokenVerifier
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 from kgrag_testing.scripted_llm import ScriptedChatModel, extraction_reply, relation
+from tests.conftest import fresh_database
 from tests.pipeline.corpus import doc
 
 VERIFIER = TokenVerifier(key="test-key-" + "g" * 32, issuer="kgrag-test", audience="kgrag", algorithm="HS256")
@@ -64,8 +66,11 @@ def scripted_extraction(messages: Sequence[ChatMessage]) -> str:
     return extraction_reply(relations=items)
 
 
-@pytest.fixture
-def client(tmp_path: Any, pg_dsn: str, embedder: Any) -> Iterator[tuple[TestClient, Any]]:
+@pytest.fixture(scope="module")
+def client(
+    tmp_path_factory: pytest.TempPathFactory, pg_server_dsn: str, embedder: Any
+) -> Iterator[tuple[TestClient, Any]]:
+    """One embedded app for the module (its tests only ask): the corpus ingested, communities built."""
     sentences = list(FACTS)
     docs = [
         doc("atlas-delays", f"# Atlas delays\n\n{sentences[0]} {sentences[1]}\n", title="Atlas delays"),
@@ -77,21 +82,22 @@ def client(tmp_path: Any, pg_dsn: str, embedder: Any) -> Iterator[tuple[TestClie
         ),
         doc("vault-review", f"# Vault review\n\n{sentences[4]}\n", title="Vault review", acl={"groups": ["finance"]}),
     ]
-    settings = KgragSettings(
-        data_dir=tmp_path / "index",
-        pg_dsn=pg_dsn,
-        extraction_priority_sources=["*"],
-        answer_cache_ttl_s=0,
-    )
     model = ScriptedChatModel(scripted_extraction)
-    with open_embedded(settings, embedder=embedder, llm=model) as kg, TestClient(create_app(kg, VERIFIER)) as c:
-        outcomes = kg.ingest(docs)
-        assert all(o.error_code is None for o in outcomes), [o.as_dict() for o in outcomes]
-        yield c, kg
+    with fresh_database(pg_server_dsn) as pg_dsn:
+        settings = KgragSettings(
+            data_dir=tmp_path_factory.mktemp("global-http") / "index",
+            pg_dsn=pg_dsn,
+            extraction_priority_sources=["*"],
+            answer_cache_ttl_s=0,
+        )
+        with open_embedded(settings, embedder=embedder, llm=model) as kg, TestClient(create_app(kg, VERIFIER)) as c:
+            outcomes = kg.ingest(docs)
+            assert all(o.error_code is None for o in outcomes), [o.as_dict() for o in outcomes]
+            yield c, kg
 
 
-def ask(c: TestClient, headers: dict[str, str]) -> dict[str, Any]:
-    response = c.post("/v1/ask", json={"question": QUESTION, "mode": "GLOBAL"}, headers=headers)
+def ask(c: TestClient, headers: dict[str, str], mode: str = "GLOBAL") -> dict[str, Any]:
+    response = c.post("/v1/ask", json={"question": QUESTION, "mode": mode}, headers=headers)
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
@@ -144,3 +150,58 @@ def test_global_answers_with_cited_themes_and_an_outsider_sees_nothing_restricte
         for word in SECRET_WORDS:
             assert word not in json.dumps(mine.json()), word
     assert restricted_seen and outsider_shown
+
+
+EVENT = re.compile(r"event: (\w+)\ndata: (.*)\n\n")
+
+
+def streamed(c: TestClient, headers: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    response = c.post("/v1/ask", json={"question": QUESTION, "options": {"stream": True}}, headers=headers)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    return [(m.group(1), json.loads(m.group(2))) for m in EVENT.finditer(response.text)]
+
+
+def test_auto_takes_the_routers_global_route_plain_and_streamed_and_never_on_restricted_documents(
+    client: tuple[TestClient, Any],
+) -> None:
+    c, kg = client
+    for headers, restricted_expected in ((OUTSIDER, False), (FINANCE, True)):
+        plain = ask(c, headers, mode="AUTO")
+        strategy = plain["strategy_used"]
+        assert strategy["mode"] == "AUTO" and strategy["route"] == "global" and strategy["communities"], strategy
+        assert "communities" in strategy["strategies"] and plain["global_fallback"] is False
+        assert plain["themes"] and all(t["doc_ids"] for t in plain["themes"])
+        theme_docs = {d for t in plain["themes"] for d in t["doc_ids"]}
+        cited = {x["doc_id"] for x in plain["citations"]}
+        assert theme_docs <= cited
+        # The outsider's themes rest on the one document it may read; the finance reader's (the positive
+        # control) on the restricted ones too.
+        assert bool(theme_docs & {"quartz-plan", "vault-review"}) is restricted_expected, theme_docs
+        if not restricted_expected:
+            assert cited == {"atlas-delays"}
+            for word in SECRET_WORDS:
+                assert word not in json.dumps(plain), word
+
+        events = streamed(c, headers)
+        names = [name for name, _ in events]
+        assert names[:3] == ["route", "citations", "themes"] and names[-1] == "done", names
+        assert events[0][1]["global"] is True
+        sentences = [data for name, data in events if name == "sentence"]
+        done = events[-1][1]
+        assert done["streamed"] is True and done["trace_id"]
+        # The same answer as the plain ask: its themes, sentences, citations and communities.
+        assert events[2][1]["themes"] == done["themes"] == plain["themes"]
+        assert [s["text"] for s in sentences] == [s["text"] for s in plain["sentences"]]
+        spans = [(x["id"], x["chunk_id"], x["span"]) for x in plain["citations"]]
+        assert [(x["id"], x["chunk_id"], x["span"]) for s in sentences for x in s["citations"]] == spans
+        assert done["citations"] == plain["citations"]
+        assert done["strategy_used"]["communities"] == strategy["communities"]
+        trace = kg.traces.get(done["trace_id"], Caller(admin=True))
+        assert trace.body["answer"]["communities"] == strategy["communities"]
+        if not restricted_expected:
+            for word in SECRET_WORDS:
+                assert word not in json.dumps(events), word
+
+    # graph=false keeps AUTO on hybrid search (the setting's per-call escape), as before this route existed.
+    hybrid = c.post("/v1/ask", json={"question": QUESTION, "graph": False}, headers=FINANCE).json()
+    assert "themes" not in hybrid and "communities" not in hybrid["strategy_used"]

@@ -380,12 +380,9 @@ class KgragApp:
         started = time.perf_counter()
         response = self._ask_search(question, caller, n, plan, options)
         answering = time.perf_counter()
-        found = self._global(question, caller, response, options)
+        found = self._global(question, caller, response, options, graph)
         with stage("answer"):
-            if found is not None:
-                answer = verify_answer(found.answer(), ())
-            else:
-                answer = self._answer(question, caller, response, options)
+            answer, found = self._global_answer(question, caller, response, options, found)
         done = time.perf_counter()
         self.quality.record_stage("answer", done - answering)
         self.quality.record_stage("ask", done - started)
@@ -408,20 +405,57 @@ class KgragApp:
         return {**out, "cached": False}, response, answer.removed
 
     def _global(
-        self, question: str, caller: Caller, response: SearchResponse | GraphSearchResponse, options: AskRequestOptions
+        self,
+        question: str,
+        caller: Caller,
+        response: SearchResponse | GraphSearchResponse,
+        options: AskRequestOptions,
+        graph: bool | None = None,
     ) -> GlobalResult | None:
-        """The GLOBAL route's themes, when the ask takes it (mode GLOBAL, or the router's global route when
-        the answerer follows it) and it found any; None: the ask answers as before (GLOBAL: flagged)."""
+        """The GLOBAL route's themes, when the ask takes it (mode GLOBAL, or under AUTO the router's global
+        route when the answerer follows it and the ask did not turn the graph layer off with `graph=False`)
+        and it found any; None: the ask answers as before (GLOBAL: flagged)."""
         answers = self.global_answers
-        routed = isinstance(response, GraphSearchResponse) and response.route.kind is QuestionKind.GLOBAL
-        wanted = options.mode is AskMode.GLOBAL or (options.mode is AskMode.AUTO and routed)
-        if answers is None or not wanted or (options.mode is AskMode.AUTO and not answers.on_router):
+        if answers is None:
+            return None
+        auto = options.mode is AskMode.AUTO and answers.on_router and graph is not False
+        if not (options.mode is AskMode.GLOBAL or (auto and self._routed_global(question, response))):
             return None
         if not answers.available():
             return None
         with stage("global"):
             found = answers.themes(question, caller, response.hits)
         return found if found.themes else None
+
+    def _routed_global(self, question: str, response: SearchResponse | GraphSearchResponse) -> bool:
+        """Whether the router calls the question global: the graph search's route, or without the graph
+        layer on this ask the same router asked directly (so AUTO routes global questions either way)."""
+        if isinstance(response, GraphSearchResponse):
+            return response.route.kind is QuestionKind.GLOBAL
+        return (
+            self.graph_searcher is not None and self.graph_searcher.router.route(question).kind is QuestionKind.GLOBAL
+        )
+
+    def _global_answer(
+        self,
+        question: str,
+        caller: Caller,
+        response: SearchResponse | GraphSearchResponse,
+        options: AskRequestOptions,
+        found: GlobalResult | None,
+    ) -> tuple[Answer, GlobalResult | None]:
+        """The verified answer of an ask, streamed or not: without themes the hybrid (or graph) answer; with
+        them the themes fused with that answer's cited passages (`with_passages`), so the GLOBAL answer cites
+        every document the answer it replaces would have cited."""
+        answer = self._answer(question, caller, response, options)
+        if found is None or self.global_answers is None:
+            return answer, None
+        from kgrag_core.communities.global_route import with_passages
+
+        fused = with_passages(
+            found, answer.citations, [h.doc_id for h in response.hits], self.global_answers.settings.rrf_k
+        )
+        return verify_answer(fused.answer(), ()), fused
 
     def _plan(self, graph: bool | None, options: AskRequestOptions) -> ModePlan:
         """Which strategy the ask runs: the router and `graph` under AUTO, else what `mode` names."""

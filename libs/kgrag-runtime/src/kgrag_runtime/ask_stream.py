@@ -25,9 +25,10 @@ from kgrag_core.tracing.build import answer_part, search_body
 from kgrag_core.tracing.model import TraceKind
 from kgrag_core.tracing.timing import measuring
 from kgrag_runtime.answer_flow import extractive_for, supporting_facts
-from kgrag_runtime.ask_contract import request_part
+from kgrag_runtime.ask_contract import global_part, request_part
 
 if TYPE_CHECKING:
+    from kgrag_core.communities.global_route import GlobalResult
     from kgrag_runtime.app import AskRequestOptions, KgragApp
 
 AskEvent = tuple[str, dict[str, object]]
@@ -49,18 +50,27 @@ def ask_events(
     with measuring() as timings:
         # The same search the non-streaming ask runs.
         response = kg._ask_search(question, caller, n, plan, options)
-    yield "route", _route(response, kg)
+        # The GLOBAL route, when the ask takes it: the same themes and fused answer as the plain ask's.
+        found = kg._global(question, caller, response, options, graph)
+    route = _route(response, kg)
+    if found is not None:
+        route["global"] = True  # the themes answer, not the route's hybrid (or graph) answer
+    yield "route", route
     yield "citations", {"sources": [_source(i, h) for i, h in enumerate(response.hits, start=1)]}
-    context = kg.answer_context_for(question, caller, response, options)
-    facts = supporting_facts(response, context)
     answering = time.perf_counter()
     answer: Answer | None = None
-    extractive = extractive_for(question, response.hits, context, as_of=options.as_of)
-    for event in stream_answer(question, response.hits, kg.llm, extractive, facts=facts, context=context):
-        if isinstance(event, StreamedSentence):
-            yield "sentence", event.as_dict()
-        else:
-            answer = event
+    if found is not None:
+        answer, found = kg._global_answer(question, caller, response, options, found)
+        yield from _global_events(answer, found)
+    else:
+        context = kg.answer_context_for(question, caller, response, options)
+        facts = supporting_facts(response, context)
+        extractive = extractive_for(question, response.hits, context, as_of=options.as_of)
+        for event in stream_answer(question, response.hits, kg.llm, extractive, facts=facts, context=context):
+            if isinstance(event, StreamedSentence):
+                yield "sentence", event.as_dict()
+            else:
+                answer = event
     if answer is None:  # stream_answer always ends with the answer
         raise AssertionError("the answer stream ended without its answer")
     done = time.perf_counter()
@@ -70,6 +80,8 @@ def ask_events(
         answer.mode.value, answer.confidence, removed_sentences=answer.removed_sentences, fallback=answer.fallback
     )
     out = kg._answer_body(answer.as_dict(), response, options, plan)
+    if found is not None:
+        global_part(out, found)
     yield "conflicts", {"conflicts": out.get("conflicts", [])}
     yield "graph_evidence", {"graph_evidence": out.get("graph_evidence", [])}
     yield "confidence", {"confidence": out["confidence"]}
@@ -79,6 +91,21 @@ def ask_events(
     timings.add("answer", done - answering)
     trace_id = _trace(kg, caller, response, out, answer, request, timings.rounded())
     yield "done", {**out, "cached": False, "streamed": True, "trace_id": trace_id}
+
+
+def _global_events(answer: Answer, found: GlobalResult | None) -> Iterator[AskEvent]:
+    """The GLOBAL answer's events: its themes (points citing the answer's citations), then each sentence with
+    the citations it introduces, numbered as in the final answer."""
+    if found is not None:
+        themed: dict[str, object] = {"citations": [c.as_dict() for c in answer.citations]}
+        global_part(themed, found)  # the themes exactly as the final body holds them
+        yield "themes", {"themes": themed["themes"], "communities": list(found.communities_used)}
+    by_id = {c.id: c for c in answer.citations}
+    sent: set[int] = set()
+    for index, sentence in enumerate(answer.sentences):
+        new = tuple(by_id[i] for i in sentence.citation_ids if i in by_id and i not in sent)
+        sent.update(c.id for c in new)
+        yield "sentence", StreamedSentence(index, sentence, new).as_dict()
 
 
 def _route(response: SearchResponse | GraphSearchResponse, kg: KgragApp) -> dict[str, object]:
@@ -107,5 +134,9 @@ def _trace(
     if kg.traces is None:
         return None
     body = search_body(response, caller, request=request, versions=kg.traces.versions(), timings_ms=timings_ms)
-    body["answer"] = answer_part(out, cached=False, removed=answer.removed)
+    part = answer_part(out, cached=False, removed=answer.removed)
+    strategy = out.get("strategy_used")
+    if isinstance(strategy, dict) and "communities" in strategy:  # the GLOBAL route: what it read
+        part["communities"] = strategy["communities"]
+    body["answer"] = part
     return kg.traces.record(TraceKind.ASK, caller, body)

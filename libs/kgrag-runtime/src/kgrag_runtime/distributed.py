@@ -339,7 +339,9 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         traces=traces,
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
         communities=_community_admin(settings, stores, graph),
-        global_answers=build_global_answers(stores.store.pool, graph, searcher, stores.cache.generation),
+        global_answers=build_global_answers(
+            stores.store.pool, graph, searcher, stores.cache.generation, on_router=settings.global_on_router
+        ),
         text_graph_searcher=text_graph_searcher,
         text_graph_by_default=settings.text_graph,
         body_store=lambda: stores.objects,

@@ -56,8 +56,9 @@ class GlobalAnswerer:
     generation: Callable[[], int] | None = None
     _visible: OrderedDict[tuple[object, ...], CommunityReads | None] = field(default_factory=OrderedDict)
     _vectors: OrderedDict[str, tuple[float, ...]] = field(default_factory=OrderedDict)
-    # Whether AUTO asks the router routes as global take this route too (mode GLOBAL always does).
-    on_router: bool = False
+    # Whether AUTO asks the router routes as global take this route too (mode GLOBAL always does); the
+    # themes are fused with the hybrid answer, so following the router never cites less (KGRAG_GLOBAL_ON_ROUTER).
+    on_router: bool = True
 
     def available(self) -> bool:
         return bool(self.communities.communities(self.level))
@@ -189,12 +190,17 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def build_global_answers(
-    pool: ConnectionPool, graph: GraphReader, hybrid: HybridSearcher, generation: Callable[[], int] | None = None
+    pool: ConnectionPool,
+    graph: GraphReader,
+    hybrid: HybridSearcher,
+    generation: Callable[[], int] | None = None,
+    *,
+    on_router: bool = True,
 ) -> GlobalAnswerer:
     """The GLOBAL route over the communities stored in PostgreSQL (migration 0027)."""
     from kgrag_adapters.postgres.communities import PostgresCommunityStore
 
-    return GlobalAnswerer(PostgresCommunityStore(pool), graph, hybrid, generation=generation)
+    return GlobalAnswerer(PostgresCommunityStore(pool), graph, hybrid, generation=generation, on_router=on_router)
 
 
 def summary_preview(settings: KgragSettings) -> Callable[[RebuildPlan], dict[str, object]]:

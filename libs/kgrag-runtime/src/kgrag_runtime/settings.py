@@ -166,6 +166,11 @@ class KgragSettings(BaseSettings):
     communities_split_above: int = Field(
         30, ge=2, description="A community with more members than this gets children one level down."
     )
+    global_on_router: bool = Field(
+        True,
+        description="AUTO asks the router calls global take the GLOBAL route (themes fused with the hybrid answer); "
+        "false: they are answered from hybrid (or graph) search as before, and only mode GLOBAL takes the route.",
+    )
     llm_seconds_per_call: float = Field(8.0, gt=0, description="Assumed latency of one extraction call (previews).")
     eval_suites_dir: Path | None = Field(
         None, description="Folder of the bundled evaluation suites (a copy of corpora/); default: the repository's."

@@ -326,7 +326,9 @@ def open_embedded(
             curation=PostgresTraceStore(store.pool, cipher=store.cipher),
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
-            global_answers=build_global_answers(store.pool, store, searcher, cache.generation),
+            global_answers=build_global_answers(
+                store.pool, store, searcher, cache.generation, on_router=settings.global_on_router
+            ),
             communities=communities,
             text_graph_searcher=text_graph_searcher,
             text_graph_by_default=settings.text_graph,

@@ -159,9 +159,9 @@ def build_mcp_server(kg: KgragApp, principal_of: PrincipalOf) -> MCPServer:
 
     @server.tool()
     def global_themes(question: Query, ctx: Context) -> dict[str, Any]:
-        """Corpus-wide themes ("what are the recurring causes of ...?"): today the graph-routed cited
-        answer of `ask` (graph on; the router sends theme questions to its global route). Issue 12 replaces
-        the internals with community summaries; the tool's name and answer shape stay."""
+        """Corpus-wide themes ("what are the recurring causes of ...?"): the graph-routed cited answer of
+        `ask` (graph on); a question the router calls global takes the GLOBAL route, whose `themes` come
+        from the caller's views of the communities (docs/communities.md)."""
         return acting(ctx, "ask", lambda who: kg.ask(question, who.caller, graph=True))
 
     return server

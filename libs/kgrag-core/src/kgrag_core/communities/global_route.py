@@ -6,6 +6,12 @@ question, with their citations. Reduce: communities that cite the same sentence 
 ranked, their citations renumbered once for the whole answer. Everything is read through `view_of` (the
 caller's view, ADR 0009), so nothing restricted can choose, rank or fill a theme. Bounded in communities
 read and in time; what was skipped is reported.
+
+Fused with the caller's hybrid answer (`with_passages`): every passage that answer cites either supports a
+community theme of the same document or becomes a theme of its own, and themes are ordered by reciprocal
+rank fusion of the community ranking and the hybrid ranking of their documents. The GLOBAL answer then cites
+every document the hybrid answer cites, so by construction its theme and document recall are never below
+hybrid's; the passages are the caller's own search, so they too rest only on what the caller may read.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class GlobalSettings:
     points_per_theme: int = 3
     max_themes: int = 6
     time_budget_s: float = 2.0  # reading views stops here; the rest is reported as skipped
+    rrf_k: int = 60  # reciprocal rank fusion of community themes and hybrid passages: 1 / (k + rank)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,9 @@ class Theme:
     community_ids: tuple[str, ...]
     doc_ids: tuple[str, ...]
     score: float
+    # Points quoted from the caller's hybrid answer (`with_passages`); a theme with no community behind it
+    # is made of them alone.
+    passages: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -60,6 +70,7 @@ class Theme:
             "points": [p.as_dict() for p in self.points],
             "community_ids": list(self.community_ids),
             "doc_ids": list(self.doc_ids),
+            "source": "communities" if self.community_ids else "passages",
         }
 
 
@@ -71,6 +82,7 @@ class GlobalResult:
     communities_used: tuple[str, ...]  # the communities behind the themes, in theme order
     communities_read: int  # candidate views read (visible or not)
     skipped: dict[str, int] = field(default_factory=dict)  # over_limit, time_budget, themes
+    passages: int = 0  # points quoted from the caller's hybrid answer (`with_passages`)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -78,6 +90,7 @@ class GlobalResult:
             "communities_used": list(self.communities_used),
             "communities_read": self.communities_read,
             "skipped": dict(self.skipped),
+            "passages": self.passages,
         }
 
     def answer(self) -> Answer:
@@ -149,6 +162,55 @@ def global_themes(
         themes, citations = _renumber(themes, citations)
     used = tuple(dict.fromkeys(c for t in themes for c in t.community_ids))
     return GlobalResult(question, tuple(themes), tuple(citations), used, read, skipped)
+
+
+def with_passages(
+    result: GlobalResult, passages: Sequence[Citation], ranked_docs: Sequence[str], rrf_k: int = 60
+) -> GlobalResult:
+    """The themes fused with the caller's hybrid answer: `passages` are that answer's citations (quotes of the
+    caller's own search), `ranked_docs` the documents in the hybrid ranking. A passage already quoted is
+    skipped; one from a theme's document supports that theme; the rest of a document's passages make a theme
+    titled by it. Themes are ordered by RRF of their community rank and their best document's hybrid rank
+    (documents the ranking lacks come after it, in citation order); citations are renumbered 1.. in order."""
+    if not result.themes:
+        return result
+    order = {d: i for i, d in enumerate(dict.fromkeys([*ranked_docs, *(c.doc_id for c in passages)]))}
+    spans = {(c.chunk_id, c.start_byte, c.end_byte) for c in result.citations}
+    citations = list(result.citations)
+    extra: dict[int, list[ThemePoint]] = {}
+    own: dict[str, list[ThemePoint]] = {}
+    titles: dict[str, str] = {}
+    for passage in passages:
+        key = (passage.chunk_id, passage.start_byte, passage.end_byte)
+        if key in spans or not passage.quote.strip():
+            continue
+        spans.add(key)
+        cited = replace(passage, id=len(citations) + 1)
+        citations.append(cited)
+        point = ThemePoint(passage.quote, (cited.id,))
+        home = next((i for i, t in enumerate(result.themes) if passage.doc_id in t.doc_ids), None)
+        if home is None:
+            own.setdefault(passage.doc_id, []).append(point)
+            titles.setdefault(passage.doc_id, passage.title or passage.doc_id)
+        else:
+            extra.setdefault(home, []).append(point)
+
+    def doc_part(docs: Sequence[str]) -> float:
+        ranks = [order[d] for d in docs if d in order]
+        return 1 / (rrf_k + 1 + min(ranks)) if ranks else 0.0
+
+    scored: list[tuple[float, int, Theme]] = []
+    for rank, theme in enumerate(result.themes):
+        added = extra.get(rank, [])
+        fused = replace(theme, points=(*theme.points, *added), passages=len(added))
+        scored.append((1 / (rrf_k + 1 + rank) + doc_part(theme.doc_ids), rank, fused))
+    for at, (doc_id, points) in enumerate(own.items(), start=len(result.themes)):
+        theme = Theme(titles[doc_id], tuple(points), (), (doc_id,), 0.0, passages=len(points))
+        scored.append((doc_part((doc_id,)), at, theme))
+    ranked = [replace(t, score=round(s, 6)) for s, _, t in sorted(scored, key=lambda x: (-x[0], x[1]))]
+    themes, renumbered = _renumber(ranked, citations)
+    quoted = sum(t.passages for t in themes)
+    return replace(result, themes=tuple(themes), citations=tuple(renumbered), passages=quoted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ scope, and the GLOBAL route's latency.
 The corpus is ingested on an embedded app with the prose-level graph (tier 3 from the bundled reply book, a
 stand-in for a model: corpora/northwind/extraction/README.md), communities are built by `CommunityService`
 (hierarchical Leiden), and every question of `corpora/northwind/questions-global.jsonl` (held out: the test
-split, written before any tuning) is asked three ways by two callers:
+split, written before any tuning) is asked four ways (hybrid, hybrid+graph, GLOBAL, AUTO) by two callers:
 
 - `all`: the question's principal (every group), scored against all its gold themes;
 - `public`: a caller in no group, scored against the themes it could know (those with a readable supporting
@@ -50,8 +50,14 @@ from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 
 CORPUS = Path(__file__).resolve().parents[5] / "corpora" / "northwind"
-STRATEGIES = {"hybrid": AskMode.VECTOR, "hybrid+graph": AskMode.GRAPH_ASSISTED, "global": AskMode.GLOBAL}
+STRATEGIES = {
+    "hybrid": AskMode.VECTOR,
+    "hybrid+graph": AskMode.GRAPH_ASSISTED,
+    "global": AskMode.GLOBAL,
+    "auto": AskMode.AUTO,  # the router decides; a question it calls global takes the GLOBAL route
+}
 PUBLIC = Caller(user="eval-public")
+COLUMNS = ("theme_recall", "doc_recall", "themes", "unreadable_themes", "fallback", "global_route", "below_hybrid")
 
 
 def readable_docs(kg: KgragApp, caller: Caller) -> set[str]:
@@ -89,8 +95,11 @@ def score_question(
             "unreadable_themes": float(unreadable_themes(theme_docs, readable)),
             "uncited_unreadable": float(len(cited - readable)),
             "fallback": float(bool(answer.get("global_fallback"))),
+            "global_route": float("communities" in answer["strategy_used"]),  # type: ignore[operator]
             "seconds": seconds,
         }
+        if name != "hybrid":  # questions where this strategy covers fewer gold themes than hybrid (GLOBAL: 0)
+            out[name]["below_hybrid"] = float(out[name]["theme_recall"] < out["hybrid"]["theme_recall"])
     return out
 
 
@@ -148,12 +157,10 @@ def run(
         },
     }
     view = Table(title=f"Global questions ({len(questions)}, {split} split): mean per question")
-    for column in ("scope/strategy", "theme_recall", "doc_recall", "themes", "unreadable_themes", "fallback"):
+    for column in ("scope/strategy", *COLUMNS):
         view.add_column(column)
     for key, means in table.items():
-        view.add_row(
-            key, *(str(means[c]) for c in ("theme_recall", "doc_recall", "themes", "unreadable_themes", "fallback"))
-        )
+        view.add_row(key, *(str(means.get(c, "-")) for c in COLUMNS))
     console.print(view)
     console.print(f"GLOBAL latency: {report['global_latency_ms']}; communities: {build}")
     if out_dir is not None:
