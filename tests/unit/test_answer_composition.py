@@ -492,3 +492,20 @@ def test_without_facts_a_newer_document_restating_other_figures_leads_and_the_ol
 
     alone = composed_answer(_context(question, [old], []))
     assert [s.text for s in alone.sentences] == [old.text]
+
+
+def test_a_restatement_that_differs_only_in_its_dates_is_no_older_value() -> None:
+    """Restatement rule: "Earlier, written …" only when the value differs. Two documents naming one owner with
+    different dates state the same thing (the demo's owner question was told twice, the older as history).
+    The positive control is the test above: other figures make the older sentence history."""
+    old, old_body = _doc("handover", "On-call handover",
+                         "Kenji Watanabe is the Atlas on-call owner from 1 September 2024 onwards.",
+                         date(2024, 8, 20))  # fmt: skip
+    new, new_body = _doc("policy-2025", "On-call policy (2025)",
+                         "Kenji Watanabe is the Atlas on-call owner since September 2024, as agreed in 2024.",
+                         date(2025, 2, 3))  # fmt: skip
+    answer = composed_answer(_context("Who is the Atlas on-call owner?", [old, new], []))
+    texts = [s.text for s in answer.sentences]
+    assert texts and not any(t.startswith("Earlier, written") for t in texts), texts
+    assert {old.text, new.text} <= set(texts), texts
+    _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})

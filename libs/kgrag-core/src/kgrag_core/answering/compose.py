@@ -24,7 +24,7 @@ from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extra
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.answering.sentences import split_sentences
-from kgrag_core.answering.verification import hedged
+from kgrag_core.answering.verification import hedged, value_figures
 from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality
@@ -143,7 +143,9 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
 def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]:
     """Sentences that a newer document restates with other figures ("The hotel cap is €160 …" in the 2023
     policy, "The hotel cap is lowered to €140 …" in the 2024 update), by index, with their own document's
-    date: without graph facts they are the only clock there is, and the older wording is history."""
+    date: without graph facts they are the only clock there is, and the older wording is history. Dates are
+    no figures: two statements of one value dated differently ("owner since March 2023" and "owner since
+    2023") restate it, and both stand as they are."""
     hits = {h.chunk_id: h for h in context.chunks}
     said: list[tuple[int, date, frozenset[str], frozenset[str], str]] = []
     for i, (sentence, citations) in enumerate(_supporting(base)):
@@ -151,7 +153,7 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
         if hit is None or hit.doc_time is None:
             continue
         terms = set(content_terms(sentence.text))
-        figures = frozenset(_FIGURE.findall(sentence.text))
+        figures = value_figures(sentence.text)
         words = frozenset(t for t in terms if not any(ch.isdigit() for ch in t))
         said.append((i, hit.doc_time.date(), words, figures, hit.doc_id))
     older: dict[int, date] = {}
@@ -165,7 +167,6 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
     return older
 
 
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
 _RESTATED = 0.5  # share of shared words (figures aside) for two sentences to say the same thing
 
 
