@@ -11,6 +11,7 @@ from kgrag_core.answering.compose import composed_answer
 from kgrag_core.answering.context import AnswerContext, FactStatus, build_context
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.model import Answer
+from kgrag_core.answering.verification import SupportingFact, verify_answer
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
 from kgrag_core.graph.model import Edge, EntityRef
@@ -509,3 +510,28 @@ def test_a_restatement_that_differs_only_in_its_dates_is_no_older_value() -> Non
     assert texts and not any(t.startswith("Earlier, written") for t in texts), texts
     assert {old.text, new.text} <= set(texts), texts
     _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})
+
+
+def test_a_chunk_sentence_naming_a_value_only_ever_planned_is_told_as_a_plan() -> None:
+    """Plans as done (issue 11): the plan document's own sentence ("Beacon moves to CockroachDB in Q3 2023")
+    has no plan word, so quoted as it is it states the plan as done. It is told as a plan. Positive
+    control: once a fact states the value as done, the same sentence stands as written."""
+    plan_text = "Beacon moves to CockroachDB in Q3 2023 under Project Lodestar."
+    plan_doc, plan_body = _doc("lodestar-plan", "Project Lodestar", plan_text, date(2023, 5, 15))
+    planned = _claim(plan_doc, "CockroachDB", "Beacon moves to CockroachDB", attribute="database", entity="Beacon",
+                     status=ClaimStatus.NOT_A_FACT, modality=Modality.PLAN)  # fmt: skip
+    question = "Which database is Project Lodestar about?"
+    answer = composed_answer(_context(question, [plan_doc], [planned]))
+    texts = [s.text for s in answer.sentences]
+    assert texts == [
+        "A source written 15 May 2023 describes a plan: Beacon moves to CockroachDB in Q3 2023 under Project "
+        "Lodestar; none of the documents says it happened."
+    ], texts
+    _assert_exact_bytes(answer, {plan_doc.doc_id: plan_body})
+    # The answer path's verifier keeps it: the date is the cited source's own (its title and date back it).
+    source = SupportingFact(f"{plan_doc.title} 2023-05-15", (plan_doc.chunk_id,))
+    assert verify_answer(answer, [source]).sentences == answer.sentences
+
+    done = replace(planned, status=ClaimStatus.CURRENT, modality=Modality.FACT, claim_id="clm_done")
+    stated = composed_answer(_context(question, [plan_doc], [done]))
+    assert plan_doc.text in [s.text for s in stated.sentences]

@@ -41,6 +41,11 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
            "November", "December")  # fmt: skip
 _YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|were|are|has|have|had|will|would|can|could)\b", re.IGNORECASE)
 _NEGATION_CUES = frozenset(content_terms("not never no cancelled cancel instead without"))
+# Words that already tell a plan did not happen (content_terms drops "not" and "no" as stopwords).
+_NOT_DONE = re.compile(
+    r"\b(?:not|no|never|none|cancel\w*|postpon\w*|shelv\w*|dropped|abandon\w*|rejected|instead|without)\b",
+    re.IGNORECASE,
+)
 _PLAN_CUES = frozenset(content_terms("plan planned will proposal propose proposed might could would should intend"))
 _KIND_OF = {
     Modality.PLAN: "a plan",
@@ -95,7 +100,8 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         drafts[0].text = f"As of {_long(context.as_of)}: {drafts[0].text}"
     if not drafts:
         restated = _older_restatements(base, context)
-        if restated:
+        planned = _only_planned(context)
+        if restated or any(_states_plan(s.text, planned) for s in base.sentences):
             return _assemble(context, _supporting_drafts(base, context, restated), [], base.evidence_chunk_ids)
         if base.answered:
             supports = [1.0 if base.confidence == "HIGH" else 0.7 if base.confidence == "MEDIUM" else 0.4]
@@ -127,17 +133,47 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
     hits = {h.chunk_id: h for h in context.chunks}
     fresh: list[_Draft] = []
     stale: list[_Draft] = []
+    planned = _only_planned(context)
     for i, (sentence, citations) in enumerate(_supporting(base)):
         quote = citations[0]
         hit = hits.get(quote.chunk_id)
         if hit is None:
             continue
         cited = [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)]
-        if i in older:
+        if _states_plan(sentence.text, planned):
+            # The plan in the plan document's own words ("Beacon moves to CockroachDB in Q3") reads as done.
+            frame = f"A source written {_long(hit.doc_time.date())}" if hit.doc_time else "An undated source"
+            body = sentence.text.rstrip()
+            body = body[:-1] if body.endswith(".") else body
+            text = f"{frame} describes a plan: {body}; none of the documents says it happened."
+            (stale if i in older else fresh).append(_Draft(text, cited, [], 0.6))
+        elif i in older:
             stale.append(_Draft(f"Earlier, written {_long(older[i])}: {sentence.text}", cited, [], 0.7))
         else:
             fresh.append(_Draft(sentence.text, cited, [], 0.7))
     return fresh + stale
+
+
+def _only_planned(context: AnswerContext) -> list[str]:
+    """Values the context's facts hold only as a plan, proposal or hedge: no current or past fact gives them
+    (a planned "PostgreSQL 16" that a later document states as done is not among them)."""
+    stated = {
+        normalise_value(f.value)
+        for f in context.facts
+        if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED, FactStatus.CONFLICT)
+    }
+    return list(
+        dict.fromkeys(
+            f.value for f in context.facts if f.status is FactStatus.PLAN and normalise_value(f.value) not in stated
+        )
+    )
+
+
+def _states_plan(text: str, planned: Sequence[str]) -> bool:
+    """A sentence naming a value only ever planned, with no word of planning, hedging or negation in it."""
+    if not planned or hedged(text) or _NOT_DONE.search(text):
+        return False
+    return any(value_in(text, v) for v in planned)
 
 
 def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]:
