@@ -8,14 +8,14 @@ from dataclasses import replace
 from datetime import date, datetime
 
 from kgrag_core.answering.compose import composed_answer
-from kgrag_core.answering.context import AnswerContext, FactStatus, build_context
+from kgrag_core.answering.context import AnswerContext, FactStatus, asks_a_known_fact, build_context, merge_facts
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.model import Answer
 from kgrag_core.answering.verification import SupportingFact, verify_answer
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
 from kgrag_core.graph.model import Edge, EntityRef
-from kgrag_core.graph_retrieval.searcher import EstimatedTokens
+from kgrag_core.graph_retrieval.searcher import EstimatedTokens, GraphFacts
 from kgrag_core.search import SearchHit
 
 # Each document is one chunk after a short preamble, so spans are document offsets, not chunk offsets.
@@ -535,3 +535,35 @@ def test_a_chunk_sentence_naming_a_value_only_ever_planned_is_told_as_a_plan() -
     done = replace(planned, status=ClaimStatus.CURRENT, modality=Modality.FACT, claim_id="clm_done")
     stated = composed_answer(_context(question, [plan_doc], [done]))
     assert plan_doc.text in [s.text for s in stated.sentences]
+
+
+def test_a_named_entitys_current_claim_joins_the_context_only_through_readable_evidence() -> None:
+    """Retrieval missed the chunk holding the current value (dev d04, d05, d07): the named entity's claims
+    read for the question join the walk's, and their evidence chunk (loaded through the ACL recheck) lets the
+    answer lead with the current value. An outsider's recheck loads no chunk of the restricted memo, so its
+    claim never appears, not even as history; the reader who may open it gets it (positive control)."""
+    memo, memo_body = _doc("memo-2025", "Headcount update (restricted)",
+                           "Engineering headcount is 61 as of 1 March 2025.", date(2025, 3, 14))  # fmt: skip
+    current = _claim(memo, "61", "Engineering headcount is 61", attribute="headcount", entity="Engineering",
+                     valid_from=date(2025, 3, 1), claim_id="clm_61")  # fmt: skip
+    older = _claim(OLD, "64", "Capacity: 18,000 pallet positions", attribute="headcount", entity="Engineering",
+                   status=ClaimStatus.SUPERSEDED, superseded_by="clm_61")  # fmt: skip
+    question = "How many people work in engineering these days?"
+    walk = GraphFacts((), {}, (OLD,))  # the walk reached nothing about the question's entity
+    assert not asks_a_known_fact(question, walk.claims) and asks_a_known_fact(question, [current])
+
+    def answer(evidence: tuple[SearchHit, ...]) -> Answer:
+        named = GraphFacts((current, older), {"ent_Engineering": 1.0}, evidence)
+        facts = merge_facts(walk, named)
+        loaded = {h.chunk_id: h for h in facts.fact_evidence}
+        ctx = build_context(question, [OLD], claims=facts.claims, evidence=loaded, counter=EstimatedTokens())
+        return composed_answer(ctx)
+
+    reader = answer((memo, OLD))
+    assert "61" in reader.sentences[0].text and "1 March 2025" in reader.sentences[0].text
+    _assert_exact_bytes(reader, {memo.doc_id: memo_body, OLD.doc_id: OLD_BODY})
+
+    outsider = answer((OLD,))  # the recheck refused the memo's chunk
+    assert all("61" not in s.text for s in outsider.sentences)
+    assert all(c.doc_id != memo.doc_id for c in outsider.citations)
+    assert all(f["value"] != "61" for f in outsider.facts)
