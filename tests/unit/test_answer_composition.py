@@ -567,3 +567,28 @@ def test_a_named_entitys_current_claim_joins_the_context_only_through_readable_e
     assert all("61" not in s.text for s in outsider.sentences)
     assert all(c.doc_id != memo.doc_id for c in outsider.citations)
     assert all(f["value"] != "61" for f in outsider.facts)
+
+
+def test_a_sentence_two_copies_of_a_message_give_is_said_once_citing_both() -> None:
+    """Dev c02: the support email and its Customer Success copy gave the answer the same sentence twice."""
+    line = "From 15 April 2024 the first-response target changes from 8 to 4 business hours."
+    first, first_body = _doc("frt", "First-response target", line, date(2024, 4, 2))
+    copy, copy_body = _doc("frt-cs", "First-response target (copy)", line, date(2024, 4, 3))
+    answer = composed_answer(_context("What is the first-response target from 15 April 2024?", [first, copy], []))
+    assert [s.text for s in answer.sentences] == [line]
+    assert {c.doc_id for c in answer.citations} == {"frt", "frt-cs"}
+    _assert_exact_bytes(answer, {first.doc_id: first_body, copy.doc_id: copy_body})
+
+
+def test_a_possessive_names_the_entity_so_its_claim_is_the_focus() -> None:
+    """Dev c03, c05: "What is Kenji Watanabe's role?" read the term "watanabe'", so no claim was the focus and
+    the answer abstained although the claims table had the role. Control: a question naming someone else."""
+    hit, _ = _doc("policy", "On-call policy", "Kenji Watanabe has been the Atlas on-call owner since 2024.",
+                  date(2025, 2, 3))  # fmt: skip
+    role = _claim(hit, "Atlas on-call owner", "Kenji Watanabe has been the Atlas on-call owner", attribute="role",
+                  entity="Kenji Watanabe")  # fmt: skip
+    asked = _context("What is Kenji Watanabe's role?", [hit], [role])
+    assert [f.focus for f in asked.facts] == [True]
+    assert "Atlas on-call owner" in composed_answer(asked).sentences[0].text
+    other = _context("What is Tom Becker's role?", [hit], [role])
+    assert [f.focus for f in other.facts] == [False]

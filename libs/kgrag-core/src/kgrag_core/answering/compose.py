@@ -101,7 +101,9 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
     if not drafts:
         restated = _older_restatements(base, context)
         planned = _only_planned(context)
-        if restated or any(_states_plan(s.text, planned) for s in base.sentences):
+        # Two copies of one message (a forward, a repost) give the same sentence twice: it is said once.
+        repeated = len({s.text for s in base.sentences}) < len(base.sentences)
+        if restated or repeated or any(_states_plan(s.text, planned) for s in base.sentences):
             return _assemble(context, _supporting_drafts(base, context, restated), [], base.evidence_chunk_ids)
         if base.answered:
             supports = [1.0 if base.confidence == "HIGH" else 0.7 if base.confidence == "MEDIUM" else 0.4]
