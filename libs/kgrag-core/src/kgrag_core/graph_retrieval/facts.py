@@ -14,7 +14,6 @@ from kgrag_core.graph.model import Edge
 from kgrag_core.graph_retrieval.evidence import DEFAULT_ATTRIBUTE_CUES, attribute_relevance
 from kgrag_core.text_terms import content_terms
 
-
 # A possessive ("Kenji Watanabe's role") names the entity: without this the term read is "watanabe'".
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s?\b")
 
