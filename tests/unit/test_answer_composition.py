@@ -592,3 +592,28 @@ def test_a_possessive_names_the_entity_so_its_claim_is_the_focus() -> None:
     assert "Atlas on-call owner" in composed_answer(asked).sentences[0].text
     other = _context("What is Tom Becker's role?", [hit], [role])
     assert [f.focus for f in other.facts] == [False]
+
+
+def test_a_quoted_sentence_holding_a_disputed_claim_brings_the_dispute_into_the_answer() -> None:
+    """Dev c01: the answer quoted one sentence of two values the claims table holds in conflict, and said
+    nothing of the conflict. Now it says so, with both sides (here one source: "more than one"); across two
+    documents, "the sources disagree". Control: the same claims not in conflict add nothing."""
+    line = "Failed trackers are replaced within five working days in NL and ten working days in the US."
+    hit, body = _doc("tidewave", "Vendor profile: Tidewave", line, date(2023, 6, 5))
+    five = _claim(hit, "5 working days", "within five working days", attribute="response_target", entity="Tidewave",
+                  status=ClaimStatus.CONFLICT, conflicts_with=("clm_ten",), claim_id="clm_five")  # fmt: skip
+    ten = _claim(hit, "10 working days", "ten working days", attribute="response_target", entity="Tidewave",
+                 status=ClaimStatus.CONFLICT, conflicts_with=("clm_five",), claim_id="clm_ten")  # fmt: skip
+    question = "How many working days does a tracker replacement take?"
+    answer = composed_answer(_context(question, [hit], [five, ten]))
+    texts = [s.text for s in answer.sentences]
+    assert any("more than one" in t and "5 working days" in t and "10 working days" in t for t in texts), texts
+    assert line in texts and len(answer.conflicts) == 1
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+    ctx = _context(question, [hit], [five, ten])
+    support = [SupportingFact(f"{f.render()} {hit.title} 2023-06-05", f.evidence_chunk_ids) for f in ctx.facts]
+    assert verify_answer(answer, support).sentences == answer.sentences  # the answer path keeps it
+
+    settled = [replace(c, status=ClaimStatus.CURRENT, conflicts_with=()) for c in (five, ten)]
+    plain = composed_answer(_context(question, [hit], settled))
+    assert [s.text for s in plain.sentences] == [line] and plain.conflicts == ()

@@ -104,7 +104,12 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         # Two copies of one message (a forward, a repost) give the same sentence twice: it is said once.
         repeated = len({s.text for s in base.sentences}) < len(base.sentences)
         if restated or repeated or any(_states_plan(s.text, planned) for s in base.sentences):
-            return _assemble(context, _supporting_drafts(base, context, restated), [], base.evidence_chunk_ids)
+            drafts = _supporting_drafts(base, context, restated)
+            found, conflicts = _disputed_in(drafts, context)
+            return _assemble(context, found + drafts, conflicts, base.evidence_chunk_ids)
+        found, conflicts = _disputed_in(_supporting_drafts(base, context, {}), context)
+        if found:
+            return _assemble(context, found + _supporting_drafts(base, context, {}), conflicts, base.evidence_chunk_ids)
         if base.answered:
             supports = [1.0 if base.confidence == "HIGH" else 0.7 if base.confidence == "MEDIUM" else 0.4]
             grade = confidence.grade(supports * len(base.sentences), truncated=context.truncated)
@@ -126,7 +131,48 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
             continue  # the superseded value is told as history above, never as a sentence of its own
         drafts.append(draft)
         added += 1
-    return _assemble(context, drafts, conflicts, base.evidence_chunk_ids)
+    found, more = _disputed_in(drafts, context, told={c.attribute for c in conflicts})
+    return _assemble(context, drafts + found, conflicts + more, base.evidence_chunk_ids)
+
+
+def _disputed_in(
+    drafts: Sequence[_Draft], context: AnswerContext, *, told: set[str] | None = None
+) -> tuple[list[_Draft], list[Conflict]]:
+    """The disagreements behind what the answer quotes: a quoted sentence holding the quote of a claim the
+    claims table holds in conflict (two values for one attribute, same day, neither newer) states one side
+    as if it were settled, so the answer also says that the sources disagree, with both sides and dates.
+    Only conflicts whose every side rests on chunks the caller could load are in the context at all."""
+    quoted = [(q.hit.chunk_id, normalise_for_quote(q.text)) for d in drafts for q in d.quotes]
+    groups: dict[tuple[str, str, str], list[Fact]] = {}
+    for fact in context.facts:
+        if fact.kind == "claim" and fact.status is FactStatus.CONFLICT:
+            groups.setdefault(fact.key, []).append(fact)
+    out: list[_Draft] = []
+    conflicts: list[Conflict] = []
+    for members in groups.values():
+        sides = _distinct_values(members)
+        label = f"{members[0].subject}'s {members[0].predicate.replace('_', ' ')}"
+        if len(sides) < 2 or members[0].predicate in (told or set()) or len(conflicts) >= 1:
+            continue
+        touched = any(
+            chunk in f.evidence_chunk_ids and f.quote and normalise_for_quote(f.quote) in text
+            for f in members
+            for chunk, text in quoted
+        )
+        if not touched:
+            continue
+        docs = {context.evidence[c].doc_id for f in sides for c in f.evidence_chunk_ids if c in context.evidence}
+        if len(docs) == 1:  # one source giving two values is no disagreement between sources, but still two
+            values = " and ".join(f.value for f in sides)
+            text = f"{_title(sides[0], context)} ({_written(sides[0])}) gives more than one {label}: {values}."
+        else:
+            parts = [f"{_title(f, context)} ({_written(f)}) gives {f.value}" for f in sides]
+            text = f"The sources disagree on {label}: " + "; ".join(parts) + "."
+        draft = _draft(text, sides, context)
+        if draft is not None:
+            out.append(draft)
+            conflicts.append(_conflict(members[0], label, sides, context))
+    return out, conflicts
 
 
 def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, date]) -> list[_Draft]:
