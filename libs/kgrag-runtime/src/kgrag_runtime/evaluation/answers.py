@@ -33,8 +33,15 @@ from kgrag_runtime.graph import BUNDLED_ROUTER_SET
 
 Answerer = Callable[[str, Caller, SearchResponse | GraphSearchResponse], Answer]
 ALL = "all"
-# Compared question by question between two answerers: lower is better for the last three.
-COMPARED = ("answer_ok", "value_accuracy", "outdated_as_current", "plan_as_done", "unsupported_rate")
+# Compared question by question between two answerers: lower is better for the three in LOWER_IS_BETTER.
+COMPARED = (
+    "answer_ok",
+    "value_accuracy",
+    "outdated_as_current",
+    "plan_as_done",
+    "unsupported_rate",
+    "conflict_surfaced",
+)
 LOWER_IS_BETTER = frozenset({"outdated_as_current", "plan_as_done", "unsupported_rate"})
 
 
