@@ -117,7 +117,8 @@ def test_current_value_leads_with_its_date_and_citation_then_its_history() -> No
     assert "24,500" in first.text and "14 June 2024" in first.text and "18,000" not in first.text
     assert [answer.citations[i - 1].doc_id for i in first.citation_ids] == [NEW.doc_id]
     assert second.text == "Until 14 June 2024 it was 18,000."
-    assert [answer.citations[i - 1].doc_id for i in second.citation_ids] == [OLD.doc_id]
+    # The day is the newer value's start, so the newer claim that dates it is cited beside the old one.
+    assert [answer.citations[i - 1].doc_id for i in second.citation_ids] == [OLD.doc_id, NEW.doc_id]
     assert answer.conflicts == ()
     _assert_exact_bytes(answer, BODIES)
 
@@ -617,3 +618,27 @@ def test_a_quoted_sentence_holding_a_disputed_claim_brings_the_dispute_into_the_
     settled = [replace(c, status=ClaimStatus.CURRENT, conflicts_with=()) for c in (five, ten)]
     plain = composed_answer(_context(question, [hit], settled))
     assert [s.text for s in plain.sentences] == [line] and plain.conflicts == ()
+
+
+def test_history_dated_by_the_newer_values_start_cites_the_newer_value_too() -> None:
+    """Dev c05: "Until 1 September 2024 it was software engineer." cited only the older claim, whose quote and
+    fact hold no such day, so the verifier removed it. It cites the newer claim that dates it. Control: a
+    value the text itself closes ("until 14 June") is dated by its own claim and cites only that."""
+    new, _ = _doc("policy", "On-call policy", "Kenji has been the Atlas on-call owner since September 2024.",
+                  date(2025, 2, 3))  # fmt: skip
+    old, _ = _doc("directory", "People directory", "Kenji Watanabe, software engineer, Routing.", date(2023, 3, 20))
+    now = _claim(new, "Atlas on-call owner", "Kenji has been the Atlas on-call owner", attribute="role",
+                 entity="Kenji", valid_from=date(2024, 9, 1), claim_id="clm_now")  # fmt: skip
+    was = _claim(old, "software engineer", "software engineer", attribute="role", entity="Kenji",
+                 status=ClaimStatus.SUPERSEDED, superseded_by="clm_now")  # fmt: skip
+    ctx = _context("What is Kenji's role?", [new, old], [now, was])
+    answer = composed_answer(ctx)
+    history = next(s for s in answer.sentences if s.text.startswith("Until 1 September 2024"))
+    assert {answer.citations[i - 1].doc_id for i in history.citation_ids} == {"policy", "directory"}
+    support = [SupportingFact(f.render(), f.evidence_chunk_ids) for f in ctx.facts]
+    assert history in verify_answer(answer, support).sentences
+
+    ended = replace(OUTDATED, valid_to=date(2024, 6, 14))
+    closed = composed_answer(_context("What is the pallet capacity of LEJ-2?", [OLD, NEW], [ended, CURRENT]))
+    (until,) = [s for s in closed.sentences if s.text.startswith("Until")]
+    assert [closed.citations[i - 1].doc_id for i in until.citation_ids] == [OLD.doc_id]

@@ -379,7 +379,9 @@ def _claim_drafts(
         history += 1
         until = old.valid_to or (newer.valid_from if newer is not None else None)
         text = f"Until {_long(until)} it was {old.value}." if until else f"Earlier{_as_of(old)}, it was {old.value}."
-        draft = _draft(text, [old], context)
+        # A day taken from the newer value's start is that value's to back: the sentence cites it too.
+        dated_by = [newer] if old.valid_to is None and until is not None and newer is not None else []
+        draft = _draft(text, [old, *dated_by], context)
         if draft is not None:
             drafts.append(draft)
         newer = old
