@@ -8,13 +8,14 @@ from dataclasses import replace
 from datetime import date, datetime
 
 from kgrag_core.answering.compose import composed_answer
-from kgrag_core.answering.context import AnswerContext, FactStatus, build_context
+from kgrag_core.answering.context import AnswerContext, FactStatus, asks_a_known_fact, build_context, merge_facts
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.model import Answer
+from kgrag_core.answering.verification import SupportingFact, verify_answer
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
 from kgrag_core.graph.model import Edge, EntityRef
-from kgrag_core.graph_retrieval.searcher import EstimatedTokens
+from kgrag_core.graph_retrieval.searcher import EstimatedTokens, GraphFacts
 from kgrag_core.search import SearchHit
 
 # Each document is one chunk after a short preamble, so spans are document offsets, not chunk offsets.
@@ -116,7 +117,8 @@ def test_current_value_leads_with_its_date_and_citation_then_its_history() -> No
     assert "24,500" in first.text and "14 June 2024" in first.text and "18,000" not in first.text
     assert [answer.citations[i - 1].doc_id for i in first.citation_ids] == [NEW.doc_id]
     assert second.text == "Until 14 June 2024 it was 18,000."
-    assert [answer.citations[i - 1].doc_id for i in second.citation_ids] == [OLD.doc_id]
+    # The day is the newer value's start, so the newer claim that dates it is cited beside the old one.
+    assert [answer.citations[i - 1].doc_id for i in second.citation_ids] == [OLD.doc_id, NEW.doc_id]
     assert answer.conflicts == ()
     _assert_exact_bytes(answer, BODIES)
 
@@ -492,3 +494,151 @@ def test_without_facts_a_newer_document_restating_other_figures_leads_and_the_ol
 
     alone = composed_answer(_context(question, [old], []))
     assert [s.text for s in alone.sentences] == [old.text]
+
+
+def test_a_restatement_that_differs_only_in_its_dates_is_no_older_value() -> None:
+    """Restatement rule: "Earlier, written …" only when the value differs. Two documents naming one owner with
+    different dates state the same thing (the demo's owner question was told twice, the older as history).
+    The positive control is the test above: other figures make the older sentence history."""
+    old, old_body = _doc("handover", "On-call handover",
+                         "Kenji Watanabe is the Atlas on-call owner from 1 September 2024 onwards.",
+                         date(2024, 8, 20))  # fmt: skip
+    new, new_body = _doc("policy-2025", "On-call policy (2025)",
+                         "Kenji Watanabe is the Atlas on-call owner since September 2024, as agreed in 2024.",
+                         date(2025, 2, 3))  # fmt: skip
+    answer = composed_answer(_context("Who is the Atlas on-call owner?", [old, new], []))
+    texts = [s.text for s in answer.sentences]
+    assert texts and not any(t.startswith("Earlier, written") for t in texts), texts
+    assert {old.text, new.text} <= set(texts), texts
+    _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})
+
+
+def test_a_chunk_sentence_naming_a_value_only_ever_planned_is_told_as_a_plan() -> None:
+    """Plans as done (issue 11): the plan document's own sentence ("Beacon moves to CockroachDB in Q3 2023")
+    has no plan word, so quoted as it is it states the plan as done. It is told as a plan. Positive
+    control: once a fact states the value as done, the same sentence stands as written."""
+    plan_text = "Beacon moves to CockroachDB in Q3 2023 under Project Lodestar."
+    plan_doc, plan_body = _doc("lodestar-plan", "Project Lodestar", plan_text, date(2023, 5, 15))
+    planned = _claim(plan_doc, "CockroachDB", "Beacon moves to CockroachDB", attribute="database", entity="Beacon",
+                     status=ClaimStatus.NOT_A_FACT, modality=Modality.PLAN)  # fmt: skip
+    question = "Which database is Project Lodestar about?"
+    answer = composed_answer(_context(question, [plan_doc], [planned]))
+    texts = [s.text for s in answer.sentences]
+    assert texts == [
+        "A source written 15 May 2023 describes a plan: Beacon moves to CockroachDB in Q3 2023 under Project "
+        "Lodestar; none of the documents says it happened."
+    ], texts
+    _assert_exact_bytes(answer, {plan_doc.doc_id: plan_body})
+    # The answer path's verifier keeps it: the date is the cited source's own (its title and date back it).
+    source = SupportingFact(f"{plan_doc.title} 2023-05-15", (plan_doc.chunk_id,))
+    assert verify_answer(answer, [source]).sentences == answer.sentences
+
+    done = replace(planned, status=ClaimStatus.CURRENT, modality=Modality.FACT, claim_id="clm_done")
+    stated = composed_answer(_context(question, [plan_doc], [done]))
+    assert plan_doc.text in [s.text for s in stated.sentences]
+
+
+def test_a_named_entitys_current_claim_joins_the_context_only_through_readable_evidence() -> None:
+    """Retrieval missed the chunk holding the current value (dev d04, d05, d07): the named entity's claims
+    read for the question join the walk's, and their evidence chunk (loaded through the ACL recheck) lets the
+    answer lead with the current value. An outsider's recheck loads no chunk of the restricted memo, so its
+    claim never appears, not even as history; the reader who may open it gets it (positive control)."""
+    memo, memo_body = _doc("memo-2025", "Headcount update (restricted)",
+                           "Engineering headcount is 61 as of 1 March 2025.", date(2025, 3, 14))  # fmt: skip
+    current = _claim(memo, "61", "Engineering headcount is 61", attribute="headcount", entity="Engineering",
+                     valid_from=date(2025, 3, 1), claim_id="clm_61")  # fmt: skip
+    older = _claim(OLD, "64", "Capacity: 18,000 pallet positions", attribute="headcount", entity="Engineering",
+                   status=ClaimStatus.SUPERSEDED, superseded_by="clm_61")  # fmt: skip
+    question = "How many people work in engineering these days?"
+    walk = GraphFacts((), {}, (OLD,))  # the walk reached nothing about the question's entity
+    assert not asks_a_known_fact(question, walk.claims) and asks_a_known_fact(question, [current])
+
+    def answer(evidence: tuple[SearchHit, ...]) -> Answer:
+        named = GraphFacts((current, older), {"ent_Engineering": 1.0}, evidence)
+        facts = merge_facts(walk, named)
+        loaded = {h.chunk_id: h for h in facts.fact_evidence}
+        ctx = build_context(question, [OLD], claims=facts.claims, evidence=loaded, counter=EstimatedTokens())
+        return composed_answer(ctx)
+
+    reader = answer((memo, OLD))
+    assert "61" in reader.sentences[0].text and "1 March 2025" in reader.sentences[0].text
+    _assert_exact_bytes(reader, {memo.doc_id: memo_body, OLD.doc_id: OLD_BODY})
+
+    outsider = answer((OLD,))  # the recheck refused the memo's chunk
+    assert all("61" not in s.text for s in outsider.sentences)
+    assert all(c.doc_id != memo.doc_id for c in outsider.citations)
+    assert all(f["value"] != "61" for f in outsider.facts)
+
+
+def test_a_sentence_two_copies_of_a_message_give_is_said_once_citing_both() -> None:
+    """Dev c02: the support email and its Customer Success copy gave the answer the same sentence twice."""
+    line = "From 15 April 2024 the first-response target changes from 8 to 4 business hours."
+    first, first_body = _doc("frt", "First-response target", line, date(2024, 4, 2))
+    copy, copy_body = _doc("frt-cs", "First-response target (copy)", line, date(2024, 4, 3))
+    answer = composed_answer(_context("What is the first-response target from 15 April 2024?", [first, copy], []))
+    assert [s.text for s in answer.sentences] == [line]
+    assert {c.doc_id for c in answer.citations} == {"frt", "frt-cs"}
+    _assert_exact_bytes(answer, {first.doc_id: first_body, copy.doc_id: copy_body})
+
+
+def test_a_possessive_names_the_entity_so_its_claim_is_the_focus() -> None:
+    """Dev c03, c05: "What is Kenji Watanabe's role?" read the term "watanabe'", so no claim was the focus and
+    the answer abstained although the claims table had the role. Control: a question naming someone else."""
+    hit, _ = _doc("policy", "On-call policy", "Kenji Watanabe has been the Atlas on-call owner since 2024.",
+                  date(2025, 2, 3))  # fmt: skip
+    role = _claim(hit, "Atlas on-call owner", "Kenji Watanabe has been the Atlas on-call owner", attribute="role",
+                  entity="Kenji Watanabe")  # fmt: skip
+    asked = _context("What is Kenji Watanabe's role?", [hit], [role])
+    assert [f.focus for f in asked.facts] == [True]
+    assert "Atlas on-call owner" in composed_answer(asked).sentences[0].text
+    other = _context("What is Tom Becker's role?", [hit], [role])
+    assert [f.focus for f in other.facts] == [False]
+
+
+def test_a_quoted_sentence_holding_a_disputed_claim_brings_the_dispute_into_the_answer() -> None:
+    """Dev c01: the answer quoted one sentence of two values the claims table holds in conflict, and said
+    nothing of the conflict. Now it says so, with both sides (here one source: "more than one"); across two
+    documents, "the sources disagree". Control: the same claims not in conflict add nothing."""
+    line = "Failed trackers are replaced within five working days in NL and ten working days in the US."
+    hit, body = _doc("tidewave", "Vendor profile: Tidewave", line, date(2023, 6, 5))
+    five = _claim(hit, "5 working days", "within five working days", attribute="response_target", entity="Tidewave",
+                  status=ClaimStatus.CONFLICT, conflicts_with=("clm_ten",), claim_id="clm_five")  # fmt: skip
+    ten = _claim(hit, "10 working days", "ten working days", attribute="response_target", entity="Tidewave",
+                 status=ClaimStatus.CONFLICT, conflicts_with=("clm_five",), claim_id="clm_ten")  # fmt: skip
+    question = "How many working days does a tracker replacement take?"
+    answer = composed_answer(_context(question, [hit], [five, ten]))
+    texts = [s.text for s in answer.sentences]
+    assert any("more than one" in t and "5 working days" in t and "10 working days" in t for t in texts), texts
+    assert line in texts and len(answer.conflicts) == 1
+    _assert_exact_bytes(answer, {hit.doc_id: body})
+    ctx = _context(question, [hit], [five, ten])
+    support = [SupportingFact(f"{f.render()} {hit.title} 2023-06-05", f.evidence_chunk_ids) for f in ctx.facts]
+    assert verify_answer(answer, support).sentences == answer.sentences  # the answer path keeps it
+
+    settled = [replace(c, status=ClaimStatus.CURRENT, conflicts_with=()) for c in (five, ten)]
+    plain = composed_answer(_context(question, [hit], settled))
+    assert [s.text for s in plain.sentences] == [line] and plain.conflicts == ()
+
+
+def test_history_dated_by_the_newer_values_start_cites_the_newer_value_too() -> None:
+    """Dev c05: "Until 1 September 2024 it was software engineer." cited only the older claim, whose quote and
+    fact hold no such day, so the verifier removed it. It cites the newer claim that dates it. Control: a
+    value the text itself closes ("until 14 June") is dated by its own claim and cites only that."""
+    new, _ = _doc("policy", "On-call policy", "Kenji has been the Atlas on-call owner since September 2024.",
+                  date(2025, 2, 3))  # fmt: skip
+    old, _ = _doc("directory", "People directory", "Kenji Watanabe, software engineer, Routing.", date(2023, 3, 20))
+    now = _claim(new, "Atlas on-call owner", "Kenji has been the Atlas on-call owner", attribute="role",
+                 entity="Kenji", valid_from=date(2024, 9, 1), claim_id="clm_now")  # fmt: skip
+    was = _claim(old, "software engineer", "software engineer", attribute="role", entity="Kenji",
+                 status=ClaimStatus.SUPERSEDED, superseded_by="clm_now")  # fmt: skip
+    ctx = _context("What is Kenji's role?", [new, old], [now, was])
+    answer = composed_answer(ctx)
+    history = next(s for s in answer.sentences if s.text.startswith("Until 1 September 2024"))
+    assert {answer.citations[i - 1].doc_id for i in history.citation_ids} == {"policy", "directory"}
+    support = [SupportingFact(f.render(), f.evidence_chunk_ids) for f in ctx.facts]
+    assert history in verify_answer(answer, support).sentences
+
+    ended = replace(OUTDATED, valid_to=date(2024, 6, 14))
+    closed = composed_answer(_context("What is the pallet capacity of LEJ-2?", [OLD, NEW], [ended, CURRENT]))
+    (until,) = [s for s in closed.sentences if s.text.startswith("Until")]
+    assert [closed.citations[i - 1].doc_id for i in until.citation_ids] == [OLD.doc_id]

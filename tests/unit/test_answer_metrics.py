@@ -121,6 +121,7 @@ def test_the_report_compares_two_answerers_per_split_and_the_routers(tmp_path: P
     assert new_test["outdated_as_current"] == 0.0 and new_test["value_accuracy"] == 1.0
     sign = answers["sign_tests"]["new vs old (outdated_as_current, test)"]
     assert sign["wins"] == 1 and sign["losses"] == 0
+    assert "new vs old (conflict_surfaced, test)" in answers["sign_tests"]  # compared too (no such question here)
     assert report["router"]["rules"]["test"] == {"accuracy": 1.0, "n": 1}
     assert set(report["per_split"]) == {"dev", "test"}
 

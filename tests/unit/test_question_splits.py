@@ -61,6 +61,23 @@ def test_the_held_out_file_passes_the_corpus_checker() -> None:
     assert done.returncode == 0, done.stdout
 
 
+def test_the_conflict_set_is_dev_only_labelled_and_passes_the_corpus_checker() -> None:
+    """Issue 11's dev conflict set: tuned on, so every question is dev, each names two competing values, and
+    none repeats a test question."""
+    conflicts = _load("questions-conflicts.jsonl")
+    assert len(conflicts) >= 6 and {q["split"] for q in conflicts} == {"dev"}
+    parsed = parse_questions((CORPUS / "questions-conflicts.jsonl").read_text(encoding="utf-8").splitlines())
+    assert all(len(q.conflict_values) >= 2 for q in parsed)
+    tests = _load("questions-test.jsonl") + [q for q in _load("questions.jsonl") if q["split"] == "test"]
+    assert not {q["question"] for q in conflicts} & {q["question"] for q in tests}
+    done = subprocess.run(
+        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-conflicts.jsonl"),
+         "--min-per-type", "0"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [({"split": "train"}, "unknown split"), ({"conflict_values": ["Lars"]}, "at least two")],

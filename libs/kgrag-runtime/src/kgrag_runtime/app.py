@@ -14,7 +14,7 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import AclClass, Caller
-from kgrag_core.answering.context import AnswerContext, build_context, chunks_only
+from kgrag_core.answering.context import AnswerContext, asks_a_known_fact, build_context, chunks_only, merge_facts
 from kgrag_core.answering.model import Answer, RemovedSentence
 from kgrag_core.answering.sealed_cache import open_answer, seal_answer
 from kgrag_core.answering.verification import verify_answer
@@ -555,6 +555,10 @@ class KgragApp:
             return chunks_only(question, response.hits)
         if isinstance(response, GraphSearchResponse) and response.claims:
             facts = GraphFacts(response.claims, response.entity_weights, response.fact_evidence)
+            if not asks_a_known_fact(question, facts.claims):
+                # The walk holds no claim on what the question asks of the entity it names: read that
+                # entity's claims too (issue 11: the current value reaches the answer when retrieval missed it).
+                facts = merge_facts(facts, self.graph_searcher.facts_for(question, caller, response.hits))
         else:  # the search did not walk the graph (a lookup, or graph off): read the named entities' claims
             facts = self.graph_searcher.facts_for(question, caller, response.hits)
         traversal = response.traversal if isinstance(response, GraphSearchResponse) else None

@@ -24,7 +24,7 @@ from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extra
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.answering.sentences import split_sentences
-from kgrag_core.answering.verification import hedged
+from kgrag_core.answering.verification import hedged, value_figures
 from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality
@@ -41,6 +41,11 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
            "November", "December")  # fmt: skip
 _YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|were|are|has|have|had|will|would|can|could)\b", re.IGNORECASE)
 _NEGATION_CUES = frozenset(content_terms("not never no cancelled cancel instead without"))
+# Words that already tell a plan did not happen (content_terms drops "not" and "no" as stopwords).
+_NOT_DONE = re.compile(
+    r"\b(?:not|no|never|none|cancel\w*|postpon\w*|shelv\w*|dropped|abandon\w*|rejected|instead|without)\b",
+    re.IGNORECASE,
+)
 _PLAN_CUES = frozenset(content_terms("plan planned will proposal propose proposed might could would should intend"))
 _KIND_OF = {
     Modality.PLAN: "a plan",
@@ -95,8 +100,16 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         drafts[0].text = f"As of {_long(context.as_of)}: {drafts[0].text}"
     if not drafts:
         restated = _older_restatements(base, context)
-        if restated:
-            return _assemble(context, _supporting_drafts(base, context, restated), [], base.evidence_chunk_ids)
+        planned = _only_planned(context)
+        # Two copies of one message (a forward, a repost) give the same sentence twice: it is said once.
+        repeated = len({s.text for s in base.sentences}) < len(base.sentences)
+        if restated or repeated or any(_states_plan(s.text, planned) for s in base.sentences):
+            drafts = _supporting_drafts(base, context, restated)
+            found, conflicts = _disputed_in(drafts, context)
+            return _assemble(context, found + drafts, conflicts, base.evidence_chunk_ids)
+        found, conflicts = _disputed_in(_supporting_drafts(base, context, {}), context)
+        if found:
+            return _assemble(context, found + _supporting_drafts(base, context, {}), conflicts, base.evidence_chunk_ids)
         if base.answered:
             supports = [1.0 if base.confidence == "HIGH" else 0.7 if base.confidence == "MEDIUM" else 0.4]
             grade = confidence.grade(supports * len(base.sentences), truncated=context.truncated)
@@ -118,7 +131,48 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
             continue  # the superseded value is told as history above, never as a sentence of its own
         drafts.append(draft)
         added += 1
-    return _assemble(context, drafts, conflicts, base.evidence_chunk_ids)
+    found, more = _disputed_in(drafts, context, told={c.attribute for c in conflicts})
+    return _assemble(context, drafts + found, conflicts + more, base.evidence_chunk_ids)
+
+
+def _disputed_in(
+    drafts: Sequence[_Draft], context: AnswerContext, *, told: set[str] | None = None
+) -> tuple[list[_Draft], list[Conflict]]:
+    """The disagreements behind what the answer quotes: a quoted sentence holding the quote of a claim the
+    claims table holds in conflict (two values for one attribute, same day, neither newer) states one side
+    as if it were settled, so the answer also says that the sources disagree, with both sides and dates.
+    Only conflicts whose every side rests on chunks the caller could load are in the context at all."""
+    quoted = [(q.hit.chunk_id, normalise_for_quote(q.text)) for d in drafts for q in d.quotes]
+    groups: dict[tuple[str, str, str], list[Fact]] = {}
+    for fact in context.facts:
+        if fact.kind == "claim" and fact.status is FactStatus.CONFLICT:
+            groups.setdefault(fact.key, []).append(fact)
+    out: list[_Draft] = []
+    conflicts: list[Conflict] = []
+    for members in groups.values():
+        sides = _distinct_values(members)
+        label = f"{members[0].subject}'s {members[0].predicate.replace('_', ' ')}"
+        if len(sides) < 2 or members[0].predicate in (told or set()) or len(conflicts) >= 1:
+            continue
+        touched = any(
+            chunk in f.evidence_chunk_ids and f.quote and normalise_for_quote(f.quote) in text
+            for f in members
+            for chunk, text in quoted
+        )
+        if not touched:
+            continue
+        docs = {context.evidence[c].doc_id for f in sides for c in f.evidence_chunk_ids if c in context.evidence}
+        if len(docs) == 1:  # one source giving two values is no disagreement between sources, but still two
+            values = " and ".join(f.value for f in sides)
+            text = f"{_title(sides[0], context)} ({_written(sides[0])}) gives more than one {label}: {values}."
+        else:
+            parts = [f"{_title(f, context)} ({_written(f)}) gives {f.value}" for f in sides]
+            text = f"The sources disagree on {label}: " + "; ".join(parts) + "."
+        draft = _draft(text, sides, context)
+        if draft is not None:
+            out.append(draft)
+            conflicts.append(_conflict(members[0], label, sides, context))
+    return out, conflicts
 
 
 def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, date]) -> list[_Draft]:
@@ -127,23 +181,55 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
     hits = {h.chunk_id: h for h in context.chunks}
     fresh: list[_Draft] = []
     stale: list[_Draft] = []
+    planned = _only_planned(context)
     for i, (sentence, citations) in enumerate(_supporting(base)):
         quote = citations[0]
         hit = hits.get(quote.chunk_id)
         if hit is None:
             continue
         cited = [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)]
-        if i in older:
+        if _states_plan(sentence.text, planned):
+            # The plan in the plan document's own words ("Beacon moves to CockroachDB in Q3") reads as done.
+            frame = f"A source written {_long(hit.doc_time.date())}" if hit.doc_time else "An undated source"
+            body = sentence.text.rstrip()
+            body = body[:-1] if body.endswith(".") else body
+            text = f"{frame} describes a plan: {body}; none of the documents says it happened."
+            (stale if i in older else fresh).append(_Draft(text, cited, [], 0.6))
+        elif i in older:
             stale.append(_Draft(f"Earlier, written {_long(older[i])}: {sentence.text}", cited, [], 0.7))
         else:
             fresh.append(_Draft(sentence.text, cited, [], 0.7))
     return fresh + stale
 
 
+def _only_planned(context: AnswerContext) -> list[str]:
+    """Values the context's facts hold only as a plan, proposal or hedge: no current or past fact gives them
+    (a planned "PostgreSQL 16" that a later document states as done is not among them)."""
+    stated = {
+        normalise_value(f.value)
+        for f in context.facts
+        if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED, FactStatus.CONFLICT)
+    }
+    return list(
+        dict.fromkeys(
+            f.value for f in context.facts if f.status is FactStatus.PLAN and normalise_value(f.value) not in stated
+        )
+    )
+
+
+def _states_plan(text: str, planned: Sequence[str]) -> bool:
+    """A sentence naming a value only ever planned, with no word of planning, hedging or negation in it."""
+    if not planned or hedged(text) or _NOT_DONE.search(text):
+        return False
+    return any(value_in(text, v) for v in planned)
+
+
 def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]:
     """Sentences that a newer document restates with other figures ("The hotel cap is €160 …" in the 2023
     policy, "The hotel cap is lowered to €140 …" in the 2024 update), by index, with their own document's
-    date: without graph facts they are the only clock there is, and the older wording is history."""
+    date: without graph facts they are the only clock there is, and the older wording is history. Dates are
+    no figures: two statements of one value dated differently ("owner since March 2023" and "owner since
+    2023") restate it, and both stand as they are."""
     hits = {h.chunk_id: h for h in context.chunks}
     said: list[tuple[int, date, frozenset[str], frozenset[str], str]] = []
     for i, (sentence, citations) in enumerate(_supporting(base)):
@@ -151,7 +237,7 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
         if hit is None or hit.doc_time is None:
             continue
         terms = set(content_terms(sentence.text))
-        figures = frozenset(_FIGURE.findall(sentence.text))
+        figures = value_figures(sentence.text)
         words = frozenset(t for t in terms if not any(ch.isdigit() for ch in t))
         said.append((i, hit.doc_time.date(), words, figures, hit.doc_id))
     older: dict[int, date] = {}
@@ -165,7 +251,6 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
     return older
 
 
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
 _RESTATED = 0.5  # share of shared words (figures aside) for two sentences to say the same thing
 
 
@@ -294,7 +379,9 @@ def _claim_drafts(
         history += 1
         until = old.valid_to or (newer.valid_from if newer is not None else None)
         text = f"Until {_long(until)} it was {old.value}." if until else f"Earlier{_as_of(old)}, it was {old.value}."
-        draft = _draft(text, [old], context)
+        # A day taken from the newer value's start is that value's to back: the sentence cites it too.
+        dated_by = [newer] if old.valid_to is None and until is not None and newer is not None else []
+        draft = _draft(text, [old, *dated_by], context)
         if draft is not None:
             drafts.append(draft)
         newer = old

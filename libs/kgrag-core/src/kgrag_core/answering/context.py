@@ -26,6 +26,7 @@ from kgrag_core.graph.model import Edge
 from kgrag_core.graph_retrieval.evidence import DEFAULT_ATTRIBUTE_CUES, _take, attribute_relevance
 from kgrag_core.graph_retrieval.expansion import relation_relevance
 from kgrag_core.graph_retrieval.facts import named_in
+from kgrag_core.graph_retrieval.searcher import GraphFacts
 from kgrag_core.ports import TokenCounter
 from kgrag_core.search import SearchHit
 
@@ -135,6 +136,29 @@ class AnswerContext:
 def chunks_only(question: str, hits: Sequence[SearchHit]) -> AnswerContext:
     """The context of a question the graph told nothing about: its chunks, nothing left out."""
     return AnswerContext(question, tuple(hits))
+
+
+def asks_a_known_fact(question: str, claims: Sequence[ClaimRecord]) -> bool:
+    """Whether these claims hold one about an entity the question names and the attribute it asks for (the
+    ontology's attribute name or a cue of it): the fact the answer should lead with."""
+    return any(
+        named_in(question, c.entity_name) and attribute_relevance(question, c.attribute, DEFAULT_ATTRIBUTE_CUES) >= 1.0
+        for c in claims
+    )
+
+
+def merge_facts(first: GraphFacts, second: GraphFacts) -> GraphFacts:
+    """The facts of a graph walk joined by those read for the entities the question names (`facts_for`):
+    a walk that reached other entities, or whose retrieval missed the chunk with the current value, still
+    hands the answer the named entity's timeline. Both come from the caller's own visibility-filtered reads
+    and their evidence through the ACL recheck, so the join adds nothing the caller may not read."""
+    claims = {c.claim_id: c for c in (*first.claims, *second.claims)}
+    weights = dict(second.entity_weights)
+    for entity_id, weight in first.entity_weights.items():
+        weights[entity_id] = max(weight, weights.get(entity_id, 0.0))
+    evidence = {h.chunk_id: h for h in (*second.fact_evidence, *first.fact_evidence)}
+    edges = {e.relation_id: e for e in (*first.edges, *second.edges)}
+    return GraphFacts(tuple(claims.values()), weights, tuple(evidence.values()), tuple(edges.values()))
 
 
 def build_context(

@@ -346,6 +346,15 @@ def _strip_dates(text: str) -> str:
     return text
 
 
+_BARE_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+
+
+def value_figures(text: str) -> frozenset[str]:
+    """The numbers a sentence states as values: its dates (every form, a bare year too) left out, so two
+    sentences that differ only in when they were dated state the same figures."""
+    return frozenset(m.group(0).replace(",", "") for m in _NUMBER.finditer(_BARE_YEAR.sub(" ", _strip_dates(text))))
+
+
 def _dates_supported(sentence: str, support: str) -> str | None:
     known = _dates(support)
     for date in _dates(sentence):

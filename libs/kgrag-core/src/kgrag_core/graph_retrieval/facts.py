@@ -6,6 +6,7 @@ importing the answering package (which imports this one).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from kgrag_core.extraction.records import ClaimRecord
@@ -13,11 +14,14 @@ from kgrag_core.graph.model import Edge
 from kgrag_core.graph_retrieval.evidence import DEFAULT_ATTRIBUTE_CUES, attribute_relevance
 from kgrag_core.text_terms import content_terms
 
+# A possessive ("Kenji Watanabe's role") names the entity: without this the term read is "watanabe'".
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s?\b")
+
 
 def named_in(question: str, name: str) -> bool:
     """Whether the question names this entity: every content term of the name is among the question's."""
     terms = set(content_terms(name))
-    return bool(terms) and terms <= set(content_terms(question))
+    return bool(terms) and terms <= set(content_terms(_POSSESSIVE.sub("", question)))
 
 
 def fact_chunk_ids(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kgrag_core.acl import Caller
+from kgrag_core.answering.context import AnswerContext
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.generative import generative_answer
 from kgrag_core.answering.model import Answer
@@ -33,8 +34,15 @@ from kgrag_runtime.graph import BUNDLED_ROUTER_SET
 
 Answerer = Callable[[str, Caller, SearchResponse | GraphSearchResponse], Answer]
 ALL = "all"
-# Compared question by question between two answerers: lower is better for the last three.
-COMPARED = ("answer_ok", "value_accuracy", "outdated_as_current", "plan_as_done", "unsupported_rate")
+# Compared question by question between two answerers: lower is better for the three in LOWER_IS_BETTER.
+COMPARED = (
+    "answer_ok",
+    "value_accuracy",
+    "outdated_as_current",
+    "plan_as_done",
+    "unsupported_rate",
+    "conflict_surfaced",
+)
 LOWER_IS_BETTER = frozenset({"outdated_as_current", "plan_as_done", "unsupported_rate"})
 
 
@@ -49,7 +57,7 @@ def _llm(app: KgragApp) -> Answerer:
 
     def answer(question: str, caller: Caller, response: SearchResponse | GraphSearchResponse) -> Answer:
         # The app's prompt and verification, but no fallback: a model failure is counted as one, by code.
-        context = app.answer_context(question, caller, response)
+        context = _context_of(app, question, caller, response)
         facts = supporting_facts(response, context)
         return verify_answer(generative_answer(question, response.hits, model, facts=facts, context=context), facts)
 
@@ -58,9 +66,27 @@ def _llm(app: KgragApp) -> Answerer:
 
 def _composed(app: KgragApp) -> Answerer:
     def answer(question: str, caller: Caller, response: SearchResponse | GraphSearchResponse) -> Answer:
-        return answer_verified(question, response, None, context=app.answer_context(question, caller, response))
+        return answer_verified(question, response, None, context=_context_of(app, question, caller, response))
 
     return answer
+
+
+# The context of the response being scored, read once: the answerers and the support the eval scores them
+# against must see the same facts, and the named-entity facts read has a time budget that a loaded machine
+# can overrun on one read and not the next.
+_LAST_CONTEXT: dict[str, tuple[SearchResponse | GraphSearchResponse, AnswerContext]] = {}
+
+
+def _context_of(
+    app: KgragApp, question: str, caller: Caller, response: SearchResponse | GraphSearchResponse
+) -> AnswerContext:
+    held = _LAST_CONTEXT.get(question)
+    if held is not None and held[0] is response:
+        return held[1]
+    context = app.answer_context(question, caller, response)
+    _LAST_CONTEXT.clear()
+    _LAST_CONTEXT[question] = (response, context)
+    return context
 
 
 # Answerers by name, each built for an app; a new composer registers here to be compared by name.
@@ -114,7 +140,7 @@ def evaluate_answers(
     for q in questions:
         response = app.search(q.question, q.caller, top_k=n, graph=graph)
         # Every answerer is scored against the support the verifier is given on the answer path.
-        facts = supporting_facts(response, app.answer_context(q.question, q.caller, response))
+        facts = supporting_facts(response, _context_of(app, q.question, q.caller, response))
         for name, answerer in chosen.items():
             try:
                 answer = answerer(q.question, q.caller, response).as_dict()
