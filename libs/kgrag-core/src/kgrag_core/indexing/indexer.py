@@ -9,6 +9,7 @@ nothing that was already right.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -50,6 +51,17 @@ class _Prepared:
     previous_chunk_ids: frozenset[str]
 
 
+@dataclass(frozen=True, slots=True)
+class StagedIndex:
+    """A batch validated, chunked and embedded, not yet written (`DocumentIndexer.stage_batch`)."""
+
+    size: int
+    outcomes: dict[int, IngestOutcome]  # by position: documents that need no write (rejected, unchanged)
+    prepared: tuple[tuple[int, _Prepared], ...]
+    vectors: dict[str, tuple[float, ...]]
+    embedded: frozenset[str]
+
+
 @dataclass(slots=True)
 class DocumentIndexer:
     documents: DocumentStore
@@ -69,6 +81,12 @@ class DocumentIndexer:
 
     def index_batch(self, docs: Sequence[SourceDocument]) -> list[IngestOutcome]:
         """Index a batch; one bad document gets its error code and the rest go on (invariant 8)."""
+        return self.write_staged(self.stage_batch(docs))
+
+    def stage_batch(self, docs: Sequence[SourceDocument]) -> StagedIndex:
+        """The first half of `index_batch`: validate, chunk, hash-diff and embed, writing nothing but the
+        embedding cache. A runner may stage the next batch while `write_staged` writes this one, as long as
+        the two batches name different documents (staging reads each document's stored version)."""
         outcomes: dict[int, IngestOutcome] = {}
         prepared: list[tuple[int, _Prepared]] = []
         last_position = {doc.doc_id: position for position, doc in enumerate(docs)}
@@ -92,17 +110,23 @@ class DocumentIndexer:
                 outcomes[position] = result
             else:
                 prepared.append((position, result))
-
         vectors, embedded = self._vectors_for([p for _, p in prepared])
+        return StagedIndex(len(docs), outcomes, tuple(prepared), vectors, frozenset(embedded))
+
+    def write_staged(self, staged: StagedIndex) -> list[IngestOutcome]:
+        """The second half of `index_batch`: the projections, then the PostgreSQL commit that makes each
+        document ACTIVE (searchable) last."""
+        outcomes = dict(staged.outcomes)
+        prepared = staged.prepared
         if prepared:
-            self._project([p for _, p in prepared], vectors)
+            self._project([p for _, p in prepared], staged.vectors)
         for position, item in prepared:
             keys = {c.chunk_id: _embedding_key(_embedding_text(item.source.title, c)) for c in item.chunks}
             self.documents.commit_document(item.stored, item.source.acl, item.chunks, embedding_keys=keys)
-            outcomes[position] = _indexed(item, embedded)
+            outcomes[position] = _indexed(item, staged.embedded)
         if prepared:
             self.cache.invalidate_all()
-        return [outcomes[i] for i in range(len(docs))]
+        return [outcomes[i] for i in range(staged.size)]
 
     def delete(self, doc_id: str, *, observed_at: datetime | None = None) -> IngestOutcome:
         existing = self.documents.get_document(doc_id)
@@ -431,7 +455,7 @@ def _object_key(doc_id: str, body_hash: str) -> str:
     return _object_prefix(doc_id) + body_hash.removeprefix("sha256:")
 
 
-def _indexed(item: _Prepared, embedded: set[str]) -> IngestOutcome:
+def _indexed(item: _Prepared, embedded: AbstractSet[str]) -> IngestOutcome:
     doc, chunks = item.source, item.chunks
     new_keys = {
         _embedding_key(_embedding_text(doc.title, c)) for c in chunks if c.chunk_id not in item.previous_chunk_ids

@@ -407,6 +407,8 @@ class _MeasuredRunner(ConsumerRunner):
         self.last_commit_at: float | None = None
         self.assignment_history: list[tuple[float, list[int]]] = []
         self.failed_attempts = 0  # batches the runner had to retry: a server failed mid-measurement
+        self._consumed_at: dict[int, float] = {}  # pipelined batches (by the list's identity): consumed at
+        self._serial_started = time.time()
 
     def assignment(self) -> list[int]:
         return sorted(tp.partition for tp in self._consumer.assignment())
@@ -435,14 +437,31 @@ class _MeasuredRunner(ConsumerRunner):
         self._consumer.resume(self._consumer.assignment())
 
     def _process(self, messages: Sequence[Message]) -> None:
-        started = time.time()
         try:
             super()._process(messages)  # handle, produce outputs, flush, commit offsets
         except BaseException:
             # Counted, never swallowed: the runner backs off and retries the same batch.
             self.failed_attempts += 1
             raise
+
+    def _pipelined(self, messages: list[Message], stop: threading.Event | None, started: float) -> bool:
+        self._consumed_at[id(messages)] = time.time()
+        if super()._pipelined(messages, stop, started):
+            return True
+        del self._consumed_at[id(messages)]  # runs serially: timed by _process_with_backoff
+        return False
+
+    def _settle(self, *, stop: threading.Event | None = None, retry: bool = True) -> bool:
+        ok = super()._settle(stop=stop, retry=retry)
+        if not ok:
+            self.failed_attempts += 1  # a staged batch's writes failed (then redone alone)
+        return ok
+
+    def _committed(self, messages: Sequence[Message]) -> None:
+        """Per batch: consumed (wall clock) → committed; with the pipeline that spans its stage, its wait
+        behind the batch before and its writes."""
         self.last_commit_at = time.time()
+        started = self._consumed_at.pop(id(messages), None) or self._serial_started
         self.batch_log.append((self.last_commit_at, self.last_commit_at - started))
         if self.first_batch_at is None:
             self.first_batch_at = started
@@ -451,6 +470,10 @@ class _MeasuredRunner(ConsumerRunner):
             partition = message.partition() or 0
             self.partition_messages[partition] = self.partition_messages.get(partition, 0) + 1
         self._note_assignment()
+
+    def _process_with_backoff(self, messages: list[Message], stop: threading.Event | None) -> None:
+        self._serial_started = time.time()
+        super()._process_with_backoff(messages, stop)
 
     def _note_assignment(self) -> None:
         current = self.assignment()
