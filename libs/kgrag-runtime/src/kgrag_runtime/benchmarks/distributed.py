@@ -72,7 +72,8 @@ from kgrag_adapters.s3.object_store import S3ObjectStore
 from kgrag_core.acl import Caller
 from kgrag_core.documents import DocumentStatus, SourceDocument
 from kgrag_core.events import DOCUMENTS_CHANGED
-from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler, StagedChunks
+from kgrag_core.handlers.protocol import HandlerResult
 from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -102,6 +103,7 @@ WARMUP_DOCS = 2
 NO_LAG_REFRESH_S = 1e9
 RUNNER_DEFAULT = "defaults"
 RUNNER_NO_LAG = "lag refresh off (diagnostic)"
+RUNNER_NO_PIPELINE = "pipeline off (same-run baseline)"
 VECTOR_NOTE = (
     "Vector projection: one Qdrant Edge shard per worker process (the real Qdrant engine, in process) — "
     "there is no Qdrant server on this machine, and qdrant-client's local mode is a single-client Python "
@@ -383,20 +385,52 @@ def _open_indexer_stores(settings: KgragSettings, shard: Path, embedder: Embedde
         yield _IndexerStores(store, vectors, keywords, objects, cache, embedder)
 
 
+class _TimedHandler(ChunkIndexerHandler):
+    """The chunk-indexer handler, unchanged, timing its two halves: stage (validate, chunk, embed) and
+    finish (the projections' writes and the PostgreSQL commit)."""
+
+    def __init__(self, indexer: DocumentIndexer) -> None:
+        super().__init__(indexer, name=SERVICE, topics=(DOCUMENTS_CHANGED,))
+        self.stage_s: list[float] = []
+        self.finish_s: list[float] = []
+
+    def stage(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> StagedChunks:
+        started = time.perf_counter()
+        try:
+            return super().stage(topic, batch)
+        finally:
+            self.stage_s.append(time.perf_counter() - started)
+
+    def finish(self, staged: StagedChunks) -> HandlerResult:
+        started = time.perf_counter()
+        try:
+            return super().finish(staged)
+        finally:
+            self.finish_s.append(time.perf_counter() - started)
+
+
 class _MeasuredRunner(ConsumerRunner):
     """The runtime's ConsumerRunner, unchanged in how it consumes, plus what the benchmark reads: the
     partition assignment, messages per partition, first/last batch times, and a join-and-hold phase.
     It uses ConsumerRunner's `_consumer`, `_subscribed` and `_process`; mypy checks those names."""
 
     def __init__(
-        self, handler: ChunkIndexerHandler, settings: KgragSettings, client_id: str, *, lag_refresh: bool = True
+        self,
+        handler: ChunkIndexerHandler,
+        settings: KgragSettings,
+        client_id: str,
+        *,
+        lag_refresh: bool = True,
+        pipeline: bool = True,
     ) -> None:
         super().__init__(
             handler,
             bootstrap=settings.kafka_bootstrap or "",
             group_id=group_id(settings, SERVICE),
             producer=producer(settings, client_id),
-            settings=RunnerSettings() if lag_refresh else RunnerSettings(lag_refresh_s=NO_LAG_REFRESH_S),
+            settings=RunnerSettings(pipeline=pipeline)
+            if lag_refresh
+            else RunnerSettings(lag_refresh_s=NO_LAG_REFRESH_S, pipeline=pipeline),
             # Only membership timing: a replica that dies releases its partitions within seconds.
             extra_config={"client.id": client_id, "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000},
         )
@@ -583,9 +617,11 @@ def bench_freshness(
     rate_per_s: float,
     settle_s: float = 300.0,
     lag_refresh: bool = True,
+    pipeline: bool = True,
 ) -> dict[str, Any]:
     """Produce `docs` documents at `rate_per_s`, one chunk-indexer on a thread; per-document time from
-    produce to searchable. `settle_s` bounds the wait after the last produce."""
+    produce to searchable. `settle_s` bounds the wait after the last produce; `pipeline` False runs the
+    runner serially (each batch's writes before the next batch's embedding), the same-run baseline."""
     if docs < 1 or rate_per_s <= 0:
         raise ValueError("docs must be >= 1 and rate_per_s > 0")
     items = _bench_documents(docs, "f", seed=21)
@@ -603,12 +639,9 @@ def bench_freshness(
                 settings.opensearch_url or "", index=settings.opensearch_index
             ) as probe_keywords,
         ):
-            runner = _MeasuredRunner(
-                ChunkIndexerHandler(stores.indexer(settings), name=SERVICE, topics=(DOCUMENTS_CHANGED,)),
-                settings,
-                f"{SERVICE}-0",
-                lag_refresh=lag_refresh,
-            )
+            handler = _TimedHandler(stores.indexer(settings))
+            runner = _MeasuredRunner(handler, settings, f"{SERVICE}-0", lag_refresh=lag_refresh, pipeline=pipeline)
+            label = RUNNER_NO_PIPELINE if not pipeline else RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG
             worker_stop = threading.Event()
             worker_error: list[Exception] = []
 
@@ -645,10 +678,7 @@ def bench_freshness(
                 warm_done = time.time()
                 probe.pass_seconds.clear()
                 probe.max_pending = 0
-                console.print(
-                    f"Freshness: {docs} documents at {rate_per_s:g}/s, runner "
-                    f"{RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG}…"
-                )
+                console.print(f"Freshness: {docs} documents at {rate_per_s:g}/s, runner {label}…")
                 produced: dict[str, float] = {}
                 started = time.monotonic()
                 for i, bench in enumerate(items):
@@ -691,7 +721,8 @@ def bench_freshness(
     achieved = chunks / window if window > 0 else 0.0
     offered_chunks = rate_per_s * (chunks / len(measured)) if measured else 0.0
     return {
-        "runner": RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG,
+        "runner": label,
+        "pipeline": pipeline,
         "documents": docs,
         "offered_docs_per_s": rate_per_s,
         "produced_docs_per_s": docs / produce_elapsed if produce_elapsed > 0 else float(docs),
@@ -720,6 +751,9 @@ def bench_freshness(
         "batches": len(batches),
         "batch_handle_p50_s": _percentiles(batches)[0] if batches else float("nan"),
         "batch_handle_p95_s": _percentiles(batches)[1] if batches else float("nan"),
+        # The handler's two halves per batch (warm-up included): the model's part and the writes' part.
+        "stage_p50_s": _percentiles(sorted(handler.stage_s))[0] if handler.stage_s else float("nan"),
+        "write_p50_s": _percentiles(sorted(handler.finish_s))[0] if handler.finish_s else float("nan"),
         "docs_per_batch": (len(measured) / len(batches)) if batches else float("nan"),
         "probe_pass_p95_ms": _percentiles(sorted(probe.pass_seconds))[1] * 1000 if probe.pass_seconds else 0.0,
         "max_pending_docs": probe.max_pending,
@@ -1188,11 +1222,13 @@ def run_distributed_benchmarks(
     settle_s: float = 300.0,
     drain_limit_s: float = 900.0,
     lag_diagnostic: bool = True,
+    pipeline_baseline: bool = False,
 ) -> dict[str, Any]:
     """Freshness at `rate_per_s` over `docs` documents, then scale-out for each replica count in
     `replicas` (a 1 runs with 1 and with all cores' ONNX threads; n > 1 runs with cores // n threads
     each) on a backlog of `backlog` (default `docs`) documents. Everything runs with the runner's
-    defaults and, if `lag_diagnostic`, again with its lag refresh off (see NO_LAG_REFRESH_S).
+    defaults and, if `lag_diagnostic`, again with its lag refresh off (see NO_LAG_REFRESH_S); if
+    `pipeline_baseline`, freshness once more with the runner serial (RunnerSettings.pipeline off).
     Writes results.md and results.json."""
     endpoints = endpoints or Endpoints.from_env()
     endpoints.check_loopback()
@@ -1225,6 +1261,11 @@ def run_distributed_benchmarks(
         results["freshness_diagnostic"] = (
             bench_freshness(endpoints, console, docs=docs, rate_per_s=rate_per_s, settle_s=settle_s, lag_refresh=False)
             if lag_diagnostic
+            else None
+        )
+        results["freshness_pipeline_off"] = (
+            bench_freshness(endpoints, console, docs=docs, rate_per_s=rate_per_s, settle_s=settle_s, pipeline=False)
+            if pipeline_baseline
             else None
         )
         rows: list[dict[str, Any]] = []
@@ -1279,8 +1320,15 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         "retried batches | load 1m start→end |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    fresh_rows = [row for row in (f, results.get("freshness_diagnostic")) if row]
+    fresh_rows = [row for row in (f, results.get("freshness_diagnostic"), results.get("freshness_pipeline_off")) if row]
     lines += [_freshness_row(row) for row in fresh_rows]
+    lines.append("")
+    lines += [
+        f"Batch halves ({row['runner']}): stage (validate, chunk, embed) p50 "
+        f"{row.get('stage_p50_s', float('nan')):.2f} s, writes (OpenSearch, S3, vectors, PostgreSQL commit) p50 "
+        f"{row.get('write_p50_s', float('nan')):.2f} s."
+        for row in fresh_rows
+    ]
     lines.append("")
     for row in fresh_rows:
         if row["saturated"]:
@@ -1432,6 +1480,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "off (it costs about 0.5 s per assigned partition on the consume loop; see the docs)",
     )
     parser.add_argument(
+        "--pipeline-baseline",
+        action="store_true",
+        help="add a freshness row with the runner serial (RunnerSettings(pipeline=False)): each batch's "
+        "writes before the next batch's embedding, the same-run baseline for the one-deep pipeline",
+    )
+    parser.add_argument(
         "--drain-limit",
         type=_positive(float),
         default=900.0,
@@ -1475,6 +1529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             settle_s=args.settle,
             drain_limit_s=args.drain_limit,
             lag_diagnostic=not args.no_lag_diagnostic,
+            pipeline_baseline=args.pipeline_baseline,
         )
     except BenchmarkError as err:
         console.print(f"[red]benchmark failed:[/red] {err}")
