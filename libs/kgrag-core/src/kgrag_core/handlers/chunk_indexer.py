@@ -81,14 +81,11 @@ class ChunkIndexerHandler:
         )
         for outcome in self.indexer.write_staged(staged.index):
             result.outcomes.append(outcome)
-            if outcome.status in (IngestStatus.INDEXED, IngestStatus.UPDATED):
-                chunks = self.indexer.documents.chunks_of(outcome.doc_id)
-                stored = self.indexer.documents.get_document(outcome.doc_id)
-                event = ChunksChanged(
-                    doc_id=outcome.doc_id,
-                    version=stored.version if stored else 0,
-                    chunk_ids=[c.chunk_id for c in chunks],
-                )
+            written = staged.index.written(outcome.doc_id)
+            if outcome.status in (IngestStatus.INDEXED, IngestStatus.UPDATED) and written is not None:
+                # What the commit just stored (the document's whole chunk set), without reading it back.
+                version, chunk_ids = written
+                event = ChunksChanged(doc_id=outcome.doc_id, version=version, chunk_ids=chunk_ids)
                 result.outputs.append(OutputEvent(CHUNKS_CHANGED, outcome.doc_id, event.model_dump(mode="json")))
         return result
 
