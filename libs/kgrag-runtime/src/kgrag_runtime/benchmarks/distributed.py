@@ -841,6 +841,7 @@ class _Replica:
         max_seconds: float,
         *,
         lag_refresh: bool,
+        pipeline: bool = True,
     ) -> None:
         self.index = index
         self.log_path = log_path
@@ -860,6 +861,7 @@ class _Replica:
                 "--worker-max-seconds",
                 f"{max_seconds:.0f}",
                 *([] if lag_refresh else ["--worker-no-lag-refresh"]),
+                *([] if pipeline else ["--worker-no-pipeline"]),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -957,12 +959,14 @@ def bench_scale_out(
     threads: int,
     drain_limit_s: float = 900.0,
     lag_refresh: bool = True,
+    pipeline: bool = True,
 ) -> dict[str, Any]:
-    """Drain a backlog of `docs` documents with `replicas` worker processes in one consumer group."""
+    """Drain a backlog of `docs` documents with `replicas` worker processes in one consumer group; then the
+    model alone (with the replicas' ONNX threads) on a sample of the same chunks, in this process."""
     if not 1 <= replicas <= TOPIC_PARTITIONS:
         raise ValueError(f"replicas must be between 1 and {TOPIC_PARTITIONS} (the topic's partitions)")
     items = _bench_documents(docs, "s", seed=31)
-    runner = RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG
+    runner = RUNNER_NO_PIPELINE if not pipeline else RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG
     console.print(
         f"Scale-out: {replicas} replica(s) × {threads} ONNX thread(s), backlog of {docs} documents, runner {runner}…"
     )
@@ -983,6 +987,7 @@ def bench_scale_out(
                         Path(tmp) / f"replica-{i}.log",
                         max_seconds=drain_limit_s + 600,
                         lag_refresh=lag_refresh,
+                        pipeline=pipeline,
                     )
                 )
             for w in workers:
@@ -1025,6 +1030,12 @@ def bench_scale_out(
         finally:
             for w in workers:
                 w.close()
+        with PostgresStore.connect(dsn, kek=build_key_ring(settings)) as store:
+            model_alone = _model_alone(
+                store,
+                build_embedder(settings.model_copy(update={"embed_threads": threads})),
+                [b.doc.doc_id for b in items[:: max(1, docs // 16)][:16]],
+            )
     last = max(r["last_commit_at"] or go_at for r in results)
     first = min((r["first_batch_at"] for r in results if r["first_batch_at"] is not None), default=go_at)
     drain_s = last - go_at
@@ -1041,6 +1052,8 @@ def bench_scale_out(
         "first_batch_delay_s": first - go_at,
         "docs_per_s": docs / drain_s,
         "chunks_per_s": stats.chunks / drain_s,
+        "model_alone_chunks_per_s": model_alone,
+        "pipeline": pipeline,
         "split_before_backlog": split,
         "per_replica": [
             {
@@ -1114,7 +1127,9 @@ def _emit(kind: str, payload: Mapping[str, Any]) -> None:
     print(f"{PROTOCOL} {kind} {json.dumps(payload)}", flush=True)
 
 
-def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: bool = True) -> int:
+def worker_main(
+    replica: int, shard: Path, max_seconds: float, *, lag_refresh: bool = True, pipeline: bool = True
+) -> int:
     """One chunk-indexer replica: READY → JOIN (report ASSIGN) → PAUSE → GO → STOP (report RESULT).
 
     Commands arrive on stdin; end of input counts as STOP, so the process never outlives the benchmark.
@@ -1154,6 +1169,7 @@ def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: b
                 settings,
                 f"bench-replica-{replica}",
                 lag_refresh=lag_refresh,
+                pipeline=pipeline,
             )
             try:
                 _emit("READY", {"replica": replica, "pid": os.getpid(), "embed_threads": settings.embed_threads})
@@ -1269,7 +1285,8 @@ def run_distributed_benchmarks(
             else None
         )
         rows: list[dict[str, Any]] = []
-        for lag_refresh in variants:
+        runs = [(lag_refresh, True) for lag_refresh in variants] + ([(True, False)] if pipeline_baseline else [])
+        for lag_refresh, pipeline in runs:
             for n in replicas:
                 for threads in sorted({1, max(1, cores // n)}) if n == 1 else [max(1, cores // n)]:
                     rows.append(
@@ -1281,6 +1298,7 @@ def run_distributed_benchmarks(
                             threads=threads,
                             drain_limit_s=drain_limit_s,
                             lag_refresh=lag_refresh,
+                            pipeline=pipeline,
                         )
                     )
         for row in rows:
@@ -1348,10 +1366,11 @@ def markdown_report(results: Mapping[str, Any]) -> str:
             f"draining a backlog on a {TOPIC_PARTITIONS}-partition topic (drain = resume → last offset commit; "
             "model load and group join excluded). " + results["vector_projection"],
             "",
-            "| runner | replicas × ONNX threads | docs | chunks | drain s | docs/s | chunks/s | vs 1×1 (same runner) | "
+            "| runner | replicas × ONNX threads | docs | chunks | drain s | docs/s | chunks/s | model alone chunks/s | "
+            "pipeline / model | vs 1×1 (same runner) | "
             "partitions (messages) per replica | GO → first batch s | lag readings (off the loop, sum) | "
             "retried batches | verified | load 1m start→end |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             split = " · ".join(
@@ -1368,6 +1387,8 @@ def markdown_report(results: Mapping[str, Any]) -> str:
                 f"| {r['runner']} | {r['replicas']} × {r['embed_threads_per_replica']} | {r['documents']} | "
                 f"{r['chunks']} | "
                 f"{r['drain_s']:.1f} | {r['docs_per_s']:.2f} | {r['chunks_per_s']:.1f} | "
+                f"{r.get('model_alone_chunks_per_s', float('nan')):.1f} | "
+                f"{_ratio(_of_model(r))} | "
                 f"{_ratio(r['speedup_vs_1x1'])} | {split} | {r['first_batch_delay_s']:.1f} | "
                 f"{sum(p['lag_refreshes'] for p in r['per_replica'])} | "
                 f"{sum(p['handler_retries'] for p in r['per_replica'])} | {check} | "
@@ -1386,6 +1407,11 @@ def _freshness_row(f: Mapping[str, Any]) -> str:
         f"{'yes' if f['target_met'] else 'no'} | {f['docs_per_batch']:.1f} | {f['batch_handle_p50_s']:.2f} | "
         f"{f['handler_retries']} | {f['load_avg_1m_start']:.1f}→{f['load_avg_1m_end']:.1f} |"
     )
+
+
+def _of_model(row: Mapping[str, Any]) -> float | None:
+    model = row.get("model_alone_chunks_per_s")
+    return float(row["chunks_per_s"]) / float(model) if model else None
 
 
 def _ratio(value: float | None) -> str:
@@ -1503,13 +1529,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--worker-shard", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker-max-seconds", type=float, default=1800.0, help=argparse.SUPPRESS)
     parser.add_argument("--worker-no-lag-refresh", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-no-pipeline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.worker_replica is not None:
         if args.worker_shard is None:
             parser.error("--worker-replica needs --worker-shard")
         return worker_main(
-            args.worker_replica, args.worker_shard, args.worker_max_seconds, lag_refresh=not args.worker_no_lag_refresh
+            args.worker_replica,
+            args.worker_shard,
+            args.worker_max_seconds,
+            lag_refresh=not args.worker_no_lag_refresh,
+            pipeline=not args.worker_no_pipeline,
         )
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
