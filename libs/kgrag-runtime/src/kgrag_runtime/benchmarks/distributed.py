@@ -946,7 +946,13 @@ def _settings_env(settings: KgragSettings) -> dict[str, str]:
         value = getattr(settings, name)
         if value is None:
             continue
-        env[f"KGRAG_{name.upper()}"] = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        if isinstance(value, SecretStr):
+            env[f"KGRAG_{name.upper()}"] = value.get_secret_value()
+        elif isinstance(value, list | tuple | set | frozenset | dict):
+            # pydantic-settings reads complex fields from the environment as JSON.
+            env[f"KGRAG_{name.upper()}"] = json.dumps(sorted(value) if isinstance(value, set | frozenset) else value)
+        else:
+            env[f"KGRAG_{name.upper()}"] = str(value)
     return env
 
 
