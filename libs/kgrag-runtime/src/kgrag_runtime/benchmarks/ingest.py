@@ -27,19 +27,17 @@ import argparse
 import json
 import os
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from rich.console import Console
 
 from kgrag_core.documents import SourceDocument
 from kgrag_core.handlers.composite import handler_parts
 from kgrag_core.handlers.entity_resolver import EntityResolverHandler
-from kgrag_core.handlers.protocol import Handler, HandlerResult, StagedHandler, StagedWork
+from kgrag_core.handlers.protocol import Handler, HandlerResult
 from kgrag_core.ports import Embedder, TokenCounter
 from kgrag_runtime.benchmarks.prose import prose_documents
 from kgrag_runtime.benchmarks.runner import _embedding_texts, _machine, _model_rate
@@ -61,7 +59,6 @@ ROW_KEYS = {
     "everything": "everything",
 }
 MODEL = "model (in the pipeline)"
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -70,11 +67,6 @@ class _Clock:
 
     parts: dict[str, float] = field(default_factory=dict)
     in_model: float = 0.0
-    # Per thread: the bus stages the chunk-indexer's next batch (its model calls) on a thread of its own.
-    model_by_thread: dict[int, float] = field(default_factory=dict)
-
-    def model_here(self) -> float:
-        return self.model_by_thread.get(threading.get_ident(), 0.0)
 
     def add(self, part: str, seconds: float) -> None:
         self.parts[part] = self.parts.get(part, 0.0) + seconds
@@ -103,8 +95,6 @@ class _TimedModel:
             took = time.perf_counter() - started
             self.clock.add(MODEL, took)
             self.clock.in_model += took
-            here = threading.get_ident()
-            self.clock.model_by_thread[here] = self.clock.model_by_thread.get(here, 0.0) + took
 
     def embed_query(self, text: str) -> tuple[float, ...]:
         return self.inner.embed_query(text)
@@ -121,35 +111,12 @@ class _TimedHandler:
         self.name, self.topics = inner.name, tuple(inner.topics)
 
     def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
-        return self._timed(lambda: self.inner.handle(topic, batch))
-
-    def _timed(self, call: Callable[[], _T]) -> _T:
-        started, model_before = time.perf_counter(), self.clock.model_here()
+        started, model_before = time.perf_counter(), self.clock.in_model
         try:
-            return call()
+            return self.inner.handle(topic, batch)
         finally:
-            model_s = self.clock.model_here() - model_before
+            model_s = self.clock.in_model - model_before
             self.clock.add(self.inner.name, time.perf_counter() - started - model_s)
-
-
-class _TimedStagedHandler(_TimedHandler):
-    """A staged handler, timed, still staged: the bus runs it one batch deep as it runs the real one (so
-    its stage overlaps its writes and the parts can add up to more than the row's wall time)."""
-
-    inner: StagedHandler
-
-    def conflict_keys(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> frozenset[str] | None:
-        return self.inner.conflict_keys(topic, batch)
-
-    def stage(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> StagedWork:
-        return self._timed(lambda: self.inner.stage(topic, batch))
-
-    def finish(self, staged: StagedWork) -> HandlerResult:
-        return self._timed(lambda: self.inner.finish(staged))
-
-
-def _timed_handler(inner: Handler, clock: _Clock) -> _TimedHandler:
-    return _TimedStagedHandler(inner, clock) if isinstance(inner, StagedHandler) else _TimedHandler(inner, clock)
 
 
 def run_ingest_benchmark(
@@ -223,7 +190,7 @@ def _row(
         clock = _Clock()
         with open_embedded(cfg, embedder=_TimedModel(embedder, clock)) as kg:
             assert isinstance(kg.ingestion, EmbeddedIngest)
-            kg.ingestion.handlers = [_timed_handler(h, clock) for h in kg.ingestion.handlers]
+            kg.ingestion.handlers = [_TimedHandler(h, clock) for h in kg.ingestion.handlers]
             kg.ingest(list(prose_documents(4, seed=99)))  # loads spaCy and runs the first (full) pass
             clock.parts.clear()
             steps: list[dict[str, float]] = []
