@@ -63,6 +63,13 @@ class DocumentStore(Protocol):
         chunk's vector without calling the model; a chunk left out keeps the key it had."""
         ...
 
+    def commit_documents(
+        self, items: Sequence[tuple[StoredDocument, AclClass, Sequence[Chunk], Mapping[str, str]]]
+    ) -> None:
+        """`commit_document` for each (document, ACL class, chunks, embedding keys), all in one transaction:
+        one commit for a batch instead of one per document."""
+        ...
+
     def update_acl(self, doc_id: str, acl: AclClass) -> bool:
         """In one transaction: upsert the ACL class, re-point the active document and all its chunks at
         it. False when there is no active document."""

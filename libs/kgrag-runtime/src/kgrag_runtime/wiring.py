@@ -29,11 +29,12 @@ from kgrag_core.chunking import estimate_tokens
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher
 from kgrag_core.handlers.protocol import Handler
-from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings
+from kgrag_core.indexing.indexer import DocumentIndexer, IndexerSettings, in_turn
 from kgrag_core.ports import Cache, ChatModel, Embedder, KeywordIndex, ObjectStore, TokenCounter, VectorIndex
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.app import KgragApp
 from kgrag_runtime.bus import InProcessBus
+from kgrag_runtime.concurrent_writes import all_at_once
 from kgrag_runtime.evaluation.service import EvalService
 from kgrag_runtime.global_answers import build_global_answers
 from kgrag_runtime.graph import build_graph_searcher
@@ -194,6 +195,9 @@ def build_indexer(
             chunk_max_tokens=settings.chunk_max_tokens,
             chunk_overlap_tokens=settings.chunk_overlap_tokens,
         ),
+        # The distributed stores are separate servers: their writes for a batch overlap. The embedded
+        # ones share this process's cores and single-writer indexes, so they run in turn.
+        run_all=all_at_once if settings.runtime == "distributed" else in_turn,
     )
 
 

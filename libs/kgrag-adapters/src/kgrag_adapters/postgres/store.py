@@ -283,6 +283,14 @@ class PostgresStore(Closeable):
                         ],
                     )
 
+    def commit_documents(
+        self, items: Sequence[tuple[StoredDocument, AclClass, Sequence[Chunk], Mapping[str, str]]]
+    ) -> None:
+        # Each document's own transaction nests as a savepoint: one commit (one WAL flush) per batch.
+        with self._lease, self._conn.transaction():
+            for doc, acl, chunks, keys in items:
+                self.commit_document(doc, acl, chunks, embedding_keys=keys)
+
     def _lock_key(self, doc_id: str) -> None:
         if isinstance(self.cipher, PlaintextCipher):
             return

@@ -19,8 +19,17 @@ from kgrag_core.events import (
     source_from_document_changed,
 )
 from kgrag_core.handlers.protocol import DeadLetter, HandlerResult, OutputEvent
-from kgrag_core.indexing.indexer import DocumentIndexer
+from kgrag_core.indexing.indexer import DocumentIndexer, StagedIndex
 from kgrag_core.ingest import IngestOutcome, IngestStatus
+
+
+@dataclass(frozen=True, slots=True)
+class StagedChunks:
+    """A change batch embedded and not yet written: what `ChunkIndexerHandler.finish` writes."""
+
+    keys: frozenset[str]  # the documents it touches
+    prefix: HandlerResult  # what validation already decided (dead letters, replays of shredded documents)
+    index: StagedIndex
 
 
 @dataclass(slots=True)
@@ -30,11 +39,24 @@ class ChunkIndexerHandler:
     topics: tuple[str, ...] = (DOCUMENTS_CHANGED, DOCUMENTS_DELETED)
 
     def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult:
-        result = HandlerResult()
         if topic == DOCUMENTS_DELETED:
+            result = HandlerResult()
             for key, payload in batch:
                 self._delete(key, payload, result)
             return result
+        return self.finish(self.stage(topic, batch))
+
+    # --- staged: a runner embeds the next batch while this one's writes run (StagedHandler) ---------------
+
+    def conflict_keys(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> frozenset[str] | None:
+        """The documents a change batch touches; None for deletions, which are never staged."""
+        if topic != DOCUMENTS_CHANGED:
+            return None
+        return frozenset(_doc_key(key, payload) for key, payload in batch)
+
+    def stage(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> StagedChunks:
+        """Validate, chunk and embed a change batch; nothing but the embedding cache is written."""
+        result = HandlerResult()
         docs: list[SourceDocument] = []
         for key, payload in batch:
             try:
@@ -48,16 +70,22 @@ class ChunkIndexerHandler:
                     result.outcomes.append(IngestOutcome(changed.doc_id, IngestStatus.UNCHANGED, message=err.message))
                 else:
                     self._poison(key, payload, err.code, err.message, result)
-        for outcome in self.indexer.index_batch(docs):
+        return StagedChunks(frozenset(_doc_key(k, p) for k, p in batch), result, self.indexer.stage_batch(docs))
+
+    def finish(self, staged: StagedChunks) -> HandlerResult:
+        """Write a staged batch (projections, then PostgreSQL) and name the chunks.changed events."""
+        result = HandlerResult(
+            outputs=list(staged.prefix.outputs),
+            dead_letters=list(staged.prefix.dead_letters),
+            outcomes=list(staged.prefix.outcomes),
+        )
+        for outcome in self.indexer.write_staged(staged.index):
             result.outcomes.append(outcome)
-            if outcome.status in (IngestStatus.INDEXED, IngestStatus.UPDATED):
-                chunks = self.indexer.documents.chunks_of(outcome.doc_id)
-                stored = self.indexer.documents.get_document(outcome.doc_id)
-                event = ChunksChanged(
-                    doc_id=outcome.doc_id,
-                    version=stored.version if stored else 0,
-                    chunk_ids=[c.chunk_id for c in chunks],
-                )
+            written = staged.index.written(outcome.doc_id)
+            if outcome.status in (IngestStatus.INDEXED, IngestStatus.UPDATED) and written is not None:
+                # What the commit just stored (the document's whole chunk set), without reading it back.
+                version, chunk_ids = written
+                event = ChunksChanged(doc_id=outcome.doc_id, version=version, chunk_ids=chunk_ids)
                 result.outputs.append(OutputEvent(CHUNKS_CHANGED, outcome.doc_id, event.model_dump(mode="json")))
         return result
 
@@ -85,3 +113,8 @@ class ChunkIndexerHandler:
 def _brief(err: ValidationError) -> str:
     parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()[:5]]
     return "; ".join(parts)
+
+
+def _doc_key(key: str, payload: Mapping[str, object]) -> str:
+    doc_id = payload.get("doc_id")
+    return doc_id if isinstance(doc_id, str) else key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kgrag_core.ingest import IngestOutcome
 
@@ -38,3 +38,25 @@ class Handler(Protocol):
     topics: tuple[str, ...]
 
     def handle(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> HandlerResult: ...
+
+
+class StagedWork(Protocol):
+    """A batch a handler has staged: the expensive, write-free half done, the writes still to come."""
+
+    @property
+    def keys(self) -> frozenset[str]: ...
+
+
+@runtime_checkable
+class StagedHandler(Handler, Protocol):
+    """A handler whose batches split into a write-free stage (the embedding, say) and the writes, so a
+    runner can stage batch N+1 while batch N's writes run. `handle` must equal `finish(stage(...))`.
+
+    `conflict_keys` names what a batch touches, or None when the batch must run alone (after every earlier
+    batch's writes); two batches that share a key never overlap, since staging reads what writing changes."""
+
+    def conflict_keys(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> frozenset[str] | None: ...
+
+    def stage(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> StagedWork: ...
+
+    def finish(self, staged: StagedWork) -> HandlerResult: ...

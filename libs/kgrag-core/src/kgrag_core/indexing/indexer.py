@@ -9,6 +9,7 @@ nothing that was already right.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -50,6 +51,24 @@ class _Prepared:
     previous_chunk_ids: frozenset[str]
 
 
+@dataclass(frozen=True, slots=True)
+class StagedIndex:
+    """A batch validated, chunked and embedded, not yet written (`DocumentIndexer.stage_batch`)."""
+
+    size: int
+    outcomes: dict[int, IngestOutcome]  # by position: documents that need no write (rejected, unchanged)
+    prepared: tuple[tuple[int, _Prepared], ...]
+    vectors: dict[str, tuple[float, ...]]
+    embedded: frozenset[str]
+
+    def written(self, doc_id: str) -> tuple[int, list[str]] | None:
+        """The version and chunk IDs `write_staged` commits for this document (None: it writes none)."""
+        for _, item in self.prepared:
+            if item.stored.doc_id == doc_id:
+                return item.stored.version, [c.chunk_id for c in item.chunks]
+        return None
+
+
 @dataclass(slots=True)
 class DocumentIndexer:
     documents: DocumentStore
@@ -66,9 +85,18 @@ class DocumentIndexer:
     extraction_store: ExtractionStore | None = None
     # Seals the raw body before it reaches the object store (ADR 0008); None stores it as it came.
     cipher: ContentCipher | None = None
+    # Runs a batch's independent projection writes (object store, vector index, keyword index); the
+    # distributed runtime runs them concurrently, each waiting on its own server. Default: in turn.
+    run_all: Callable[[Sequence[Callable[[], None]]], None] = field(default_factory=lambda: in_turn)
 
     def index_batch(self, docs: Sequence[SourceDocument]) -> list[IngestOutcome]:
         """Index a batch; one bad document gets its error code and the rest go on (invariant 8)."""
+        return self.write_staged(self.stage_batch(docs))
+
+    def stage_batch(self, docs: Sequence[SourceDocument]) -> StagedIndex:
+        """The first half of `index_batch`: validate, chunk, hash-diff and embed, writing nothing but the
+        embedding cache. A runner may stage the next batch while `write_staged` writes this one, as long as
+        the two batches name different documents (staging reads each document's stored version)."""
         outcomes: dict[int, IngestOutcome] = {}
         prepared: list[tuple[int, _Prepared]] = []
         last_position = {doc.doc_id: position for position, doc in enumerate(docs)}
@@ -92,17 +120,33 @@ class DocumentIndexer:
                 outcomes[position] = result
             else:
                 prepared.append((position, result))
-
         vectors, embedded = self._vectors_for([p for _, p in prepared])
+        return StagedIndex(len(docs), outcomes, tuple(prepared), vectors, frozenset(embedded))
+
+    def write_staged(self, staged: StagedIndex) -> list[IngestOutcome]:
+        """The second half of `index_batch`: the projections, then the PostgreSQL commit that makes each
+        document ACTIVE (searchable) last."""
+        outcomes = dict(staged.outcomes)
+        prepared = staged.prepared
         if prepared:
-            self._project([p for _, p in prepared], vectors)
+            self._project([p for _, p in prepared], staged.vectors)
+        if prepared:
+            self.documents.commit_documents(
+                [
+                    (
+                        item.stored,
+                        item.source.acl,
+                        item.chunks,
+                        {c.chunk_id: _embedding_key(_embedding_text(item.source.title, c)) for c in item.chunks},
+                    )
+                    for _, item in prepared
+                ]
+            )
         for position, item in prepared:
-            keys = {c.chunk_id: _embedding_key(_embedding_text(item.source.title, c)) for c in item.chunks}
-            self.documents.commit_document(item.stored, item.source.acl, item.chunks, embedding_keys=keys)
-            outcomes[position] = _indexed(item, embedded)
+            outcomes[position] = _indexed(item, staged.embedded)
         if prepared:
             self.cache.invalidate_all()
-        return [outcomes[i] for i in range(len(docs))]
+        return [outcomes[i] for i in range(staged.size)]
 
     def delete(self, doc_id: str, *, observed_at: datetime | None = None) -> IngestOutcome:
         existing = self.documents.get_document(doc_id)
@@ -323,9 +367,6 @@ class DocumentIndexer:
         stale: list[str] = []
         for item in items:
             doc = item.source
-            body = self.cipher.sealer(doc.doc_id)(doc.body) if self.cipher is not None else doc.body
-            self.objects.put(_object_key(doc.doc_id, item.stored.content_hash), body)
-            self._drop_old_bodies(doc.doc_id, item.stored.content_hash)
             for c in item.chunks:
                 key = _embedding_key(_embedding_text(doc.title, c))
                 points.append(
@@ -339,8 +380,13 @@ class DocumentIndexer:
                     )
                 )
             stale.extend(item.previous_chunk_ids - {c.chunk_id for c in item.chunks})
-        self.vectors.upsert(points)
-        self.keywords.upsert(keyword_docs)
+        self.run_all(
+            [
+                lambda: self._put_bodies(items),
+                lambda: self.vectors.upsert(points),
+                lambda: self.keywords.upsert(keyword_docs),
+            ]
+        )
         if stale:
             self.vectors.delete(sorted(stale))
             self.keywords.delete(sorted(stale))
@@ -364,11 +410,27 @@ class DocumentIndexer:
             return StorePurge(name, PurgeStatus.FAILED, self.clock(), f"{type(err).__name__}: {err}"[:300])
         return StorePurge(name, PurgeStatus.PURGED if complete else PurgeStatus.DELETED, self.clock(), note)
 
+    def _put_bodies(self, items: Sequence[_Prepared]) -> None:
+        for item in items:
+            doc = item.source
+            body = self.cipher.sealer(doc.doc_id)(doc.body) if self.cipher is not None else doc.body
+            self.objects.put(_object_key(doc.doc_id, item.stored.content_hash), body)
+            if item.stored.version > 1:
+                # A first version has no older body to drop (a body a failed attempt left under the same
+                # prefix goes with the prefix when the document is deleted).
+                self._drop_old_bodies(doc.doc_id, item.stored.content_hash)
+
     def _drop_old_bodies(self, doc_id: str, keep_hash: str) -> None:
         keep = _object_key(doc_id, keep_hash)
         for key in self.objects.list_keys(_object_prefix(doc_id)):
             if key != keep:
                 self.objects.delete_prefix(key)
+
+
+def in_turn(tasks: Sequence[Callable[[], None]]) -> None:
+    """Run tasks one after the other (DocumentIndexer.run_all's default)."""
+    for task in tasks:
+        task()
 
 
 def _older_than_store(observed_at: datetime | None, existing: StoredDocument | None) -> bool:
@@ -431,7 +493,7 @@ def _object_key(doc_id: str, body_hash: str) -> str:
     return _object_prefix(doc_id) + body_hash.removeprefix("sha256:")
 
 
-def _indexed(item: _Prepared, embedded: set[str]) -> IngestOutcome:
+def _indexed(item: _Prepared, embedded: AbstractSet[str]) -> IngestOutcome:
     doc, chunks = item.source, item.chunks
     new_keys = {
         _embedding_key(_embedding_text(doc.title, c)) for c in chunks if c.chunk_id not in item.previous_chunk_ids

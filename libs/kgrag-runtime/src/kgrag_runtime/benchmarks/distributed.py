@@ -72,7 +72,8 @@ from kgrag_adapters.s3.object_store import S3ObjectStore
 from kgrag_core.acl import Caller
 from kgrag_core.documents import DocumentStatus, SourceDocument
 from kgrag_core.events import DOCUMENTS_CHANGED
-from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler
+from kgrag_core.handlers.chunk_indexer import ChunkIndexerHandler, StagedChunks
+from kgrag_core.handlers.protocol import HandlerResult
 from kgrag_core.indexing.indexer import DocumentIndexer
 from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -102,6 +103,7 @@ WARMUP_DOCS = 2
 NO_LAG_REFRESH_S = 1e9
 RUNNER_DEFAULT = "defaults"
 RUNNER_NO_LAG = "lag refresh off (diagnostic)"
+RUNNER_NO_PIPELINE = "pipeline off (same-run baseline)"
 VECTOR_NOTE = (
     "Vector projection: one Qdrant Edge shard per worker process (the real Qdrant engine, in process) — "
     "there is no Qdrant server on this machine, and qdrant-client's local mode is a single-client Python "
@@ -383,20 +385,52 @@ def _open_indexer_stores(settings: KgragSettings, shard: Path, embedder: Embedde
         yield _IndexerStores(store, vectors, keywords, objects, cache, embedder)
 
 
+class _TimedHandler(ChunkIndexerHandler):
+    """The chunk-indexer handler, unchanged, timing its two halves: stage (validate, chunk, embed) and
+    finish (the projections' writes and the PostgreSQL commit)."""
+
+    def __init__(self, indexer: DocumentIndexer) -> None:
+        super().__init__(indexer, name=SERVICE, topics=(DOCUMENTS_CHANGED,))
+        self.stage_s: list[float] = []
+        self.finish_s: list[float] = []
+
+    def stage(self, topic: str, batch: Sequence[tuple[str, Mapping[str, object]]]) -> StagedChunks:
+        started = time.perf_counter()
+        try:
+            return super().stage(topic, batch)
+        finally:
+            self.stage_s.append(time.perf_counter() - started)
+
+    def finish(self, staged: StagedChunks) -> HandlerResult:
+        started = time.perf_counter()
+        try:
+            return super().finish(staged)
+        finally:
+            self.finish_s.append(time.perf_counter() - started)
+
+
 class _MeasuredRunner(ConsumerRunner):
     """The runtime's ConsumerRunner, unchanged in how it consumes, plus what the benchmark reads: the
     partition assignment, messages per partition, first/last batch times, and a join-and-hold phase.
     It uses ConsumerRunner's `_consumer`, `_subscribed` and `_process`; mypy checks those names."""
 
     def __init__(
-        self, handler: ChunkIndexerHandler, settings: KgragSettings, client_id: str, *, lag_refresh: bool = True
+        self,
+        handler: ChunkIndexerHandler,
+        settings: KgragSettings,
+        client_id: str,
+        *,
+        lag_refresh: bool = True,
+        pipeline: bool = True,
     ) -> None:
         super().__init__(
             handler,
             bootstrap=settings.kafka_bootstrap or "",
             group_id=group_id(settings, SERVICE),
             producer=producer(settings, client_id),
-            settings=RunnerSettings() if lag_refresh else RunnerSettings(lag_refresh_s=NO_LAG_REFRESH_S),
+            settings=RunnerSettings(pipeline=pipeline)
+            if lag_refresh
+            else RunnerSettings(lag_refresh_s=NO_LAG_REFRESH_S, pipeline=pipeline),
             # Only membership timing: a replica that dies releases its partitions within seconds.
             extra_config={"client.id": client_id, "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000},
         )
@@ -407,6 +441,8 @@ class _MeasuredRunner(ConsumerRunner):
         self.last_commit_at: float | None = None
         self.assignment_history: list[tuple[float, list[int]]] = []
         self.failed_attempts = 0  # batches the runner had to retry: a server failed mid-measurement
+        self._consumed_at: dict[int, float] = {}  # pipelined batches (by the list's identity): consumed at
+        self._serial_started = time.time()
 
     def assignment(self) -> list[int]:
         return sorted(tp.partition for tp in self._consumer.assignment())
@@ -435,14 +471,31 @@ class _MeasuredRunner(ConsumerRunner):
         self._consumer.resume(self._consumer.assignment())
 
     def _process(self, messages: Sequence[Message]) -> None:
-        started = time.time()
         try:
             super()._process(messages)  # handle, produce outputs, flush, commit offsets
         except BaseException:
             # Counted, never swallowed: the runner backs off and retries the same batch.
             self.failed_attempts += 1
             raise
+
+    def _pipelined(self, messages: list[Message], stop: threading.Event | None, started: float) -> bool:
+        self._consumed_at[id(messages)] = time.time()
+        if super()._pipelined(messages, stop, started):
+            return True
+        del self._consumed_at[id(messages)]  # runs serially: timed by _process_with_backoff
+        return False
+
+    def _settle(self, *, stop: threading.Event | None = None, retry: bool = True) -> bool:
+        ok = super()._settle(stop=stop, retry=retry)
+        if not ok:
+            self.failed_attempts += 1  # a staged batch's writes failed (then redone alone)
+        return ok
+
+    def _committed(self, messages: Sequence[Message]) -> None:
+        """Per batch: consumed (wall clock) → committed; with the pipeline that spans its stage, its wait
+        behind the batch before and its writes."""
         self.last_commit_at = time.time()
+        started = self._consumed_at.pop(id(messages), None) or self._serial_started
         self.batch_log.append((self.last_commit_at, self.last_commit_at - started))
         if self.first_batch_at is None:
             self.first_batch_at = started
@@ -451,6 +504,10 @@ class _MeasuredRunner(ConsumerRunner):
             partition = message.partition() or 0
             self.partition_messages[partition] = self.partition_messages.get(partition, 0) + 1
         self._note_assignment()
+
+    def _process_with_backoff(self, messages: list[Message], stop: threading.Event | None) -> None:
+        self._serial_started = time.time()
+        super()._process_with_backoff(messages, stop)
 
     def _note_assignment(self) -> None:
         current = self.assignment()
@@ -560,9 +617,11 @@ def bench_freshness(
     rate_per_s: float,
     settle_s: float = 300.0,
     lag_refresh: bool = True,
+    pipeline: bool = True,
 ) -> dict[str, Any]:
     """Produce `docs` documents at `rate_per_s`, one chunk-indexer on a thread; per-document time from
-    produce to searchable. `settle_s` bounds the wait after the last produce."""
+    produce to searchable. `settle_s` bounds the wait after the last produce; `pipeline` False runs the
+    runner serially (each batch's writes before the next batch's embedding), the same-run baseline."""
     if docs < 1 or rate_per_s <= 0:
         raise ValueError("docs must be >= 1 and rate_per_s > 0")
     items = _bench_documents(docs, "f", seed=21)
@@ -580,12 +639,9 @@ def bench_freshness(
                 settings.opensearch_url or "", index=settings.opensearch_index
             ) as probe_keywords,
         ):
-            runner = _MeasuredRunner(
-                ChunkIndexerHandler(stores.indexer(settings), name=SERVICE, topics=(DOCUMENTS_CHANGED,)),
-                settings,
-                f"{SERVICE}-0",
-                lag_refresh=lag_refresh,
-            )
+            handler = _TimedHandler(stores.indexer(settings))
+            runner = _MeasuredRunner(handler, settings, f"{SERVICE}-0", lag_refresh=lag_refresh, pipeline=pipeline)
+            label = RUNNER_NO_PIPELINE if not pipeline else RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG
             worker_stop = threading.Event()
             worker_error: list[Exception] = []
 
@@ -622,10 +678,7 @@ def bench_freshness(
                 warm_done = time.time()
                 probe.pass_seconds.clear()
                 probe.max_pending = 0
-                console.print(
-                    f"Freshness: {docs} documents at {rate_per_s:g}/s, runner "
-                    f"{RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG}…"
-                )
+                console.print(f"Freshness: {docs} documents at {rate_per_s:g}/s, runner {label}…")
                 produced: dict[str, float] = {}
                 started = time.monotonic()
                 for i, bench in enumerate(items):
@@ -668,7 +721,8 @@ def bench_freshness(
     achieved = chunks / window if window > 0 else 0.0
     offered_chunks = rate_per_s * (chunks / len(measured)) if measured else 0.0
     return {
-        "runner": RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG,
+        "runner": label,
+        "pipeline": pipeline,
         "documents": docs,
         "offered_docs_per_s": rate_per_s,
         "produced_docs_per_s": docs / produce_elapsed if produce_elapsed > 0 else float(docs),
@@ -697,6 +751,9 @@ def bench_freshness(
         "batches": len(batches),
         "batch_handle_p50_s": _percentiles(batches)[0] if batches else float("nan"),
         "batch_handle_p95_s": _percentiles(batches)[1] if batches else float("nan"),
+        # The handler's two halves per batch (warm-up included): the model's part and the writes' part.
+        "stage_p50_s": _percentiles(sorted(handler.stage_s))[0] if handler.stage_s else float("nan"),
+        "write_p50_s": _percentiles(sorted(handler.finish_s))[0] if handler.finish_s else float("nan"),
         "docs_per_batch": (len(measured) / len(batches)) if batches else float("nan"),
         "probe_pass_p95_ms": _percentiles(sorted(probe.pass_seconds))[1] * 1000 if probe.pass_seconds else 0.0,
         "max_pending_docs": probe.max_pending,
@@ -784,6 +841,7 @@ class _Replica:
         max_seconds: float,
         *,
         lag_refresh: bool,
+        pipeline: bool = True,
     ) -> None:
         self.index = index
         self.log_path = log_path
@@ -803,6 +861,7 @@ class _Replica:
                 "--worker-max-seconds",
                 f"{max_seconds:.0f}",
                 *([] if lag_refresh else ["--worker-no-lag-refresh"]),
+                *([] if pipeline else ["--worker-no-pipeline"]),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -887,7 +946,13 @@ def _settings_env(settings: KgragSettings) -> dict[str, str]:
         value = getattr(settings, name)
         if value is None:
             continue
-        env[f"KGRAG_{name.upper()}"] = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        if isinstance(value, SecretStr):
+            env[f"KGRAG_{name.upper()}"] = value.get_secret_value()
+        elif isinstance(value, list | tuple | set | frozenset | dict):
+            # pydantic-settings reads complex fields from the environment as JSON.
+            env[f"KGRAG_{name.upper()}"] = json.dumps(sorted(value) if isinstance(value, set | frozenset) else value)
+        else:
+            env[f"KGRAG_{name.upper()}"] = str(value)
     return env
 
 
@@ -900,12 +965,14 @@ def bench_scale_out(
     threads: int,
     drain_limit_s: float = 900.0,
     lag_refresh: bool = True,
+    pipeline: bool = True,
 ) -> dict[str, Any]:
-    """Drain a backlog of `docs` documents with `replicas` worker processes in one consumer group."""
+    """Drain a backlog of `docs` documents with `replicas` worker processes in one consumer group; then the
+    model alone (with the replicas' ONNX threads) on a sample of the same chunks, in this process."""
     if not 1 <= replicas <= TOPIC_PARTITIONS:
         raise ValueError(f"replicas must be between 1 and {TOPIC_PARTITIONS} (the topic's partitions)")
     items = _bench_documents(docs, "s", seed=31)
-    runner = RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG
+    runner = RUNNER_NO_PIPELINE if not pipeline else RUNNER_DEFAULT if lag_refresh else RUNNER_NO_LAG
     console.print(
         f"Scale-out: {replicas} replica(s) × {threads} ONNX thread(s), backlog of {docs} documents, runner {runner}…"
     )
@@ -926,6 +993,7 @@ def bench_scale_out(
                         Path(tmp) / f"replica-{i}.log",
                         max_seconds=drain_limit_s + 600,
                         lag_refresh=lag_refresh,
+                        pipeline=pipeline,
                     )
                 )
             for w in workers:
@@ -968,6 +1036,12 @@ def bench_scale_out(
         finally:
             for w in workers:
                 w.close()
+        with PostgresStore.connect(dsn, kek=build_key_ring(settings)) as store:
+            model_alone = _model_alone(
+                store,
+                build_embedder(settings.model_copy(update={"embed_threads": threads})),
+                [b.doc.doc_id for b in items[:: max(1, docs // 16)][:16]],
+            )
     last = max(r["last_commit_at"] or go_at for r in results)
     first = min((r["first_batch_at"] for r in results if r["first_batch_at"] is not None), default=go_at)
     drain_s = last - go_at
@@ -984,6 +1058,8 @@ def bench_scale_out(
         "first_batch_delay_s": first - go_at,
         "docs_per_s": docs / drain_s,
         "chunks_per_s": stats.chunks / drain_s,
+        "model_alone_chunks_per_s": model_alone,
+        "pipeline": pipeline,
         "split_before_backlog": split,
         "per_replica": [
             {
@@ -1057,7 +1133,9 @@ def _emit(kind: str, payload: Mapping[str, Any]) -> None:
     print(f"{PROTOCOL} {kind} {json.dumps(payload)}", flush=True)
 
 
-def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: bool = True) -> int:
+def worker_main(
+    replica: int, shard: Path, max_seconds: float, *, lag_refresh: bool = True, pipeline: bool = True
+) -> int:
     """One chunk-indexer replica: READY → JOIN (report ASSIGN) → PAUSE → GO → STOP (report RESULT).
 
     Commands arrive on stdin; end of input counts as STOP, so the process never outlives the benchmark.
@@ -1097,6 +1175,7 @@ def worker_main(replica: int, shard: Path, max_seconds: float, *, lag_refresh: b
                 settings,
                 f"bench-replica-{replica}",
                 lag_refresh=lag_refresh,
+                pipeline=pipeline,
             )
             try:
                 _emit("READY", {"replica": replica, "pid": os.getpid(), "embed_threads": settings.embed_threads})
@@ -1165,11 +1244,13 @@ def run_distributed_benchmarks(
     settle_s: float = 300.0,
     drain_limit_s: float = 900.0,
     lag_diagnostic: bool = True,
+    pipeline_baseline: bool = False,
 ) -> dict[str, Any]:
     """Freshness at `rate_per_s` over `docs` documents, then scale-out for each replica count in
     `replicas` (a 1 runs with 1 and with all cores' ONNX threads; n > 1 runs with cores // n threads
     each) on a backlog of `backlog` (default `docs`) documents. Everything runs with the runner's
-    defaults and, if `lag_diagnostic`, again with its lag refresh off (see NO_LAG_REFRESH_S).
+    defaults and, if `lag_diagnostic`, again with its lag refresh off (see NO_LAG_REFRESH_S); if
+    `pipeline_baseline`, freshness once more with the runner serial (RunnerSettings.pipeline off).
     Writes results.md and results.json."""
     endpoints = endpoints or Endpoints.from_env()
     endpoints.check_loopback()
@@ -1204,8 +1285,14 @@ def run_distributed_benchmarks(
             if lag_diagnostic
             else None
         )
+        results["freshness_pipeline_off"] = (
+            bench_freshness(endpoints, console, docs=docs, rate_per_s=rate_per_s, settle_s=settle_s, pipeline=False)
+            if pipeline_baseline
+            else None
+        )
         rows: list[dict[str, Any]] = []
-        for lag_refresh in variants:
+        runs = [(lag_refresh, True) for lag_refresh in variants] + ([(True, False)] if pipeline_baseline else [])
+        for lag_refresh, pipeline in runs:
             for n in replicas:
                 for threads in sorted({1, max(1, cores // n)}) if n == 1 else [max(1, cores // n)]:
                     rows.append(
@@ -1217,6 +1304,7 @@ def run_distributed_benchmarks(
                             threads=threads,
                             drain_limit_s=drain_limit_s,
                             lag_refresh=lag_refresh,
+                            pipeline=pipeline,
                         )
                     )
         for row in rows:
@@ -1256,8 +1344,15 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         "retried batches | load 1m start→end |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    fresh_rows = [row for row in (f, results.get("freshness_diagnostic")) if row]
+    fresh_rows = [row for row in (f, results.get("freshness_diagnostic"), results.get("freshness_pipeline_off")) if row]
     lines += [_freshness_row(row) for row in fresh_rows]
+    lines.append("")
+    lines += [
+        f"Batch halves ({row['runner']}): stage (validate, chunk, embed) p50 "
+        f"{row.get('stage_p50_s', float('nan')):.2f} s, writes (OpenSearch, S3, vectors, PostgreSQL commit) p50 "
+        f"{row.get('write_p50_s', float('nan')):.2f} s."
+        for row in fresh_rows
+    ]
     lines.append("")
     for row in fresh_rows:
         if row["saturated"]:
@@ -1277,10 +1372,11 @@ def markdown_report(results: Mapping[str, Any]) -> str:
             f"draining a backlog on a {TOPIC_PARTITIONS}-partition topic (drain = resume → last offset commit; "
             "model load and group join excluded). " + results["vector_projection"],
             "",
-            "| runner | replicas × ONNX threads | docs | chunks | drain s | docs/s | chunks/s | vs 1×1 (same runner) | "
+            "| runner | replicas × ONNX threads | docs | chunks | drain s | docs/s | chunks/s | model alone chunks/s | "
+            "pipeline / model | vs 1×1 (same runner) | "
             "partitions (messages) per replica | GO → first batch s | lag readings (off the loop, sum) | "
             "retried batches | verified | load 1m start→end |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             split = " · ".join(
@@ -1297,6 +1393,8 @@ def markdown_report(results: Mapping[str, Any]) -> str:
                 f"| {r['runner']} | {r['replicas']} × {r['embed_threads_per_replica']} | {r['documents']} | "
                 f"{r['chunks']} | "
                 f"{r['drain_s']:.1f} | {r['docs_per_s']:.2f} | {r['chunks_per_s']:.1f} | "
+                f"{r.get('model_alone_chunks_per_s', float('nan')):.1f} | "
+                f"{_ratio(_of_model(r))} | "
                 f"{_ratio(r['speedup_vs_1x1'])} | {split} | {r['first_batch_delay_s']:.1f} | "
                 f"{sum(p['lag_refreshes'] for p in r['per_replica'])} | "
                 f"{sum(p['handler_retries'] for p in r['per_replica'])} | {check} | "
@@ -1315,6 +1413,11 @@ def _freshness_row(f: Mapping[str, Any]) -> str:
         f"{'yes' if f['target_met'] else 'no'} | {f['docs_per_batch']:.1f} | {f['batch_handle_p50_s']:.2f} | "
         f"{f['handler_retries']} | {f['load_avg_1m_start']:.1f}→{f['load_avg_1m_end']:.1f} |"
     )
+
+
+def _of_model(row: Mapping[str, Any]) -> float | None:
+    model = row.get("model_alone_chunks_per_s")
+    return float(row["chunks_per_s"]) / float(model) if model else None
 
 
 def _ratio(value: float | None) -> str:
@@ -1409,6 +1512,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "off (it costs about 0.5 s per assigned partition on the consume loop; see the docs)",
     )
     parser.add_argument(
+        "--pipeline-baseline",
+        action="store_true",
+        help="add a freshness row with the runner serial (RunnerSettings(pipeline=False)): each batch's "
+        "writes before the next batch's embedding, the same-run baseline for the one-deep pipeline",
+    )
+    parser.add_argument(
         "--drain-limit",
         type=_positive(float),
         default=900.0,
@@ -1426,13 +1535,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--worker-shard", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker-max-seconds", type=float, default=1800.0, help=argparse.SUPPRESS)
     parser.add_argument("--worker-no-lag-refresh", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-no-pipeline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.worker_replica is not None:
         if args.worker_shard is None:
             parser.error("--worker-replica needs --worker-shard")
         return worker_main(
-            args.worker_replica, args.worker_shard, args.worker_max_seconds, lag_refresh=not args.worker_no_lag_refresh
+            args.worker_replica,
+            args.worker_shard,
+            args.worker_max_seconds,
+            lag_refresh=not args.worker_no_lag_refresh,
+            pipeline=not args.worker_no_pipeline,
         )
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -1452,6 +1566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             settle_s=args.settle,
             drain_limit_s=args.drain_limit,
             lag_diagnostic=not args.no_lag_diagnostic,
+            pipeline_baseline=args.pipeline_baseline,
         )
     except BenchmarkError as err:
         console.print(f"[red]benchmark failed:[/red] {err}")

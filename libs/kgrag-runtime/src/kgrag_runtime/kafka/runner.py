@@ -6,6 +6,13 @@ replays the batch, and the handlers' deterministic IDs and idempotent upserts ma
 nothing. A message that cannot be decoded or validated goes to `<consumer>.dlq` with its error code,
 and the partition moves on. A handler exception means a store is failing: the runner pauses its
 partitions (so the broker stops feeding it), backs off, and retries the same batch until it succeeds.
+
+A handler that stages (`StagedHandler`: the chunk-indexer) runs one batch deep in a pipeline: batch N+1 is
+staged (embedded) on the consume thread while batch N's writes run on a writer thread, so the model never
+waits on OpenSearch, S3 or PostgreSQL. Offsets are still committed in order and only after a batch's writes;
+a batch that shares a document with the one in flight, or that the handler cannot stage, waits for it; a
+failed write is retried on its own, as above, before anything after it; a rebalance first settles the batch
+in flight.
 """
 
 from __future__ import annotations
@@ -15,13 +22,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.handlers.protocol import Handler, HandlerResult
+from kgrag_core.handlers.protocol import Handler, HandlerResult, StagedHandler
 from kgrag_core.ingest import IngestOutcome, IngestStatus
 from kgrag_core.ports import IngestLog
 from kgrag_runtime.kafka.codec import dead_letter_topic, decode
@@ -42,6 +50,8 @@ class RunnerSettings:
     lag_refresh_s: float = 5.0
     # A lag reading older than this, or a failed last refresh, means the broker is not answering.
     lag_stale_after_s: float = 15.0
+    # Stage the next batch while this one's writes run, for handlers that can (see the module docstring).
+    pipeline: bool = True
 
 
 class ConsumerRunner:
@@ -80,6 +90,11 @@ class ConsumerRunner:
         self._last_loop = time.monotonic()
         self._subscribed = False
         self._closing = threading.Event()
+        self._inflight: _InFlight | None = None
+        self._retry_first: list[Message] = []  # a failed in-flight batch a rebalance left to redo
+        self._writer: ThreadPoolExecutor | None = None
+        # A batch left uncommitted because the runner is stopping: nothing after it may commit.
+        self._abandoned = False
         self.lag_monitor = LagMonitor(
             bootstrap,
             group_id,
@@ -99,7 +114,13 @@ class ConsumerRunner:
             self.close()
 
     def close(self) -> None:
-        """Leave the group and stop measuring lag."""
+        """Commit the batch in flight if its writes succeed, leave the group and stop measuring lag."""
+        try:
+            self._settle(retry=False)
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+                self._writer = None
         self._closing.set()
         self.lag_monitor.join()
         self._consumer.close()
@@ -114,13 +135,18 @@ class ConsumerRunner:
             monitor.assigned(partitions)
 
         def on_revoke(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            self._settle_before_revoke(partitions, lost=False)
+            monitor.revoked(partitions)
+
+        def on_lost(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            self._settle_before_revoke(partitions, lost=True)
             monitor.revoked(partitions)
 
         self._consumer.subscribe(
             [self.producer.topic_prefix + t for t in self.handler.topics],
             on_assign=on_assign,
             on_revoke=on_revoke,
-            on_lost=on_revoke,
+            on_lost=on_lost,
         )
         self._subscribed = True
         monitor.start(self._closing)
@@ -131,11 +157,23 @@ class ConsumerRunner:
         self._last_loop = time.monotonic()
         messages = self._consumer.consume(self.settings.batch_size, self.settings.poll_timeout_s)
         messages = [m for m in messages if not self._is_partition_eof(m)]
+        if self._retry_first:
+            # A rebalance found the batch in flight failed: it goes first, alone, on what we still own.
+            owned = {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
+            redo = [m for m in self._retry_first if (m.topic(), m.partition()) in owned]
+            self._retry_first = []
+            if redo:
+                self._process_with_backoff(redo, stop)
         if not messages:
+            self._settle(stop=stop)  # idle: commit the batch in flight now rather than behind the next poll
             return 0
         started = time.perf_counter()
-        self._process_with_backoff(messages, stop)
-        self.metrics.handle_seconds.observe(time.perf_counter() - started)
+        if self._abandoned or self._pipelined(messages, stop, started):
+            return len(messages)
+        self._settle(stop=stop)
+        if not self._abandoned:
+            self._process_with_backoff(messages, stop)
+            self.metrics.handle_seconds.observe(time.perf_counter() - started)
         return len(messages)
 
     @property
@@ -165,9 +203,103 @@ class ConsumerRunner:
             **({"broker_error": reading.error} if reading.error else {}),
         }
 
+    # --- one batch deep: stage N+1 while N writes ---------------------------------------------------------
+
+    def _pipelined(self, messages: list[Message], stop: threading.Event | None, started: float) -> bool:
+        """Stage this batch and hand its writes to the writer thread; False when it must run serially."""
+        handler = self.handler
+        if not self.settings.pipeline or not isinstance(handler, StagedHandler):
+            return False
+        runs = _consecutive_by_topic(messages, self.producer.topic_prefix)
+        if len(runs) != 1:
+            return False
+        topic = runs[0][0]
+        batch, origin, undecodable = self._decode(runs[0][1])
+        keys = handler.conflict_keys(topic, batch) if batch else frozenset[str]()
+        if keys is None:
+            return False
+        if self._inflight is not None and keys & self._inflight.keys:
+            self._settle(stop=stop)  # staging reads what the batch in flight writes
+            if self._abandoned:
+                return True
+        try:
+            staged = handler.stage(topic, batch) if batch else None
+        except Exception as err:  # noqa: BLE001 - a failing store: the serial path retries with backoff
+            log.warning("handler %s failed to stage a batch, running it serially: %s", handler.name, err)
+            return False
+        if not self._settle(stop=stop):
+            return self._abandoned  # the batch before failed and was redone alone; this one follows it
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{handler.name}-writer")
+        future: Future[HandlerResult] | None = (
+            self._writer.submit(handler.finish, staged) if staged is not None else None
+        )
+        self._inflight = _InFlight(messages, origin, undecodable, keys, future, started)
+        return True
+
+    def _settle(self, *, stop: threading.Event | None = None, retry: bool = True) -> bool:
+        """Wait for the batch in flight; emit and commit it. True if it succeeded; a failure is retried
+        alone (serially, with backoff) when `retry`, else left uncommitted for redelivery."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is None:
+            return True
+        try:
+            result = inflight.future.result() if inflight.future is not None else HandlerResult()
+            self._commit_inflight(inflight, result)
+        except Exception as err:  # noqa: BLE001 - as in _process_with_backoff: a sink or the broker failing
+            self.metrics.retries.inc()
+            log.warning("handler %s failed writing a staged batch: %s", self.handler.name, err)
+            if retry:
+                self._process_with_backoff(inflight.messages, stop)
+            return False
+        self.metrics.handle_seconds.observe(time.perf_counter() - inflight.started)
+        return True
+
+    def _commit_inflight(self, inflight: _InFlight, result: HandlerResult) -> None:
+        for message, code, reason in inflight.undecodable:
+            self._dead_letter_raw(message, code, reason)
+        self._emit(result, inflight.origin)
+        self._finish_batch(inflight.messages)
+
+    def _settle_before_revoke(self, partitions: list[TopicPartition], *, lost: bool) -> None:
+        """Before partitions go: commit the batch in flight (its writes are done or nearly); a lost
+        assignment cannot commit, so its batch is redelivered to the next owner."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is None:
+            return
+        try:
+            result = inflight.future.result() if inflight.future is not None else HandlerResult()
+            if not lost:
+                self._commit_inflight(inflight, result)
+                self.metrics.handle_seconds.observe(time.perf_counter() - inflight.started)
+        except Exception as err:  # noqa: BLE001 - redone below, on the partitions this consumer keeps
+            self.metrics.retries.inc()
+            log.warning("handler %s failed writing a staged batch before a rebalance: %s", self.handler.name, err)
+            if not lost:
+                going = {(tp.topic, tp.partition) for tp in partitions}
+                self._retry_first = [m for m in inflight.messages if (m.topic(), m.partition()) not in going]
+
+    def _decode(
+        self, messages: Sequence[Message]
+    ) -> tuple[list[tuple[str, Mapping[str, object]]], _Origins, list[tuple[Message, str, str]]]:
+        batch: list[tuple[str, Mapping[str, object]]] = []
+        origin = _Origins()
+        undecodable: list[tuple[Message, str, str]] = []
+        for message in messages:
+            key = (message.key() or b"").decode("utf-8", "replace")
+            try:
+                payload = decode(message.value())
+            except KgragError as err:
+                undecodable.append((message, err.code.value, err.message))
+                continue
+            batch.append((key, payload))
+            origin.add(key, payload, message)
+        return batch, origin, undecodable
+
     # --- one batch ---------------------------------------------------------------------------------------
 
     def _process_with_backoff(self, messages: list[Message], stop: threading.Event | None) -> None:
+        """Handle and commit `messages`, retrying until it succeeds or `stop` is set (then abandoned)."""
         delay = self.settings.backoff_initial_s
         paused: list[TopicPartition] = []
         while True:
@@ -195,6 +327,7 @@ class ConsumerRunner:
                 delay = min(delay * 2, self.settings.backoff_max_s)
                 if stop is not None and stop.is_set():
                     # Leave without committing: the batch is redelivered to whoever owns it next.
+                    self._abandoned = True
                     return
         if paused:
             self._consumer.resume(paused)
@@ -210,26 +343,26 @@ class ConsumerRunner:
 
     def _process(self, messages: Sequence[Message]) -> None:
         for topic, group in _consecutive_by_topic(messages, self.producer.topic_prefix):
-            batch: list[tuple[str, Mapping[str, object]]] = []
-            origin = _Origins()
-            for message in group:
-                key = (message.key() or b"").decode("utf-8", "replace")
-                try:
-                    payload = decode(message.value())
-                except KgragError as err:
-                    self._dead_letter_raw(message, err.code.value, err.message)
-                    continue
-                batch.append((key, payload))
-                origin.add(key, payload, message)
+            batch, origin, undecodable = self._decode(group)
+            for message, code, reason in undecodable:
+                self._dead_letter_raw(message, code, reason)
             if batch:
                 result = self.handler.handle(topic, batch)
                 self._emit(result, origin)
+        self._finish_batch(messages)
+
+    def _finish_batch(self, messages: Sequence[Message]) -> None:
+        """Outputs delivered, then the offsets: the batch is done."""
         self.producer.flush()
         self._consumer.commit(offsets=_next_offsets(messages), asynchronous=False)
         self.metrics.processed.inc(len(messages))
         newest_ms = max((ms for ms in map(_broker_ms, messages) if ms is not None), default=None)
         if newest_ms is not None:
             self.metrics.projection_lag_seconds.set(max(0.0, time.time() - newest_ms / 1000))
+        self._committed(messages)
+
+    def _committed(self, messages: Sequence[Message]) -> None:
+        """Called after each batch's offsets are committed (a hook for benchmarks and tests)."""
 
     def _emit(self, result: HandlerResult, origin: _Origins) -> None:
         for out in result.outputs:
@@ -297,6 +430,18 @@ class ConsumerRunner:
             raise KafkaException(err)
         log.warning("transient Kafka error, continuing: %s", err)
         return True
+
+
+@dataclass(slots=True)
+class _InFlight:
+    """A staged batch whose writes run on the writer thread; committed by `_settle`."""
+
+    messages: list[Message]
+    origin: _Origins
+    undecodable: list[tuple[Message, str, str]]
+    keys: frozenset[str]
+    future: Future[HandlerResult] | None  # None: nothing decodable to write
+    started: float
 
 
 class _Origins:

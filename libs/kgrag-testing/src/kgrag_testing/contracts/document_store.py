@@ -135,6 +135,21 @@ class DocumentStoreContract:
         assert store.get_chunks(ids(chunks)) == {c.chunk_id: c for c in chunks}
         assert store.get_chunks([chunks[1].chunk_id, "ch_missing"]) == {chunks[1].chunk_id: chunks[1]}
 
+    def test_commit_documents_commits_a_batch_together_or_not_at_all(self, store: FullStore) -> None:
+        a, a_chunks = make_document("doc-a", ["alpha one", "alpha two"])
+        b, b_chunks = make_document("doc-b", ["beta"], acl=ALICE)
+        store.commit_documents([(a, ENG, a_chunks, {}), (b, ALICE, b_chunks, {})])
+        assert store.get_documents(["doc-a", "doc-b"]) == {"doc-a": a, "doc-b": b}
+        assert store.chunks_of("doc-a") == a_chunks and store.chunks_of("doc-b") == b_chunks
+        # A bad member (its document names another ACL class) fails the whole batch: the good one beside
+        # it is not committed either, and what was there stays.
+        c, c_chunks = make_document("doc-c", ["gamma"])
+        a2, a2_chunks = make_document("doc-a", ["alpha changed"], version=2)
+        with pytest.raises(ValueError, match="ACL class"):
+            store.commit_documents([(a2, ENG, a2_chunks, {}), (c, ALICE, c_chunks, {})])
+        assert store.get_document("doc-c") is None
+        assert store.get_document("doc-a") == a and store.chunks_of("doc-a") == a_chunks
+
     def test_get_documents_in_one_call(self, store: FullStore) -> None:
         a, _ = make_document("doc-a", ["alpha"])
         b, _ = make_document("doc-b", ["beta"])
