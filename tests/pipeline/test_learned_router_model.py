@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from kgrag_core.graph_retrieval.learned_router import LearnedRouter, parse_router_examples
-from kgrag_core.graph_retrieval.router import QuestionRouter, RuleRouter
+from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, RuleRouter
 from kgrag_runtime.graph import BUNDLED_ROUTER_SET, build_router
 from kgrag_runtime.settings import KgragSettings
 
 pytestmark = pytest.mark.pipeline
 CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "northwind"
 EVAL_FILES = ("questions.jsonl", "questions-test.jsonl")
+ROUTER_DEV_SET = BUNDLED_ROUTER_SET.with_name("questions-dev.jsonl")
 
 
 def _typed(split: str) -> list[dict[str, str]]:
@@ -32,6 +33,22 @@ def test_the_router_set_copies_no_eval_question() -> None:
     asked = {q["question"].casefold() for split in ("dev", "test") for q in _typed(split)}
     assert len(examples) >= 150
     assert not {e.question.casefold() for e in examples} & asked
+
+
+def test_the_router_dev_set_is_new_dev_and_covers_every_kind() -> None:
+    rows = [json.loads(line) for line in ROUTER_DEV_SET.read_text("utf-8").splitlines() if line]
+    every_eval = [
+        json.loads(line)["question"].casefold()
+        for path in sorted(CORPUS.glob("questions*.jsonl"))
+        for line in path.read_text("utf-8").splitlines()
+        if line
+    ]
+    trained = {e.question.casefold() for e in parse_router_examples(BUNDLED_ROUTER_SET.read_text("utf-8").splitlines())}
+    asked = [r["question"].casefold() for r in rows]
+    assert len(rows) >= 50 and len(set(asked)) == len(asked)
+    assert {r["split"] for r in rows} == {"dev"}
+    assert {r["kind"] for r in rows} == {k.value for k in QuestionKind} | {"unanswerable"}
+    assert not set(asked) & (set(every_eval) | trained)
 
 
 def test_the_learned_router_beats_the_rules_on_the_test_split(embedder, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
