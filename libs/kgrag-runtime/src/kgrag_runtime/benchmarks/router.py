@@ -102,7 +102,7 @@ def router_accuracy_table(embedder: Embedder) -> dict[str, object]:
     return dict(out)
 
 
-def retrieval_by_router(embedder: Embedder, work: Path) -> dict[str, object]:
+def retrieval_by_router(embedder: Embedder, work: Path, *, dev_only: bool = False) -> dict[str, object]:
     from kgrag_adapters.connectors import iter_path
     from kgrag_runtime.evaluation.runner import run_evaluation
     from kgrag_runtime.wiring import open_embedded
@@ -124,7 +124,7 @@ def retrieval_by_router(embedder: Embedder, work: Path) -> dict[str, object]:
             kg.graph_searcher.router = router
             report = run_evaluation(
                 kg, [CORPUS / "questions.jsonl", CORPUS / "questions-test.jsonl"], budget_tokens=2000,
-                progress_console=None, answers=False,
+                progress_console=None, answers=False, only=_dev_ids() if dev_only else None,
             )  # fmt: skip
             keep = ("ndcg@10", "recall@10", "recall@20", "graph_used")
             out[name] = {
@@ -139,19 +139,27 @@ def retrieval_by_router(embedder: Embedder, work: Path) -> dict[str, object]:
     return out
 
 
+def _dev_ids() -> set[str]:
+    lines = (CORPUS / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return {q["id"] for q in map(json.loads, filter(str.strip, lines)) if q.get("split") == "dev"}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench-results/router"))
     parser.add_argument("--no-retrieval", action="store_true", help="router accuracy only (no corpus ingest)")
+    parser.add_argument("--dev-only", action="store_true", help="retrieval on the dev split only, no accuracy")
     args = parser.parse_args(argv)
     from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
 
     embedder = OnnxMiniLmEmbedder()
-    result: dict[str, object] = {"router_accuracy": router_accuracy_table(embedder)}
-    print(json.dumps(result["router_accuracy"], indent=1))
+    result: dict[str, object] = {}
+    if not args.dev_only:  # the accuracy table reads the test split: once, with the final router
+        result["router_accuracy"] = router_accuracy_table(embedder)
+        print(json.dumps(result["router_accuracy"], indent=1))
     if not args.no_retrieval:
         with tempfile.TemporaryDirectory(prefix="kgrag-router-bench-") as work:
-            result["retrieval"] = retrieval_by_router(embedder, Path(work))
+            result["retrieval"] = retrieval_by_router(embedder, Path(work), dev_only=args.dev_only)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "router.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(json.dumps(result.get("retrieval"), indent=1))
