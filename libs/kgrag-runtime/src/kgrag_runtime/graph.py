@@ -16,7 +16,7 @@ from kgrag_runtime.settings import KgragSettings
 
 if TYPE_CHECKING:  # resolution is built for ingestion and curation; a search imports only the searcher
     from kgrag_adapters.postgres.graph_store import PostgresGraphStore
-    from kgrag_core.graph_retrieval.learned_router import RouterExample
+    from kgrag_core.graph_retrieval.learned_router import LearnedRouter, RouterExample
     from kgrag_core.handlers.entity_resolver import EntityResolverHandler
     from kgrag_core.resolution.service import ResolutionService
 
@@ -68,14 +68,17 @@ def build_router(settings: KgragSettings, embedder: Embedder) -> QuestionRouter:
     the bundled sets with this embedding model; otherwise (a custom set, another model) it trains on first use."""
     if settings.router == "rules":
         return RuleRouter()
+    return learned_router(embedder, settings.router_questions_file)
+
+
+def learned_router(embedder: Embedder, questions_file: Path | None = None) -> LearnedRouter:
+    """The learned router on `questions_file` (trained on first use), or on the bundled sets with their fit."""
     from kgrag_core.graph_retrieval.learned_router import LearnedRouter, parse_fitted
 
-    custom = settings.router_questions_file
-    examples = router_examples(custom)
     fitted = None
-    if custom is None and BUNDLED_ROUTER_FITTED.is_file():
+    if questions_file is None and BUNDLED_ROUTER_FITTED.is_file():
         fitted = parse_fitted(BUNDLED_ROUTER_FITTED.read_text(encoding="utf-8"))
-    return LearnedRouter(embedder, examples, fitted=fitted)
+    return LearnedRouter(embedder, router_examples(questions_file), fitted=fitted)
 
 
 def router_examples(path: Path | None = None) -> list[RouterExample]:

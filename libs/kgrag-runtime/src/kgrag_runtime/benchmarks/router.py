@@ -24,7 +24,7 @@ from kgrag_core.graph_retrieval.learned_router import LearnedRouter, RouterExamp
 from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, RuleRouter
 from kgrag_core.ingest import IngestStatus
 from kgrag_core.ports import Embedder
-from kgrag_runtime.graph import BUNDLED_ROUTER_SET, build_router, router_examples
+from kgrag_runtime.graph import BUNDLED_ROUTER_SET, learned_router, router_examples
 from kgrag_runtime.settings import KgragSettings
 
 CORPUS = BUNDLED_ROUTER_SET.parents[1] / "northwind"
@@ -92,7 +92,7 @@ def router_accuracy_table(embedder: Embedder) -> dict[str, object]:
         "test": _rows(CORPUS / "questions.jsonl", "test", "type")
         + _rows(CORPUS / "questions-test.jsonl", "test", "type"),
     }
-    routers: dict[str, QuestionRouter] = {"rules": RuleRouter(), "learned": build_router(KgragSettings(), memo)}
+    routers: dict[str, QuestionRouter] = {"rules": RuleRouter(), "learned": learned_router(memo)}
     out: dict[str, dict[str, object]] = {name: {"version": r.version} for name, r in routers.items()}
     for name, router in routers.items():
         for set_name, rows in sets.items():
@@ -120,7 +120,7 @@ def retrieval_by_router(embedder: Embedder, work: Path, *, dev_only: bool = Fals
         outcomes = kg.ingest(iter_path(CORPUS / "documents.jsonl"))
         assert {o.status for o in outcomes} == {IngestStatus.INDEXED}
         assert kg.graph_searcher is not None
-        for name, router in (("rules", RuleRouter()), ("learned", build_router(KgragSettings(), embedder))):
+        for name, router in (("rules", RuleRouter()), ("learned", learned_router(embedder))):
             kg.graph_searcher.router = router
             report = run_evaluation(
                 kg, [CORPUS / "questions.jsonl", CORPUS / "questions-test.jsonl"], budget_tokens=2000,
