@@ -74,7 +74,9 @@ def test_the_learned_router_beats_the_rules_on_the_test_split(embedder, capsys: 
     scores = {name: (_accuracy(r, dev), _accuracy(r, test)) for name, r in (("rules", rules), ("learned", learned))}
     with capsys.disabled():
         for name, (on_dev, on_test) in scores.items():
-            print(f"\nrouter {name}: dev {on_dev:.3f} ({len(dev)}), test {on_test:.3f} ({len(test)})")
+            print(
+                f"\nrouter {name}: dev {on_dev:.3f} ({len(dev)}, learned: in-sample), test {on_test:.3f} ({len(test)})"
+            )
     assert len(test) >= 50
     assert scores["learned"][1] > scores["rules"][1]
     assert scores["learned"][1] >= 0.75
