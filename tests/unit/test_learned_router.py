@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.graph_retrieval.learned_router import LearnedRouter, RouterExample, parse_router_examples
+from kgrag_core.graph_retrieval.learned_router import (
+    LearnedRouter,
+    RouterExample,
+    cue_vector,
+    dump_fitted,
+    parse_fitted,
+    parse_router_examples,
+)
 from kgrag_core.graph_retrieval.router import QuestionKind, Route, RuleRouter
 from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher
 from tests.unit.test_graph_retrieval_doubles import READER, FakeClock, FakeStore, chain_graph, hybrid_over
@@ -132,3 +139,46 @@ def test_the_configured_router_is_built_and_a_missing_set_is_a_clear_error(tmp_p
     with pytest.raises(KgragError) as caught:
         build_router(KgragSettings(router="learned", router_questions_file=tmp_path / "none.jsonl"), BagOfWords())
     assert caught.value.code is ErrorCode.SOURCE_UNREADABLE and "KGRAG_ROUTER" in (caught.value.hint or "")
+
+
+def test_a_shipped_fit_is_used_only_by_the_router_it_was_fitted_for() -> None:
+    fitted = LearnedRouter(BagOfWords(), EXAMPLES).fit()
+    loaded = parse_fitted(dump_fitted(fitted))
+    assert loaded.version == fitted.version
+    shipped = LearnedRouter(BagOfWords(), EXAMPLES, fitted=loaded)
+    assert shipped.fitted is loaded
+    question = "Did they run the pilot in the end?"
+    trained = LearnedRouter(BagOfWords(), EXAMPLES).probabilities(question)
+    assert shipped.probabilities(question) == pytest.approx(trained, abs=1e-9)
+    # A fit of another set (one more example) is not this router's: it is ignored and the router trains.
+    other = LearnedRouter(BagOfWords(), [*EXAMPLES, RouterExample("Who is Mei?", K.ENTITY)], fitted=loaded)
+    assert other.fitted is None and other.version != loaded.version
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda body: {**body, "kinds": list(reversed(body["kinds"]))}, "not the routed kinds"),
+        (lambda body: {**body, "scale": body["scale"][:-1]}, "shapes disagree"),
+        (lambda body: {key: value for key, value in body.items() if key != "weights"}, "weights"),
+    ],
+)
+def test_a_fitted_file_that_does_not_fit_is_refused(edit: object, message: str) -> None:
+    body = json.loads(dump_fitted(LearnedRouter(BagOfWords(), EXAMPLES).fit()))
+    with pytest.raises(KgragError) as caught:
+        parse_fitted(json.dumps(edit(body)))  # type: ignore[operator]
+    assert message in str(caught.value)
+
+
+def test_the_cues_read_time_plans_themes_and_names() -> None:
+    names = [
+        "now", "change", "year", "month", "yes/no", "plan", "global", "relative", "chained", "describe", "names",
+    ]  # fmt: skip
+    fired = dict(
+        zip(names, cue_vector("Did Kestrel Pharma actually sign the plan in March 2024, and who owns it?"), strict=True)
+    )
+    assert fired["yes/no"] == fired["plan"] == fired["year"] == fired["month"] == fired["chained"] == 1.0
+    assert fired["now"] == fired["global"] == fired["describe"] == 0.0
+    assert fired["names"] == 1.0  # Kestrel, Pharma, March: three names after the opening word, the cap
+    assert cue_vector("Who is Mei?")[-1] == pytest.approx(1 / 3)
+    assert dict(zip(names, cue_vector("What is the current fee?"), strict=True))["now"] == 1.0

@@ -127,12 +127,15 @@ class KgragSettings(BaseSettings):
         1.0, gt=0, description="Budget of the whole graph layer; over it the answer is hybrid's, flagged degraded."
     )
     router: Literal["rules", "learned"] = Field(
-        "rules",
-        description="Question router of the graph layer: the pattern list, or a classifier over the embedding "
-        "model trained (once per process, deterministic) from router_questions_file.",
+        "learned",
+        description="Question router of the graph layer: a classifier over the embedding model (the default: the "
+        "shipped fit of the bundled sets, or trained once per process from router_questions_file), or the "
+        "pattern list (rules).",
     )
     router_questions_file: Path | None = Field(
-        None, description="The learned router's training set; unset: the bundled corpora/router/questions.jsonl."
+        None,
+        description="The learned router's training set; unset: the bundled corpora/router/questions.jsonl plus "
+        "questions-bundled-dev.jsonl, with their shipped fit.",
     )
     resolution_enabled: bool = Field(True, description="Resolve entities after every extraction.")
     entity_id_key: SecretStr | None = Field(

@@ -10,6 +10,11 @@ one training file and one embedding model always give one model, named by `versi
 
 When the likeliest kind is below `low_confidence`, the route carries the runner-up as `alternative`
 and the graph searcher runs both strategies and fuses them.
+
+Training embeds every example, which costs seconds at start-up; so a fitted model can be shipped
+(`FittedRouter`, serialised by `dump_fitted`/`parse_fitted`) and is used only when its version equals the
+router's, i.e. it was fitted from these very examples, this embedding model, these steps and these cues.
+Any other set (a custom training file, another model) trains as before.
 """
 
 from __future__ import annotations
@@ -104,6 +109,57 @@ class _Model:
     scale: Matrix
 
 
+@dataclass(frozen=True, slots=True)
+class FittedRouter:
+    """A trained model with the version of the router that trained it (examples, model, steps, cues)."""
+
+    version: str
+    model: _Model
+
+
+_FITTED_DIGITS = 12  # significant digits kept in the file: far below any probability the route reads
+
+
+def dump_fitted(fitted: FittedRouter) -> str:
+    """JSON of a fitted model, kinds named, so a reordered `QuestionKind` cannot silently permute columns."""
+    m = fitted.model
+
+    def rounded(values: Matrix) -> list[object]:
+        return (
+            [float(f"{v:.{_FITTED_DIGITS}g}") for v in values.tolist()]
+            if values.ndim == 1
+            else [rounded(row) for row in values]
+        )
+
+    body = {
+        "version": fitted.version,
+        "kinds": [k.value for k in ROUTED_KINDS],
+        "mean": rounded(m.mean),
+        "scale": rounded(m.scale),
+        "weights": rounded(m.weights),
+    }
+    return json.dumps(body, separators=(",", ":")) + "\n"
+
+
+def parse_fitted(text: str) -> FittedRouter:
+    """The inverse of `dump_fitted`; a file that does not fit the routed kinds or its own shapes is refused."""
+    try:
+        raw = json.loads(text)
+        kinds = [str(k) for k in raw["kinds"]]
+        mean = np.asarray(raw["mean"], dtype=np.float64)
+        scale = np.asarray(raw["scale"], dtype=np.float64)
+        weights = np.asarray(raw["weights"], dtype=np.float64)
+        version = str(raw["version"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise KgragError(ErrorCode.MALFORMED_JSON, f"fitted router: {err}") from err
+    if kinds != [k.value for k in ROUTED_KINDS]:
+        raise KgragError(ErrorCode.MISSING_FIELD, f"fitted router kinds {kinds} are not the routed kinds")
+    n = mean.shape[0] if mean.ndim == 1 else -1
+    if n < 1 or scale.shape != (n,) or weights.shape != (n + 1, len(ROUTED_KINDS)):
+        raise KgragError(ErrorCode.MISSING_FIELD, "fitted router shapes disagree (mean, scale, weights)")
+    return FittedRouter(version, _Model(weights, mean, scale))
+
+
 def _fit(features: Matrix, labels: npt.NDArray[np.int64], n_kinds: int) -> _Model:
     mean = features.mean(axis=0)
     scale = features.std(axis=0)
@@ -136,7 +192,12 @@ class LearnedRouter:
     """Routes by a model trained lazily (first use, once, under a lock) from `examples` with `embedder`."""
 
     def __init__(
-        self, embedder: Embedder, examples: Sequence[RouterExample], *, low_confidence: float = LOW_CONFIDENCE
+        self,
+        embedder: Embedder,
+        examples: Sequence[RouterExample],
+        *,
+        low_confidence: float = LOW_CONFIDENCE,
+        fitted: FittedRouter | None = None,
     ) -> None:
         self.embedder = embedder
         self.examples = tuple(examples)
@@ -147,6 +208,8 @@ class LearnedRouter:
         digest.update(f"{embedder.model_id}|{_STEPS}|{_LEARNING_RATE}|{_L2}|{low_confidence}".encode())
         digest.update("|".join(p.pattern for _, p in _CUES).encode("utf-8"))
         self.version = "learned-" + digest.hexdigest()[:12]
+        # A shipped model fitted from anything else (another set, model or cue list) is not this router's.
+        self.fitted = fitted if fitted is not None and fitted.version == self.version else None
 
     def _features(self, question: str) -> list[float]:
         vector = np.asarray(self.embedder.embed_query(question), dtype=np.float64)
@@ -154,13 +217,19 @@ class LearnedRouter:
         unit = vector / norm if norm > 0 else vector
         return [*unit.tolist(), *cue_vector(question)]
 
+    def fit(self) -> FittedRouter:
+        """Train from the examples (never the shipped model): what `dump_fitted` writes and a test refits."""
+        rows = np.asarray([self._features(e.question) for e in self.examples], dtype=np.float64)
+        labels = np.asarray([ROUTED_KINDS.index(e.kind) for e in self.examples], dtype=np.int64)
+        return FittedRouter(self.version, _fit(rows, labels, len(ROUTED_KINDS)))
+
     def _trained(self) -> _Model:
+        if self.fitted is not None:
+            return self.fitted.model
         with _TRAINING:
             model = _TRAINED.get(self.version)
             if model is None:
-                rows = np.asarray([self._features(e.question) for e in self.examples], dtype=np.float64)
-                labels = np.asarray([ROUTED_KINDS.index(e.kind) for e in self.examples], dtype=np.int64)
-                model = _TRAINED[self.version] = _fit(rows, labels, len(ROUTED_KINDS))
+                model = _TRAINED[self.version] = self.fit().model
             return model
 
     def probabilities(self, question: str) -> dict[QuestionKind, float]:

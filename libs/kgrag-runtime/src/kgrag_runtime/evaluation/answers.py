@@ -23,14 +23,13 @@ from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.evaluation.answer_metrics import answer_metrics
 from kgrag_core.evaluation.metrics import mean, sign_test
 from kgrag_core.evaluation.questions import EvalQuestion
-from kgrag_core.graph_retrieval.learned_router import LearnedRouter, parse_router_examples
 from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, RuleRouter
 from kgrag_core.graph_retrieval.searcher import GraphSearchResponse
 from kgrag_core.limits import EVIDENCE_CHUNKS
 from kgrag_core.search import SearchResponse
 from kgrag_runtime.answer_flow import answer_verified, supporting_facts
 from kgrag_runtime.app import KgragApp
-from kgrag_runtime.graph import BUNDLED_ROUTER_SET
+from kgrag_runtime.graph import learned_router
 
 Answerer = Callable[[str, Caller, SearchResponse | GraphSearchResponse], Answer]
 ALL = "all"
@@ -187,12 +186,12 @@ def router_accuracy(questions: Sequence[EvalQuestion], routers: Mapping[str, Que
     return out
 
 
-def comparison_routers(app: KgragApp, router_set: Path = BUNDLED_ROUTER_SET) -> dict[str, QuestionRouter]:
-    """The rules, the learned router on `router_set` (trained once per process), and the app's own router
-    when it is neither."""
-    examples = parse_router_examples(router_set.read_text(encoding="utf-8").splitlines())
+def comparison_routers(app: KgragApp, router_set: Path | None = None) -> dict[str, QuestionRouter]:
+    """The rules, the learned router (the default's: the bundled sets with their shipped fit; or trained once per
+    process on `router_set`), and the app's own router when it is neither. The default learned router trains on
+    the bundled dev questions, so its dev figure here is in-sample (`benchmarks/router.py` cross-validates it)."""
     routers: dict[str, QuestionRouter] = {"rules": RuleRouter()}
-    routers["learned"] = LearnedRouter(app.searcher.embedder, examples)
+    routers["learned"] = learned_router(app.searcher.embedder, router_set)
     if app.graph_searcher is not None and app.graph_searcher.router.version not in {
         r.version for r in routers.values()
     }:

@@ -1,0 +1,169 @@
+"""The router decision in one run (issue 11): router accuracy per type for the rules and the learned router on
+the bundled dev split, the router's own dev set (`corpora/router/questions-dev.jsonl`) and the test split, and
+retrieval quality per type and split (nDCG@10, recall@10/20) of hybrid+graph with each router on the Northwind
+corpus with its prose-level graph (the bundled reply book), same app, same index.
+
+The learned router trains on the bundled dev questions, so its in-sample dev figure is not a measurement:
+the bundled dev column also reports it by 5-fold cross-validation (each question routed by a router trained on
+the router set and the other folds). Neither router has seen the router's dev set or the test split.
+
+    uv run python -m kgrag_runtime.benchmarks.router --out bench-results/router
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from kgrag_core.evaluation.metrics import mean
+from kgrag_core.graph_retrieval.learned_router import LearnedRouter, RouterExample
+from kgrag_core.graph_retrieval.router import QuestionKind, QuestionRouter, RuleRouter
+from kgrag_core.ingest import IngestStatus
+from kgrag_core.ports import Embedder
+from kgrag_runtime.graph import BUNDLED_ROUTER_SET, learned_router, router_examples
+from kgrag_runtime.settings import KgragSettings
+
+CORPUS = BUNDLED_ROUTER_SET.parents[1] / "northwind"
+ROUTER_DEV = BUNDLED_ROUTER_SET.with_name("questions-dev.jsonl")
+FOLDS = 5
+Row = tuple[str, str, str]  # id, question, kind
+
+
+class _Memo:
+    """The embedder with each text embedded once: the folds retrain on the same questions."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+        self._seen: dict[str, tuple[float, ...]] = {}
+
+    def embed_query(self, text: str) -> tuple[float, ...]:
+        if text not in self._seen:
+            self._seen[text] = tuple(self.inner.embed_query(text))
+        return self._seen[text]
+
+    def embed_documents(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        return [self.embed_query(t) for t in texts]
+
+
+def _rows(path: Path, split: str | None, kind_key: str) -> list[Row]:
+    kinds = {k.value for k in QuestionKind}
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)
+            if q[kind_key] in kinds and (split is None or q.get("split") == split):
+                out.append((q["id"], q["question"], q[kind_key]))
+    return out
+
+
+def _per_type(rows: Sequence[Row], routed: Mapping[str, str]) -> dict[str, dict[str, float | int]]:
+    grouped: dict[str, list[float]] = defaultdict(list)
+    for qid, _, kind in rows:
+        hit = 1.0 if routed[qid] == kind else 0.0
+        grouped[kind].append(hit)
+        grouped["ALL"].append(hit)
+    return {
+        k: {"n": len(v), "accuracy": round(mean(v), 3)}
+        for k, v in sorted(grouped.items(), key=lambda kv: (kv[0] == "ALL", kv[0]))
+    }
+
+
+def _cross_validated(embedder: Embedder, dev: Sequence[Row]) -> dict[str, str]:
+    """Each bundled dev question routed by a learned router trained on the router set and the other folds."""
+    base = router_examples(BUNDLED_ROUTER_SET)
+    routed: dict[str, str] = {}
+    for fold in range(FOLDS):
+        held = [r for i, r in enumerate(dev) if i % FOLDS == fold]
+        train = base + [RouterExample(q, QuestionKind(k)) for i, (_, q, k) in enumerate(dev) if i % FOLDS != fold]
+        router = LearnedRouter(embedder, train)
+        routed.update({qid: router.route(q).kind.value for qid, q, _ in held})
+    return routed
+
+
+def router_accuracy_table(embedder: Embedder) -> dict[str, object]:
+    memo = _Memo(embedder)
+    sets = {
+        "bundled dev": _rows(CORPUS / "questions.jsonl", "dev", "type"),
+        "router dev set": _rows(ROUTER_DEV, None, "kind"),
+        "test": _rows(CORPUS / "questions.jsonl", "test", "type")
+        + _rows(CORPUS / "questions-test.jsonl", "test", "type"),
+    }
+    routers: dict[str, QuestionRouter] = {"rules": RuleRouter(), "learned": learned_router(memo)}
+    out: dict[str, dict[str, object]] = {name: {"version": r.version} for name, r in routers.items()}
+    for name, router in routers.items():
+        for set_name, rows in sets.items():
+            out[name][set_name] = _per_type(rows, {qid: router.route(q).kind.value for qid, q, _ in rows})
+    cross = _cross_validated(memo, sets["bundled dev"])
+    out["learned"]["bundled dev (5-fold CV)"] = _per_type(sets["bundled dev"], cross)
+    return dict(out)
+
+
+def retrieval_by_router(embedder: Embedder, work: Path, *, dev_only: bool = False) -> dict[str, object]:
+    from kgrag_adapters.connectors import iter_path
+    from kgrag_runtime.evaluation.runner import run_evaluation
+    from kgrag_runtime.wiring import open_embedded
+
+    settings = KgragSettings(
+        data_dir=work / "index",
+        extraction_reply_book=CORPUS / "extraction" / "corpus_replies.jsonl",
+        extraction_priority_sources=["*"],
+        graph_expansion_budget_s=10.0,  # wide budgets: a loaded machine must not truncate one router's walks
+        graph_timeout_s=30.0,
+        answer_cache_ttl_s=0,  # each router's asks are answered, never served from the other's cache
+    )
+    out: dict[str, object] = {}
+    with open_embedded(settings, embedder=embedder) as kg:
+        outcomes = kg.ingest(iter_path(CORPUS / "documents.jsonl"))
+        assert {o.status for o in outcomes} == {IngestStatus.INDEXED}
+        assert kg.graph_searcher is not None
+        for name, router in (("rules", RuleRouter()), ("learned", learned_router(embedder))):
+            kg.graph_searcher.router = router
+            report = run_evaluation(
+                kg, [CORPUS / "questions.jsonl", CORPUS / "questions-test.jsonl"], budget_tokens=2000,
+                progress_console=None, answers=False, only=_dev_ids() if dev_only else None,
+            )  # fmt: skip
+            keep = ("ndcg@10", "recall@10", "recall@20", "graph_used")
+            out[name] = {
+                split: {
+                    cfg: {t: {k: v for k, v in row.items() if k in keep or k == "n"} for t, row in rows.items()}
+                    for cfg, rows in per_cfg.items()
+                    if cfg in ("hybrid", "hybrid+graph")
+                }
+                for split, per_cfg in report["per_split"].items()  # type: ignore[attr-defined]
+            }
+            out[name]["router_accuracy"] = report["graph"]["router_accuracy"]  # type: ignore[index]
+    return out
+
+
+def _dev_ids() -> set[str]:
+    lines = (CORPUS / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return {q["id"] for q in map(json.loads, filter(str.strip, lines)) if q.get("split") == "dev"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("bench-results/router"))
+    parser.add_argument("--no-retrieval", action="store_true", help="router accuracy only (no corpus ingest)")
+    parser.add_argument("--dev-only", action="store_true", help="retrieval on the dev split only, no accuracy")
+    args = parser.parse_args(argv)
+    from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
+
+    embedder = OnnxMiniLmEmbedder()
+    result: dict[str, object] = {}
+    if not args.dev_only:  # the accuracy table reads the test split: once, with the final router
+        result["router_accuracy"] = router_accuracy_table(embedder)
+        print(json.dumps(result["router_accuracy"], indent=1))
+    if not args.no_retrieval:
+        with tempfile.TemporaryDirectory(prefix="kgrag-router-bench-") as work:
+            result["retrieval"] = retrieval_by_router(embedder, Path(work), dev_only=args.dev_only)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "router.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    print(json.dumps(result.get("retrieval"), indent=1))
+
+
+if __name__ == "__main__":
+    main()
