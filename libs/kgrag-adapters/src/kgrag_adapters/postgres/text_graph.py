@@ -77,6 +77,18 @@ FROM total LEFT JOIN edges e ON TRUE
 ORDER BY e.df, e.node_key, e.chunk_id
 """
 _KINDS = {kind.value: kind for kind in MentionKind}
+# Every counter row a replacement will touch (its documents' old edges and its new ones), locked in one
+# pass in key order before the DELETE and the INSERT, whose triggers (0030) each take their rows in key order
+# but one after the other: two passes interleaved with another writer's one (a deletion's cascade) locked
+# the same hot rows in opposite orders and deadlocked. A row not there yet is made with 0 (and locked).
+_LOCK_COUNTERS = """
+INSERT INTO text_graph_node_passages AS p (node_key, acl_class_id, passages)
+SELECT node_key, acl_class_id, 0 FROM (
+    SELECT node_key, acl_class_id FROM text_graph_mentions WHERE doc_id = ANY(%s)
+    UNION SELECT * FROM unnest(%s::text[], %s::text[])
+) k ORDER BY node_key, acl_class_id
+ON CONFLICT (node_key, acl_class_id) DO UPDATE SET passages = p.passages
+"""
 
 
 class PostgresTextGraph:
@@ -122,9 +134,10 @@ class PostgresTextGraph:
             }
             if titled:
                 conn.execute("UPDATE text_graph_nodes SET titled = TRUE WHERE node_key = ANY(%s)", (titled,))
-            conn.execute(
-                "DELETE FROM text_graph_mentions WHERE doc_id = ANY(%s)", ([doc_id for doc_id, _, _ in documents],)
-            )
+            doc_ids = [doc_id for doc_id, _, _ in documents]
+            pairs = sorted({(e.node_key, e.acl_class_id) for e in edges})
+            conn.execute(_LOCK_COUNTERS, (doc_ids, [k for k, _ in pairs], [a for _, a in pairs]))
+            conn.execute("DELETE FROM text_graph_mentions WHERE doc_id = ANY(%s)", (doc_ids,))
             conn.execute(
                 """
                 INSERT INTO text_graph_mentions (chunk_id, node_key, doc_id, acl_class_id, kind, weight)
