@@ -117,6 +117,12 @@ class KgragSettings(BaseSettings):
     text_graph_noun_phrases: bool = Field(
         True, description="Noun phrases join the text graph's nodes (spaCy's parser at ingest; off: NER and links)."
     )
+    text_graph_extractor: Literal["parser", "tagger", "ner", "patterns"] | None = Field(
+        None,
+        description="What finds the text graph's nodes at ingest: spaCy's NER plus noun phrases from the parser "
+        "or from the tagger, NER only, or 'patterns' (no model: capitalised names and links); unset: "
+        "'parser' or 'ner' as KGRAG_TEXT_GRAPH_NOUN_PHRASES says.",
+    )
     text_graph_timeout_s: float = Field(
         1.0, gt=0, description="Budget of the text-graph walk and bridges; over it the answer is hybrid's, degraded."
     )
