@@ -48,7 +48,9 @@ def build_text_graph_handler(
 
 def phrase_extractor(settings: KgragSettings) -> PhraseExtractor:
     """KGRAG_TEXT_GRAPH_EXTRACTOR's extractor (the spaCy pipeline is loaded on first use, not here)."""
-    choice = settings.text_graph_extractor or ("parser" if settings.text_graph_noun_phrases else "ner")
+    choice = settings.text_graph_extractor
+    if choice in ("parser", "tagger") and not settings.text_graph_noun_phrases:
+        choice = "ner"
     if choice == "patterns":
         from kgrag_core.text_graph.patterns import PatternPhraseExtractor
 
