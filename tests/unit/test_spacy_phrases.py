@@ -6,7 +6,10 @@ import pytest
 
 from kgrag_adapters.spacy_ner.phrases import SpacyPhraseExtractor
 from kgrag_core.text_graph.model import MentionKind
+from kgrag_core.text_graph.patterns import PatternPhraseExtractor
 from kgrag_core.text_graph.phrases import node_phrases
+from kgrag_runtime.settings import KgragSettings
+from kgrag_runtime.text_graph import phrase_extractor
 
 TEXTS = [
     "Pavel Horvat, born in Trieste, did his work in materials science in Seville before he joined Brightwater.",
@@ -47,3 +50,11 @@ def test_tagger_and_parser_name_mostly_the_same_nodes(tagger: SpacyPhraseExtract
         assert len(a & b) >= 0.7 * len(a | b), (a, b)
     assert parser.version.endswith(":np")
     assert SpacyPhraseExtractor(noun_chunks=False).version.endswith(":ner")
+
+
+def test_the_setting_picks_the_extractor() -> None:
+    assert isinstance(phrase_extractor(KgragSettings()), PatternPhraseExtractor)  # the default needs no model
+    assert phrase_extractor(KgragSettings(text_graph_extractor="tagger")).version.endswith(":tnp")
+    assert phrase_extractor(KgragSettings(text_graph_extractor="parser")).version.endswith(":np")
+    no_phrases = KgragSettings(text_graph_extractor="parser", text_graph_noun_phrases=False)
+    assert phrase_extractor(no_phrases).version.endswith(":ner")
