@@ -1,29 +1,32 @@
 """Concurrent writers of the text graph's passage counters (migrations 0030, 0033) on the real PostgreSQL.
 
-A re-ingest (new chunks, then the document's edges rebuilt) racing the deletion of other documents that
-name the same hot nodes: each writer's statements touch the same counter rows in different orders (a
-deletion removes its chunks' edges one chunk at a time, by cascade). Both must finish without a deadlock,
-and the counters must equal a recount of the edges afterwards.
+A re-ingest (a batch's edges replaced: old edges of hot nodes removed, new ones added) racing the deletion of
+other documents and the re-permissioning of others, all naming the same hot nodes: before the fix the
+replacement's two statements each took the counter rows in key order but one after the other, and
+deadlocked with a deletion's one ordered pass. All must finish without a deadlock, and the counters must
+equal a recount of the edges afterwards.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.postgres.text_graph import PostgresTextGraph
+from kgrag_core.acl import AclClass
 from kgrag_core.documents import Chunk
 from kgrag_core.ingest import DeletionRecord
 from kgrag_core.text_graph.model import MentionEdge, MentionKind
-from kgrag_testing.contracts.document_store import ENG, commit
+from kgrag_testing.contracts.document_store import ALICE, ENG, commit
 
 HOT = [f"hot node {i:02d}" for i in range(48)]
 CHUNKS = 4  # per document
-DOCS = 6  # re-ingested, and as many deleted, per round
-ROUNDS = 10
+DOCS = 3  # re-ingested, and as many deleted, per round
+ROUNDS = 4
 
 
 @pytest.fixture
@@ -98,6 +101,9 @@ def test_reingest_racing_deletion_on_shared_hot_nodes(
     kept = {f"doc-kept-{i}": commit(documents, f"doc-kept-{i}", _sections(f"doc-kept-{i}", 1)) for i in range(DOCS)}
     for doc_id, chunks in kept.items():
         text_graph.replace_document(doc_id, _edges(chunks, keys, _named(1)))
+    moved = {f"doc-moved-{i}": commit(documents, f"doc-moved-{i}", _sections(f"doc-moved-{i}", 1)) for i in range(2)}
+    for doc_id, chunks in moved.items():
+        text_graph.replace_document(doc_id, _edges(chunks, keys, HOT[::2] + HOT[1::2]))
     for round_ in range(ROUNDS):
         gone = [f"doc-gone-{round_}-{i}" for i in range(DOCS)]
         for doc_id in gone:
@@ -114,9 +120,16 @@ def test_reingest_racing_deletion_on_shared_hot_nodes(
                 ids = tuple(c.chunk_id for c in documents.chunks_of(doc_id))
                 documents.mark_deleted(doc_id, DeletionRecord(doc_id, ids, (), ("postgres",)))
 
-        assert _together(reingest, delete) == []
+        def repermission(acl: AclClass = ALICE if round_ % 2 == 0 else ENG) -> None:
+            # A re-permissioned document's edges take its new class, their counts moving between classes.
+            for doc_id in moved:
+                assert documents.update_acl(doc_id, acl)
+
+        assert _together(reingest, delete, repermission) == []
         stored, recount = _counts(documents)
         assert stored == recount
         # Positive control: the kept documents' edges are all there, the deleted ones' gone.
-        expected = {(keys[name], ENG.acl_class_id): DOCS for name in _named(round_ + 2)}
-        assert recount == expected
+        acl = ALICE if round_ % 2 == 0 else ENG
+        expected = Counter({(keys[name], ENG.acl_class_id): DOCS for name in _named(round_ + 2)})
+        expected.update({(keys[name], acl.acl_class_id): len(moved) for name in HOT})
+        assert recount == dict(expected)
