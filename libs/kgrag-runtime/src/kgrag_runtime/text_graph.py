@@ -40,7 +40,9 @@ def build_text_graph_handler(
     from kgrag_core.handlers.text_graph import TextGraphHandler
     from kgrag_core.text_graph.builder import TextGraphBuilder
 
-    builder = TextGraphBuilder(text_graph_store(store), phrase_extractor(settings), text_graph_settings(settings), embedder=embedder)
+    builder = TextGraphBuilder(
+        text_graph_store(store), phrase_extractor(settings), text_graph_settings(settings), embedder=embedder
+    )
     return TextGraphHandler(
         store, builder, name=name, on_batch=metrics.build_seconds.observe if metrics is not None else None
     )
