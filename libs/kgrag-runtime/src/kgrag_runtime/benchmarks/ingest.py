@@ -49,8 +49,13 @@ ROWS: dict[str, dict[str, bool | str]] = {
     "fast path only": {"extraction_enabled": False},
     # The text graph (issue 13) on the fast path: what it costs on top of chunk, embed, index, commit.
     "fast path + text graph": {"extraction_enabled": False, "text_graph": True},
-    # The same with cheaper phrase extractors (KGRAG_TEXT_GRAPH_EXTRACTOR): the tagger's noun phrases instead
-    # of the parser's, and no model at all (capitalised names and links).
+    # The same with each phrase extractor (KGRAG_TEXT_GRAPH_EXTRACTOR; the row above has the default, patterns):
+    # spaCy's NER with the parser's or the tagger's noun phrases, and no model at all (names and links).
+    "fast path + text graph (parser)": {
+        "extraction_enabled": False,
+        "text_graph": True,
+        "text_graph_extractor": "parser",
+    },
     "fast path + text graph (tagger)": {
         "extraction_enabled": False,
         "text_graph": True,
@@ -67,6 +72,7 @@ ROWS: dict[str, dict[str, bool | str]] = {
 ROW_KEYS = {
     "fast": "fast path only",
     "textgraph": "fast path + text graph",
+    "textgraph-parser": "fast path + text graph (parser)",
     "textgraph-tagger": "fast path + text graph (tagger)",
     "textgraph-patterns": "fast path + text graph (patterns)",
     "extraction": "+ extraction",
