@@ -10,6 +10,7 @@ from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.text_graph.model import TextGraphSettings
+from kgrag_core.text_graph.ports import PhraseExtractor
 from kgrag_core.text_graph.searcher import TextGraphSearcher
 from kgrag_runtime.settings import KgragSettings
 
@@ -36,15 +37,29 @@ def build_text_graph_handler(
     embedder: Embedder | None = None,
     name: str = "text-graph",
 ) -> TextGraphHandler:
-    from kgrag_adapters.spacy_ner.phrases import SpacyPhraseExtractor
     from kgrag_core.handlers.text_graph import TextGraphHandler
     from kgrag_core.text_graph.builder import TextGraphBuilder
 
-    extractor = SpacyPhraseExtractor(noun_chunks=settings.text_graph_noun_phrases)
-    builder = TextGraphBuilder(text_graph_store(store), extractor, text_graph_settings(settings), embedder=embedder)
+    builder = TextGraphBuilder(
+        text_graph_store(store), phrase_extractor(settings), text_graph_settings(settings), embedder=embedder
+    )
     return TextGraphHandler(
         store, builder, name=name, on_batch=metrics.build_seconds.observe if metrics is not None else None
     )
+
+
+def phrase_extractor(settings: KgragSettings) -> PhraseExtractor:
+    """KGRAG_TEXT_GRAPH_EXTRACTOR's extractor (the spaCy pipeline is loaded on first use, not here)."""
+    choice = settings.text_graph_extractor
+    if choice in ("parser", "tagger") and not settings.text_graph_noun_phrases:
+        choice = "ner"
+    if choice == "patterns":
+        from kgrag_core.text_graph.patterns import PatternPhraseExtractor
+
+        return PatternPhraseExtractor()
+    from kgrag_adapters.spacy_ner.phrases import SpacyPhraseExtractor
+
+    return SpacyPhraseExtractor(noun_phrases="off" if choice == "ner" else choice)
 
 
 def build_text_graph_searcher(

@@ -49,6 +49,7 @@ from kgrag_query_api.sse import sse_response
 from kgrag_query_api.trace_routes import trace_router
 from kgrag_query_api.ui import mount_ui
 from kgrag_runtime.app import KgragApp
+from kgrag_runtime.deadlocks import once_more_on_deadlock
 from kgrag_runtime.graph_reads import GraphReadsCollector
 from kgrag_runtime.ingest_gateway import IngestGateway
 from kgrag_runtime.kafka.deliveries import BROKER_RETRY_AFTER_S
@@ -213,7 +214,8 @@ def ingest_router(
         """Delete a document from every store and cache; the deletion is recorded."""
         who.require("ingest")
         check(doc_id, DOC_ID, field="doc_id", max_chars=MAX_DOC_ID)
-        outcome = run(lambda: ingestion.delete(doc_id))
+        # A deletion racing a re-ingest on shared rows may be a deadlock's victim (rolled back whole): once more.
+        outcome = run(lambda: once_more_on_deadlock(lambda: ingestion.delete(doc_id)))
         if outcome.error_code is not None:
             raise KgragError(outcome.error_code, outcome.message)
         return {"status": outcome.status.value, "outcome": outcome.as_dict()}

@@ -309,6 +309,13 @@ class PostgresStore(Closeable):
                 return False
             # Re-scoped evidence: the communities it supports go stale in this transaction (0027).
             self._conn.execute("SELECT kg_communities_stale_for_chunks(%s, '{}')", (doc_id,))
+            # The text graph's edges first, in one statement: its trigger moves their counts in one key-ordered
+            # pass (0030), where the per-chunk trigger below would take them chunk by chunk, in any order, and
+            # could deadlock with a deletion or re-ingest sharing hot nodes; that trigger then finds nothing.
+            self._conn.execute(
+                "UPDATE text_graph_mentions SET acl_class_id = %s WHERE doc_id = %s AND acl_class_id <> %s",
+                (acl.acl_class_id, doc_id, acl.acl_class_id),
+            )
             self._conn.execute("UPDATE chunks SET acl_class_id = %s WHERE doc_id = %s", (acl.acl_class_id, doc_id))
         return True
 

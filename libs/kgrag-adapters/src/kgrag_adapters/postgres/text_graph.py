@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from psycopg.types.json import Jsonb
 
 from kgrag_adapters.postgres.pool import ConnectionPool
 from kgrag_core.errors import ErrorCode, KgragError
@@ -77,6 +78,29 @@ FROM total LEFT JOIN edges e ON TRUE
 ORDER BY e.df, e.node_key, e.chunk_id
 """
 _KINDS = {kind.value: kind for kind in MentionKind}
+# The stored names sharing a word with each new name (`[{"k": node_key, "t": [word tokens]}, ...]`), the
+# first `_CANDIDATES` by key for each, in one statement.
+_CANDIDATES_OF_ALL = """
+SELECT n.ord - 1, v.node_key, v.doc_id, v.vector
+FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS n(name, ord)
+CROSS JOIN LATERAL (
+    SELECT node_key, doc_id, vector FROM text_graph_name_vectors
+    WHERE tokens && ARRAY(SELECT jsonb_array_elements_text(n.name->'t')) AND node_key <> n.name->>'k'
+    ORDER BY node_key LIMIT %s
+) v
+"""
+# Every counter row a replacement will touch (its documents' old edges and its new ones), locked in one
+# pass in key order before the DELETE and the INSERT, whose triggers (0030) each take their rows in key order
+# but one after the other: two passes interleaved with another writer's one (a deletion's cascade) locked
+# the same hot rows in opposite orders and deadlocked. A row not there yet is made with 0 (and locked).
+_LOCK_COUNTERS = """
+INSERT INTO text_graph_node_passages AS p (node_key, acl_class_id, passages)
+SELECT node_key, acl_class_id, 0 FROM (
+    SELECT node_key, acl_class_id FROM text_graph_mentions WHERE doc_id = ANY(%s)
+    UNION SELECT * FROM unnest(%s::text[], %s::text[])
+) k ORDER BY node_key, acl_class_id
+ON CONFLICT (node_key, acl_class_id) DO UPDATE SET passages = p.passages
+"""
 
 
 class PostgresTextGraph:
@@ -122,9 +146,10 @@ class PostgresTextGraph:
             }
             if titled:
                 conn.execute("UPDATE text_graph_nodes SET titled = TRUE WHERE node_key = ANY(%s)", (titled,))
-            conn.execute(
-                "DELETE FROM text_graph_mentions WHERE doc_id = ANY(%s)", ([doc_id for doc_id, _, _ in documents],)
-            )
+            doc_ids = [doc_id for doc_id, _, _ in documents]
+            pairs = sorted({(e.node_key, e.acl_class_id) for e in edges})
+            conn.execute(_LOCK_COUNTERS, (doc_ids, [k for k, _ in pairs], [a for _, a in pairs]))
+            conn.execute("DELETE FROM text_graph_mentions WHERE doc_id = ANY(%s)", (doc_ids,))
             conn.execute(
                 """
                 INSERT INTO text_graph_mentions (chunk_id, node_key, doc_id, acl_class_id, kind, weight)
@@ -173,39 +198,63 @@ class PostgresTextGraph:
             )
 
     def similar_names(self, names: Sequence[NewName], threshold: float) -> list[tuple[str, str, float]]:
+        """Each name against the stored names sharing a word with it and the names before it in `names`, as
+        if stored one by one; the stored candidates of all names come in one statement and the new vectors
+        go in one (per name, two statements and a key lookup were most of a batch's synonym time)."""
         if not names:
             return []
         key = self._key()
+        tokens = [sorted({blind(key, _TOKEN_DOMAIN, w) for w in name.words}) for name in names]
         found: list[tuple[str, str, float]] = []
         with self._pool as conn, conn.transaction():
-            for name in names:
-                tokens = sorted({blind(key, _TOKEN_DOMAIN, w) for w in name.words})
-                rows = conn.execute(
-                    "SELECT node_key, doc_id, vector FROM text_graph_name_vectors"
-                    " WHERE tokens && %s::text[] AND node_key <> %s ORDER BY node_key LIMIT %s",
-                    (tokens, name.node_key, _CANDIDATES),
-                ).fetchall()
+            rows = conn.execute(
+                _CANDIDATES_OF_ALL,
+                (Jsonb([{"k": n.node_key, "t": t} for n, t in zip(names, tokens, strict=True)]), _CANDIDATES),
+            ).fetchall()
+            stored: dict[int, list[tuple[str, np.ndarray]]] = {}
+            for i, other, doc_id, sealed in rows:
+                plain = self._cipher.open(str(doc_id), bytes(sealed))
+                if plain is not None:  # None: its document was shredded, the name is gone with it
+                    stored.setdefault(int(i), []).append((str(other), np.frombuffer(plain, dtype=np.float32)))
+            sealers: dict[str, Callable[[bytes], bytes] | None] = {}
+            kept: list[tuple[NewName, list[str], np.ndarray, bytes]] = []  # stored by the names before
+            for i, (name, mine_tokens) in enumerate(zip(names, tokens, strict=True)):
                 mine = np.asarray(name.vector, dtype=np.float32)
-                for other, doc_id, sealed in rows:
-                    plain = self._cipher.open(str(doc_id), bytes(sealed))
-                    if plain is None:  # its document was shredded: the name is gone with it
-                        continue
-                    theirs = np.frombuffer(plain, dtype=np.float32)
+                earlier = [
+                    (k.node_key, v) for k, t, v, _ in kept if k.node_key != name.node_key and set(t) & set(mine_tokens)
+                ]
+                for other, theirs in stored.get(i, []) + earlier:
                     norm = float(np.linalg.norm(mine) * np.linalg.norm(theirs))
                     cosine = float(mine @ theirs) / norm if norm else 0.0
                     if cosine >= threshold:
-                        found.append((name.node_key, str(other), cosine))
-                try:
-                    sealed_vector = self._cipher.sealer(name.doc_id, create=False)(mine.tobytes())
-                except KgragError as err:
-                    if err.code is not ErrorCode.CONTENT_SHREDDED:
-                        raise
-                    continue  # deleted while being built: nothing of it is kept
+                        found.append((name.node_key, other, cosine))
+                if name.doc_id not in sealers:
+                    try:
+                        sealers[name.doc_id] = self._cipher.sealer(name.doc_id, create=False)
+                    except KgragError as err:
+                        if err.code is not ErrorCode.CONTENT_SHREDDED:
+                            raise
+                        sealers[name.doc_id] = None  # deleted while being built: nothing of it is kept
+                seal = sealers[name.doc_id]
+                if seal is not None:
+                    kept.append((name, mine_tokens, mine, seal(mine.tobytes())))
+            if kept:
                 conn.execute(
-                    "INSERT INTO text_graph_name_vectors (node_key, chunk_id, doc_id, tokens, vector)"
-                    " SELECT %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = %s)"
-                    " ON CONFLICT (node_key) DO NOTHING",
-                    (name.node_key, name.chunk_id, name.doc_id, tokens, sealed_vector, name.chunk_id),
+                    """
+                    INSERT INTO text_graph_name_vectors (node_key, chunk_id, doc_id, tokens, vector)
+                    SELECT v.node_key, v.chunk_id, v.doc_id, ARRAY(SELECT jsonb_array_elements_text(v.tokens)), v.vector
+                    FROM unnest(%s::text[], %s::text[], %s::text[], %s::jsonb[], %s::bytea[])
+                         AS v(node_key, chunk_id, doc_id, tokens, vector)
+                    WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = v.chunk_id)
+                    ON CONFLICT (node_key) DO NOTHING
+                    """,
+                    (
+                        [n.node_key for n, _, _, _ in kept],
+                        [n.chunk_id for n, _, _, _ in kept],
+                        [n.doc_id for n, _, _, _ in kept],
+                        [Jsonb(t) for _, t, _, _ in kept],
+                        [sealed for _, _, _, sealed in kept],
+                    ),
                 )
         return found
 

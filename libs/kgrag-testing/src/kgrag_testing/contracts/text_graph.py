@@ -172,6 +172,24 @@ class TextGraphStoreContract:
         )
         assert text_graph.similar_names([again], 0.5) == []
 
+    def test_similar_names_of_one_call_are_compared_with_each_other(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        chunks = commit(documents, "doc-b", ["Kestrel Pharma.", "Kestrel Pharmaceuticals.", "Harbor."])
+        link(text_graph, chunks, [["kestrel pharma"], ["kestrel pharmaceuticals"], ["harbor"]])
+        keys = text_graph.node_keys(["kestrel pharma", "kestrel pharmaceuticals", "harbor"])
+        near, far = (1.0, 0.0, 0.0), (0.95, 0.31, 0.0)
+        batch = [
+            NewName(keys["kestrel pharma"], ("kestrel", "pharma"), near, chunks[0].chunk_id, "doc-b"),
+            NewName(keys["harbor"], ("harbor",), near, chunks[2].chunk_id, "doc-b"),  # same vector, no shared word
+            NewName(keys["kestrel pharmaceuticals"], ("kestrel", "pharmaceuticals"), far, chunks[1].chunk_id, "doc-b"),
+        ]
+        [(new, old, cosine)] = text_graph.similar_names(batch, 0.9)
+        assert (new, old) == (keys["kestrel pharmaceuticals"], keys["kestrel pharma"]) and 0.94 < cosine < 0.96
+        # Stored once each: a later call compares with them, and not with itself.
+        again = NewName(keys["kestrel pharma"], ("kestrel", "pharma"), near, chunks[0].chunk_id, "doc-b")
+        assert {o for _, o, _ in text_graph.similar_names([again], 0.9)} == {keys["kestrel pharmaceuticals"]}
+
     def test_a_synonym_joins_the_walk_only_for_readers_of_its_evidence(
         self, text_graph: TextGraphStore, documents: FullStore
     ) -> None:
