@@ -32,7 +32,7 @@ from kgrag_core.retrieval.fusion import (
 from kgrag_core.retrieval.hybrid import HybridCandidates, SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
-from kgrag_core.text_graph.hops import bridge_shaped, hop_query, place_bridged
+from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
 from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
 from kgrag_core.text_graph.patterns import name_phrases
@@ -73,6 +73,8 @@ class _Walk:
     seeds: int
     edges: int
     truncated: bool
+    hops: int = 0  # further hops taken (third passage and on)
+    loaded: Mapping[str, SearchHit] | None = None  # passages the further hops already hydrated
 
 
 class TextGraphSearcher:
@@ -145,6 +147,7 @@ class TextGraphSearcher:
             "edges": walk.edges,
             "truncated": walk.truncated,
             "bridges": len(walk.bridges),
+            "further_hops": walk.hops,
         }
         return SearchResponse(query=base.query, hits=hits, mode=TEXT_GRAPH_MODE, limits=limits)
 
@@ -192,15 +195,76 @@ class TextGraphSearcher:
         first = {h.chunk_id for h in first_hop}
         best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
         best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=lambda b: (-b[0], b[1]))]
+        bridged = _interleave(lists, cfg.bridge_candidates)
+        chain: list[str] = []
+        loaded: dict[str, SearchHit] = {}
+        further = min(cfg.max_hops, chain_length(base.query)) - 2 if bridge_shaped(base.query) else 0
+        if further > 0 and best_bridged:
+            seen = question | hop_grams | set(used)
+            taken = first | set(best_bridged) | {h.chunk_id for h in base.hits[: cfg.keep_head]}
+            chain = self._further_hops(best_bridged[0], further, base.query, seen, taken, allowed, filters, loaded)
+            # The chain's passages join the bridge route (so the fusion knows them) and follow their bridge's.
+            listed = {h.chunk_id for h in bridged}
+            bridged += [RouteHit(c, 0.0, len(bridged) + i) for i, c in enumerate(chain, 1) if c not in listed]
+            cut = 1 if cfg.chain_first else len(best_bridged)
+            best_bridged = best_bridged[:cut] + chain + best_bridged[cut:]
         return _Walk(
             ranked,
-            _interleave(lists, cfg.bridge_candidates),
+            bridged,
             best_bridged,
             used,
             len(seeds),
             len(hood.edges),
             hood.truncated,
+            hops=len(chain),
+            loaded=loaded,
         )
+
+    def _further_hops(
+        self,
+        start: str,
+        hops: int,
+        question: str,
+        seen: set[str],
+        taken: set[str],
+        allowed: Sequence[str],
+        filters: SearchFilters | None,
+        loaded: dict[str, SearchHit],
+    ) -> list[str]:
+        """Up to `hops` passages after `start` (the best second-hop passage), each the best BM25 answer to a
+        hop query on a name the previous one adds (not one the question, the first hop or the chain already
+        named); the highest-scoring name's passage is the next hop. Bounded by `hop_names` queries a hop and
+        `hop_budget_s` in all; a passage the caller cannot read ends the chain (hydration rechecks the ACL)."""
+        cfg = self.settings
+        index = self.hybrid.keywords
+        readable = set(allowed)
+        deadline = self.clock() + cfg.hop_budget_s
+        chain: list[str] = []
+        current = start
+        for _ in range(hops):
+            got = self.hybrid.hydrate([FusedCandidate(current, 0.0)], readable, 1, filters=filters)
+            if not got:
+                break
+            hit = got[0][1]
+            loaded[hit.chunk_id] = hit
+            named = name_phrases(hit.text, cfg.max_phrase_words)
+            fresh = {p for p in named - seen if not any(p != o and f" {p} " in f" {o} " for o in named - seen)}
+            seen |= named
+            best: RouteHit | None = None
+            # Longer names first: "quillon institute" says more than "kochi" when only a few are asked.
+            for name in sorted(fresh, key=lambda p: (-len(p.split()), p))[: cfg.hop_names]:
+                if self.clock() > deadline:
+                    break
+                found = index.search(hop_query(name, question), allowed, 3, filters=filters)
+                top = next((h for h in found if h.chunk_id not in taken), None)
+                if top is not None and (best is None or top.score > best.score):
+                    best = top
+            if best is None:
+                break
+            chain.append(best.chunk_id)
+            taken.add(best.chunk_id)
+            current = best.chunk_id
+        return chain
 
     def _second_hops(
         self,
@@ -258,7 +322,7 @@ class TextGraphSearcher:
         unseen += [c for c in fused if c.chunk_id in set(walk.best_bridged) - picked - hybrid_ids]
         eligible = hybrid_ids | {c.chunk_id for c in unseen}
         by_id = {c.chunk_id: c for c in fused}
-        known = {h.chunk_id: h for h in base.hits}
+        known = {h.chunk_id: h for h in base.hits} | dict(walk.loaded or {})
         tried = set(known)
 
         def load(chunk_ids: Sequence[str]) -> None:
