@@ -10,9 +10,11 @@ ranking with `degraded` and the reason in `limits["text_graph"]`.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -37,7 +39,7 @@ from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
 from kgrag_core.text_graph.patterns import name_phrases
 from kgrag_core.text_graph.phrases import NAME_KINDS
-from kgrag_core.text_graph.ports import TextGraphStore
+from kgrag_core.text_graph.ports import Neighbourhood, TextGraphStore
 from kgrag_core.tracing.timing import stage
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,9 @@ class TextGraphSearcher:
         self.settings = settings or TextGraphSettings()
         self.router: QuestionRouter = router or RuleRouter()
         self.clock = clock
+        # The neighbourhood statement runs while hybrid's first passages are hydrated (both wait on the
+        # database; neither needs the other's answer), on a thread of its own per concurrent walk.
+        self._early = ThreadPoolExecutor(max_workers=4, thread_name_prefix="text-graph")
 
     def search(
         self,
@@ -119,6 +124,7 @@ class TextGraphSearcher:
         # (the first hop's text) or a degraded answer returns are hydrated now, the rest when they place.
         pool = found.fused[: found.top_k]
         first = max(k, cfg.seed_passages, cfg.bridge_passages, cfg.keep_head)
+        early = self._start_neighbourhood(found.query, [c.chunk_id for c in found.fused], found.allowed)
         hydrated = self.hybrid.hydrate(found.fused, set(found.allowed), first, filters=filters)
         hits0 = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in hydrated)
         base = SearchResponse(query=found.query, hits=hits0, mode=SearchMode.HYBRID.value, limits=dict(found.limits))
@@ -128,7 +134,7 @@ class TextGraphSearcher:
                 allowed = found.allowed
                 if not allowed:
                     return _plain(base, k, reason="nothing readable", degraded=False)
-                walk = self._walk(base, caller, allowed, filters)
+                walk = self._walk(base, caller, allowed, filters, early)
                 hits, limits = self._fuse(base, pool, walk, set(allowed), k, filters)
             except Exception as err:
                 # Not swallowed: the response says degraded with the reason, and operators get the traceback.
@@ -153,26 +159,63 @@ class TextGraphSearcher:
 
     # --- the walk --------------------------------------------------------------------------------------
 
-    def _walk(
-        self, base: SearchResponse, caller: Caller, allowed: Sequence[str], filters: SearchFilters | None
-    ) -> _Walk:
+    def _seeds(self, query: str, ranked: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The walk's seed nodes (the question's word runs that are nodes: the builder's came from NER and noun
+        chunks, and a lookup by normal form finds them) and seed passages (hybrid's best)."""
         cfg = self.settings
-        # Model-free linking: every word run of the question that is a node (the builder's nodes came from NER
-        # and noun chunks; a lookup by normal form finds them), and the names of the first-hop passages.
-        question = word_ngrams(base.query, cfg.max_phrase_words)
-        first_hop = base.hits[: cfg.bridge_passages]
-        hop_grams = set().union(*(name_phrases(h.text, cfg.max_phrase_words) for h in first_hop))
-        keys = self.store.node_keys(sorted(question | hop_grams))
-        question_keys = {keys[p] for p in question}
-        seed_chunks = [h.chunk_id for h in base.hits[: cfg.seed_passages]]
-        hood = self.store.neighbourhood(
-            sorted(question_keys),
-            seed_chunks,
+        keys = self.store.node_keys(sorted(word_ngrams(query, cfg.max_phrase_words)))
+        return sorted(set(keys.values())), list(ranked[: cfg.seed_passages])
+
+    def _neighbourhood(
+        self, node_keys: Sequence[str], chunk_ids: Sequence[str], allowed: Sequence[str]
+    ) -> Neighbourhood:
+        cfg = self.settings
+        return self.store.neighbourhood(
+            node_keys,
+            chunk_ids,
             allowed,
             max_share=cfg.max_passage_share,
             min_cap=cfg.min_passage_cap,
             max_edges=cfg.max_edges,
         )
+
+    def _start_neighbourhood(
+        self, query: str, ranked: Sequence[str], allowed: Sequence[str]
+    ) -> tuple[list[str], Future[Neighbourhood]] | None:
+        """The neighbourhood of hybrid's best candidates before they are hydrated; the walk uses it only if
+        hydration kept the same first passages (it drops one the store no longer lets the caller read). A
+        failure surfaces when the walk asks for the result (and degrades the search like any other)."""
+        if not allowed:
+            return None
+        chunks = list(ranked[: self.settings.seed_passages])
+
+        def run() -> Neighbourhood:
+            nodes, _ = self._seeds(query, chunks)
+            return self._neighbourhood(nodes, chunks, allowed)
+
+        context = contextvars.copy_context()  # the caller's stage timings
+        return chunks, self._early.submit(context.run, run)
+
+    def _walk(
+        self,
+        base: SearchResponse,
+        caller: Caller,
+        allowed: Sequence[str],
+        filters: SearchFilters | None,
+        early: tuple[list[str], Future[Neighbourhood]] | None = None,
+    ) -> _Walk:
+        cfg = self.settings
+        # Model-free linking: the question's nodes and the names of the first-hop passages.
+        question = word_ngrams(base.query, cfg.max_phrase_words)
+        first_hop = base.hits[: cfg.bridge_passages]
+        hop_grams = set().union(*(name_phrases(h.text, cfg.max_phrase_words) for h in first_hop))
+        keys = self.store.node_keys(sorted(question | hop_grams))
+        question_keys = {keys[p] for p in question}
+        node_keys, seed_chunks = self._seeds(base.query, [h.chunk_id for h in base.hits])
+        if early is not None and early[0] == seed_chunks:
+            hood = early[1].result()
+        else:
+            hood = self._neighbourhood(node_keys, seed_chunks, allowed)
         df = {edge.node_key: edge.df for edge in hood.edges}
         seeds: dict[str, float] = {}
         for key in question_keys:
