@@ -116,7 +116,8 @@ class TextGraphSettings:
     bridge_mode: str = "bm25"
     # Further hops (3- and 4-passage chains): from the best second-hop passage, the names it adds are hop
     # queries too, and the best-scoring one's passage is the next hop, up to `max_hops` passages in all and no
-    # more than the question's relations ask for (`hops.chain_length`). 2 = second hops only. At most
+    # more than the question's relations ask for (`hops.chain_length`). 2 = second hops only (the default:
+    # not yet tuned on dev, docs/benchmarks.md section 11). At most
     # `hop_names` BM25 queries per further hop, within `hop_budget_s`; each hop's passage follows its bridge's
     # in the bridged slots when `chain_first`.
     max_hops: int = 2
