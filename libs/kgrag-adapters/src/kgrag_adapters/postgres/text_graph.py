@@ -35,12 +35,7 @@ _VISIBLE = (
 # a count of its mentions); it is also the number of its visible edges, so the running sum in `df` says
 # which nodes, least common first, fill the edge bound: only their edges are read. Nodes over the cap are
 # dropped first, and so are nodes only one passage names (other than the seeds): a walk through one leads
-# back where it came from. The bound's edges are picked by the edge's class (kept equal to its chunk's, 0030),
-# then each distinct chunk among them is checked once against its own class (`readable`): a chunk names
-# several of the bound's nodes, so that is a fraction of the ~4,000 per-edge chunk lookups it replaces, and
-# an edge whose copy disagrees with its chunk is still dropped. Each set is handed on as an array
-# (`= ANY(ARRAY(...))`): the planner then looks its members up by index instead of hashing a scan of the
-# whole mentions table for the seeds and the first hop (what it chose on a freshly built 26,000-edge graph).
+# back where it came from.
 _NEIGHBOURHOOD = f"""
 WITH total AS (SELECT count(*) AS n FROM chunks WHERE acl_class_id = ANY(%(allowed)s)),
 seeds AS (
@@ -52,16 +47,15 @@ seeds AS (
 ),
 first AS (
     SELECT unnest(%(chunks)s::text[]) AS chunk_id
-    UNION SELECT m.chunk_id FROM text_graph_mentions m {_VISIBLE}
-    WHERE m.node_key = ANY(ARRAY(SELECT node_key FROM seeds))
+    UNION SELECT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key IN (SELECT node_key FROM seeds)
 ),
 n1 AS (
-    SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id = ANY(ARRAY(SELECT chunk_id FROM first))
+    SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id IN (SELECT chunk_id FROM first)
     UNION SELECT node_key FROM seeds
 ),
 counted AS (
     SELECT p.node_key, sum(p.passages)::bigint AS df FROM text_graph_node_passages p
-    WHERE p.node_key = ANY(ARRAY(SELECT node_key FROM n1)) AND p.acl_class_id = ANY(%(allowed)s)
+    WHERE p.node_key IN (SELECT node_key FROM n1) AND p.acl_class_id = ANY(%(allowed)s)
     GROUP BY p.node_key
     HAVING sum(p.passages) > 0
     AND sum(p.passages) <= GREATEST(%(min_cap)s, floor(%(share)s * (SELECT n FROM total)))
@@ -72,17 +66,12 @@ df AS (
         SELECT node_key, df, sum(df) OVER (ORDER BY df, node_key) AS running FROM counted
     ) r WHERE running - df < %(limit)s
 ),
-copied AS (
+edges AS (
     SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
-    FROM df JOIN text_graph_mentions m ON m.node_key = df.node_key AND m.acl_class_id = ANY(%(allowed)s)
+    FROM df JOIN text_graph_mentions m ON m.node_key = df.node_key {_VISIBLE}
     ORDER BY df.df, m.node_key, m.chunk_id
     LIMIT %(limit)s
-),
-readable AS (
-    SELECT c.chunk_id FROM chunks c
-    WHERE c.chunk_id = ANY(ARRAY(SELECT DISTINCT chunk_id FROM copied)) AND c.acl_class_id = ANY(%(allowed)s)
-),
-edges AS (SELECT * FROM copied WHERE chunk_id IN (SELECT chunk_id FROM readable))
+)
 SELECT total.n, e.chunk_id, e.node_key, e.df, e.kind, e.weight
 FROM total LEFT JOIN edges e ON TRUE
 ORDER BY e.df, e.node_key, e.chunk_id
