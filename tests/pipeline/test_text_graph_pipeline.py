@@ -9,6 +9,7 @@ needs no model, and tiers 0-2 would only add ingest time).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,46 @@ def test_a_walk_never_reaches_a_passage_through_a_chunk_the_caller_cannot_read(a
     assert "t1-zephyr" in _docs(insider), [(h.doc_id, h.ranks) for h in insider.hits]
     after = app.search(QUESTION, INSIDER, top_k=3, text_graph=True)  # deleted: its edges went with its chunks
     assert "t1-memo" not in _docs(after) and "t1-zephyr" not in _docs(after)
+
+
+# A three-passage chain: Odile's page names her mentor; only the mentor's page (restricted) names his employer;
+# the employer's page names neither Odile nor her mentor.
+CHAIN_QUESTION = "In which city is the organisation that employed the mentor of Odile Frant based?"
+CHAIN_DOCS = [
+    doc("t1-odile", "# Odile Frant\n\nOdile Frant studied under Bastien Roux, who taught her glass work.\n", acl=STAFF),
+    doc(
+        "t1-bastien",
+        "# Bastien Roux\n\nBastien Roux spent twenty years at the Corvel Foundation, leading its glass workshop.\n",
+        acl={"groups": ["t1-secret"]},
+    ),
+    doc("t1-corvel", "# Corvel Foundation\n\nThe Corvel Foundation has its head office in Tarnow.\n", acl=STAFF),
+]
+
+
+def test_a_further_hop_follows_only_passages_the_caller_can_read(app: KgragApp) -> None:
+    searcher = app.text_graph_searcher
+    assert searcher is not None
+    default = searcher.settings
+    searcher.settings = replace(default, max_hops=3)
+    open_docs, secret = [d for d in CHAIN_DOCS if d.doc_id != "t1-bastien"], CHAIN_DOCS[1]
+    app.ingest(open_docs)
+    try:
+        before = app.search(CHAIN_QUESTION, OUTSIDER, top_k=5, text_graph=True)
+        app.ingest([secret])
+        outsider = app.search(CHAIN_QUESTION, OUTSIDER, top_k=5, text_graph=True)
+        insider = app.search(CHAIN_QUESTION, INSIDER, top_k=5, text_graph=True)
+    finally:
+        searcher.settings = default
+        for d in CHAIN_DOCS:
+            app.delete(d.doc_id)
+    # The outsider's ranking is the one they had while the mentor's page did not exist.
+    assert [(h.chunk_id, h.ranks) for h in outsider.hits] == [(h.chunk_id, h.ranks) for h in before.hits]
+    assert "t1-bastien" not in _docs(outsider)
+    # Positive control: the reader of the mentor's page reaches the employer's page by a third hop.
+    assert _walked(insider)["further_hops"] == 1, _walked(insider)
+    assert "t1-bastien" in _docs(insider)
+    corvel = [h for h in insider.hits if h.doc_id == "t1-corvel"]
+    assert corvel and "bridge" in corvel[0].ranks, [(h.doc_id, h.ranks) for h in insider.hits]
 
 
 class _CountingEmbedder:

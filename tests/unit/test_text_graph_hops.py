@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag_core.text_graph.hops import bridge_shaped, hop_query, place_bridged
+from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,17 @@ def test_bridged_slots_never_displace_the_kept_head_and_a_bridged_passage_alread
     assert placed[2] == "b1"
     assert sorted(placed) == ["b1", "h1", "h2", "h3"]
     assert place_bridged(["h1", "h2"], [], top=5, slots=2, keep=2) == ["h1", "h2"]
+
+
+@pytest.mark.parametrize(
+    ("question", "passages"),
+    [
+        ("Where was the teacher of Pavel Berg born?", 2),  # never fewer than the entity's and the related one's
+        ("In which city is the employer of Mateo Berg based?", 2),
+        ("Which organisation employed the founder of Halden University?", 2),  # "University" is in the name
+        ("In which city is the organisation that employed the author of 'The Pale Canals' based?", 3),
+        ("In which province is the seat of the organisation that employed the mentor of Amara Rossi?", 4),
+    ],
+)
+def test_a_chain_needs_a_passage_per_relation_the_question_stacks(question: str, passages: int) -> None:
+    assert chain_length(question) == passages

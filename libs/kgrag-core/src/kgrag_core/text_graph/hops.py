@@ -44,6 +44,17 @@ def bridge_shaped(question: str) -> bool:
     return bool(_ASKS_ATTRIBUTE.search(q) and _RELATED.search(q) and _ENTITY.search(q[1:]))
 
 
+# Lower case only: a capitalised one is part of a name ("Halden University").
+_RELATION_WORD = re.compile(rf"\b{_RELATION_NOUN}\b")
+
+
+def chain_length(question: str) -> int:
+    """How many passages a bridge-shaped question's chain needs, read from the relations it stacks: each
+    relational noun ("the seat of the organisation that employed the mentor of X", the asked "which city"
+    included) is one passage more, at least two (the named entity's and the related one's)."""
+    return max(2, len(_RELATION_WORD.findall(question)))
+
+
 def hop_query(bridge: str, question: str) -> str:
     """The second-hop query: the bridge's name plus what the question asks, without the question's own names
     (the first hop's entity would pull its own passages back in)."""

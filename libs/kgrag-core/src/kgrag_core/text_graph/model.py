@@ -114,6 +114,16 @@ class TextGraphSettings:
     bridge_top: int = 5
     bridge_context: bool = True
     bridge_mode: str = "bm25"
+    # Further hops (3- and 4-passage chains): from the best second-hop passage, the names it adds are hop
+    # queries too, and the best-scoring one's passage is the next hop, up to `max_hops` passages in all and no
+    # more than the question's relations ask for (`hops.chain_length`). 2 = second hops only (the default:
+    # not yet tuned on dev, docs/benchmarks.md section 11). At most
+    # `hop_names` BM25 queries per further hop, within `hop_budget_s`; each hop's passage follows its bridge's
+    # in the bridged slots when `chain_first`.
+    max_hops: int = 2
+    hop_names: int = 3
+    hop_budget_s: float = 0.15
+    chain_first: int = 1
     # Bridge-shaped questions (a named entity, an attribute of a related one) walk whatever the router says.
     route_bridges: bool = True
     keep_head: int = 2  # hybrid's first hits keep their places (the first hop is what direct retrieval finds)

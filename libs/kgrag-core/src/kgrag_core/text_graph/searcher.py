@@ -10,9 +10,11 @@ ranking with `degraded` and the reason in `limits["text_graph"]`.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -32,12 +34,12 @@ from kgrag_core.retrieval.fusion import (
 from kgrag_core.retrieval.hybrid import HybridCandidates, SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
-from kgrag_core.text_graph.hops import bridge_shaped, hop_query, place_bridged
+from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
 from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
 from kgrag_core.text_graph.patterns import name_phrases
 from kgrag_core.text_graph.phrases import NAME_KINDS
-from kgrag_core.text_graph.ports import TextGraphStore
+from kgrag_core.text_graph.ports import Neighbourhood, TextGraphStore
 from kgrag_core.tracing.timing import stage
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,8 @@ class _Walk:
     seeds: int
     edges: int
     truncated: bool
+    hops: int = 0  # further hops taken (third passage and on)
+    loaded: Mapping[str, SearchHit] | None = None  # passages the further hops already hydrated
 
 
 class TextGraphSearcher:
@@ -90,6 +94,9 @@ class TextGraphSearcher:
         self.settings = settings or TextGraphSettings()
         self.router: QuestionRouter = router or RuleRouter()
         self.clock = clock
+        # The neighbourhood statement runs while hybrid's first passages are hydrated (both wait on the
+        # database; neither needs the other's answer), on a thread of its own per concurrent walk.
+        self._early = ThreadPoolExecutor(max_workers=4, thread_name_prefix="text-graph")
 
     def search(
         self,
@@ -117,6 +124,7 @@ class TextGraphSearcher:
         # (the first hop's text) or a degraded answer returns are hydrated now, the rest when they place.
         pool = found.fused[: found.top_k]
         first = max(k, cfg.seed_passages, cfg.bridge_passages, cfg.keep_head)
+        early = self._start_neighbourhood(found.query, [c.chunk_id for c in found.fused], found.allowed)
         hydrated = self.hybrid.hydrate(found.fused, set(found.allowed), first, filters=filters)
         hits0 = tuple(replace(h, score=c.score, ranks=dict(c.ranks)) for c, h in hydrated)
         base = SearchResponse(query=found.query, hits=hits0, mode=SearchMode.HYBRID.value, limits=dict(found.limits))
@@ -126,7 +134,7 @@ class TextGraphSearcher:
                 allowed = found.allowed
                 if not allowed:
                     return _plain(base, k, reason="nothing readable", degraded=False)
-                walk = self._walk(base, caller, allowed, filters)
+                walk = self._walk(base, caller, allowed, filters, early)
                 hits, limits = self._fuse(base, pool, walk, set(allowed), k, filters)
             except Exception as err:
                 # Not swallowed: the response says degraded with the reason, and operators get the traceback.
@@ -145,31 +153,69 @@ class TextGraphSearcher:
             "edges": walk.edges,
             "truncated": walk.truncated,
             "bridges": len(walk.bridges),
+            "further_hops": walk.hops,
         }
         return SearchResponse(query=base.query, hits=hits, mode=TEXT_GRAPH_MODE, limits=limits)
 
     # --- the walk --------------------------------------------------------------------------------------
 
-    def _walk(
-        self, base: SearchResponse, caller: Caller, allowed: Sequence[str], filters: SearchFilters | None
-    ) -> _Walk:
+    def _seeds(self, query: str, ranked: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The walk's seed nodes (the question's word runs that are nodes: the builder's came from NER and noun
+        chunks, and a lookup by normal form finds them) and seed passages (hybrid's best)."""
         cfg = self.settings
-        # Model-free linking: every word run of the question that is a node (the builder's nodes came from NER
-        # and noun chunks; a lookup by normal form finds them), and the names of the first-hop passages.
-        question = word_ngrams(base.query, cfg.max_phrase_words)
-        first_hop = base.hits[: cfg.bridge_passages]
-        hop_grams = set().union(*(name_phrases(h.text, cfg.max_phrase_words) for h in first_hop))
-        keys = self.store.node_keys(sorted(question | hop_grams))
-        question_keys = {keys[p] for p in question}
-        seed_chunks = [h.chunk_id for h in base.hits[: cfg.seed_passages]]
-        hood = self.store.neighbourhood(
-            sorted(question_keys),
-            seed_chunks,
+        keys = self.store.node_keys(sorted(word_ngrams(query, cfg.max_phrase_words)))
+        return sorted(set(keys.values())), list(ranked[: cfg.seed_passages])
+
+    def _neighbourhood(
+        self, node_keys: Sequence[str], chunk_ids: Sequence[str], allowed: Sequence[str]
+    ) -> Neighbourhood:
+        cfg = self.settings
+        return self.store.neighbourhood(
+            node_keys,
+            chunk_ids,
             allowed,
             max_share=cfg.max_passage_share,
             min_cap=cfg.min_passage_cap,
             max_edges=cfg.max_edges,
         )
+
+    def _start_neighbourhood(
+        self, query: str, ranked: Sequence[str], allowed: Sequence[str]
+    ) -> tuple[list[str], Future[Neighbourhood]] | None:
+        """The neighbourhood of hybrid's best candidates before they are hydrated; the walk uses it only if
+        hydration kept the same first passages (it drops one the store no longer lets the caller read). A
+        failure surfaces when the walk asks for the result (and degrades the search like any other)."""
+        if not allowed:
+            return None
+        chunks = list(ranked[: self.settings.seed_passages])
+
+        def run() -> Neighbourhood:
+            nodes, _ = self._seeds(query, chunks)
+            return self._neighbourhood(nodes, chunks, allowed)
+
+        context = contextvars.copy_context()  # the caller's stage timings
+        return chunks, self._early.submit(context.run, run)
+
+    def _walk(
+        self,
+        base: SearchResponse,
+        caller: Caller,
+        allowed: Sequence[str],
+        filters: SearchFilters | None,
+        early: tuple[list[str], Future[Neighbourhood]] | None = None,
+    ) -> _Walk:
+        cfg = self.settings
+        # Model-free linking: the question's nodes and the names of the first-hop passages.
+        question = word_ngrams(base.query, cfg.max_phrase_words)
+        first_hop = base.hits[: cfg.bridge_passages]
+        hop_grams = set().union(*(name_phrases(h.text, cfg.max_phrase_words) for h in first_hop))
+        keys = self.store.node_keys(sorted(question | hop_grams))
+        question_keys = {keys[p] for p in question}
+        node_keys, seed_chunks = self._seeds(base.query, [h.chunk_id for h in base.hits])
+        if early is not None and early[0] == seed_chunks:
+            hood = early[1].result()
+        else:
+            hood = self._neighbourhood(node_keys, seed_chunks, allowed)
         df = {edge.node_key: edge.df for edge in hood.edges}
         seeds: dict[str, float] = {}
         for key in question_keys:
@@ -192,15 +238,76 @@ class TextGraphSearcher:
         first = {h.chunk_id for h in first_hop}
         best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
         best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=lambda b: (-b[0], b[1]))]
+        bridged = _interleave(lists, cfg.bridge_candidates)
+        chain: list[str] = []
+        loaded: dict[str, SearchHit] = {}
+        further = min(cfg.max_hops, chain_length(base.query)) - 2 if bridge_shaped(base.query) else 0
+        if further > 0 and best_bridged:
+            seen = question | hop_grams | set(used)
+            taken = first | set(best_bridged) | {h.chunk_id for h in base.hits[: cfg.keep_head]}
+            chain = self._further_hops(best_bridged[0], further, base.query, seen, taken, allowed, filters, loaded)
+            # The chain's passages join the bridge route (so the fusion knows them) and follow their bridge's.
+            listed = {h.chunk_id for h in bridged}
+            bridged += [RouteHit(c, 0.0, len(bridged) + i) for i, c in enumerate(chain, 1) if c not in listed]
+            cut = 1 if cfg.chain_first else len(best_bridged)
+            best_bridged = best_bridged[:cut] + chain + best_bridged[cut:]
         return _Walk(
             ranked,
-            _interleave(lists, cfg.bridge_candidates),
+            bridged,
             best_bridged,
             used,
             len(seeds),
             len(hood.edges),
             hood.truncated,
+            hops=len(chain),
+            loaded=loaded,
         )
+
+    def _further_hops(
+        self,
+        start: str,
+        hops: int,
+        question: str,
+        seen: set[str],
+        taken: set[str],
+        allowed: Sequence[str],
+        filters: SearchFilters | None,
+        loaded: dict[str, SearchHit],
+    ) -> list[str]:
+        """Up to `hops` passages after `start` (the best second-hop passage), each the best BM25 answer to a
+        hop query on a name the previous one adds (not one the question, the first hop or the chain already
+        named); the highest-scoring name's passage is the next hop. Bounded by `hop_names` queries a hop and
+        `hop_budget_s` in all; a passage the caller cannot read ends the chain (hydration rechecks the ACL)."""
+        cfg = self.settings
+        index = self.hybrid.keywords
+        readable = set(allowed)
+        deadline = self.clock() + cfg.hop_budget_s
+        chain: list[str] = []
+        current = start
+        for _ in range(hops):
+            got = self.hybrid.hydrate([FusedCandidate(current, 0.0)], readable, 1, filters=filters)
+            if not got:
+                break
+            hit = got[0][1]
+            loaded[hit.chunk_id] = hit
+            named = name_phrases(hit.text, cfg.max_phrase_words)
+            fresh = {p for p in named - seen if not any(p != o and f" {p} " in f" {o} " for o in named - seen)}
+            seen |= named
+            best: RouteHit | None = None
+            # Longer names first: "quillon institute" says more than "kochi" when only a few are asked.
+            for name in sorted(fresh, key=lambda p: (-len(p.split()), p))[: cfg.hop_names]:
+                if self.clock() > deadline:
+                    break
+                found = index.search(hop_query(name, question), allowed, 3, filters=filters)
+                top = next((h for h in found if h.chunk_id not in taken), None)
+                if top is not None and (best is None or top.score > best.score):
+                    best = top
+            if best is None:
+                break
+            chain.append(best.chunk_id)
+            taken.add(best.chunk_id)
+            current = best.chunk_id
+        return chain
 
     def _second_hops(
         self,
@@ -258,7 +365,7 @@ class TextGraphSearcher:
         unseen += [c for c in fused if c.chunk_id in set(walk.best_bridged) - picked - hybrid_ids]
         eligible = hybrid_ids | {c.chunk_id for c in unseen}
         by_id = {c.chunk_id: c for c in fused}
-        known = {h.chunk_id: h for h in base.hits}
+        known = {h.chunk_id: h for h in base.hits} | dict(walk.loaded or {})
         tried = set(known)
 
         def load(chunk_ids: Sequence[str]) -> None:

@@ -91,6 +91,19 @@ class TextGraphStoreContract:
         assert hood(text_graph, ["atlas"], []) == set()
         assert hood(text_graph, ["atlas"], [ALICE]) == set()
 
+    def test_the_chunks_class_decides_even_when_the_edges_copy_disagrees(
+        self, text_graph: TextGraphStore, documents: FullStore
+    ) -> None:
+        # An edge written with a stale class (its chunk re-permissioned while the graph was being built): the
+        # chunk's own class decides who may walk it.
+        open_doc = commit(documents, "doc-open-copy", ["Atlas runs on Orion."])
+        secret = commit(documents, "doc-secret-copy", ["Atlas is being sold to Orion."], acl=SECRET)
+        link(text_graph, open_doc, [["atlas", "orion"]])
+        link(text_graph, secret, [["atlas", "orion"]], acl=ENG)
+        assert {c for c, _ in hood(text_graph, ["atlas"], [ENG])} == {open_doc[0].chunk_id}
+        insider = hood(text_graph, ["atlas"], [ENG, SECRET])
+        assert {c for c, _ in insider} == {open_doc[0].chunk_id, secret[0].chunk_id}  # positive control
+
     def test_a_node_named_by_too_many_passages_connects_nothing(
         self, text_graph: TextGraphStore, documents: FullStore
     ) -> None:
