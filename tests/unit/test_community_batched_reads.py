@@ -35,6 +35,12 @@ class CountingGraph:
         self.reads["neighbours_by_id"] += 1
         return self.graph.neighbours_by_id(ids, acl, relations=relations, limit=limit)
 
+    def edges_among(
+        self, ids: Sequence[str], acl: Sequence[str] | None, *, relations: Sequence[str] | None = None, limit: int = 50
+    ) -> dict[str, list[Edge]]:
+        self.reads["edges_among"] += 1
+        return self.graph.edges_among(ids, acl, relations=relations, limit=limit)
+
     def claims_of(self, ids: Sequence[str], acl: Sequence[str] | None) -> list[ClaimRecord]:
         self.reads["claims_of"] += 1
         return self.graph.claims_of(ids, acl)
@@ -47,7 +53,8 @@ def test_reading_many_communities_at_once_is_each_community_read_alone() -> None
         counting = CountingGraph(graph)
         many = read_visible_many(communities, counting, allowed)  # type: ignore[arg-type]
         assert many == {c.community_id: read_visible(c, graph, allowed) for c in communities}
-        assert counting.reads == {"entities_by_id": 1, "neighbours_by_id": 1, "claims_of": 1}
+        shown = sum(r is not None for r in many.values())
+        assert counting.reads == {"entities_by_id": 1, "edges_among": shown, "claims_of": 1}
     outsider = read_visible_many(communities, graph, readable_classes(store.acl_classes(), OUTSIDER))
     finance = read_visible_many(communities, graph, readable_classes(store.acl_classes(), FINANCE))
     names = {cid: {m.name for m in r.members.values()} if r else set() for cid, r in outsider.items()}
@@ -59,13 +66,14 @@ def test_reading_many_communities_at_once_is_each_community_read_alone() -> None
     assert any(e.relation == "LEADS" for r in finance.values() if r for e in r.edges)
 
 
-def test_the_listing_reads_every_community_in_two_batched_reads_and_shows_what_each_alone_shows() -> None:
+def test_the_listing_reads_members_in_one_batch_and_edges_per_community_and_shows_what_each_alone_shows() -> None:
     graph, store, communities = _world(with_secret=True)
     for caller in (OUTSIDER, FINANCE):
         allowed = readable_classes(store.acl_classes(), caller)
         counting = CountingGraph(graph)
         listed = visible_communities(communities, counting, allowed, limit=10)  # type: ignore[arg-type]
-        assert counting.reads == {"entities_by_id": 1, "neighbours_by_id": 1}
+        with_members = sum(bool(graph.entities_by_id(c.member_ids, allowed)) for c in communities)
+        assert counting.reads == {"entities_by_id": 1, "edges_among": with_members}
         alone = [v for c in communities if (v := visible_community(c, graph, allowed)) is not None]
         assert sorted(v.community_id for v in listed) == sorted(v.community_id for v in alone)
         by_id = {v.community_id: v for v in alone}

@@ -53,6 +53,7 @@ from kgrag_core.communities.service import CommunityService
 from kgrag_core.communities.view import CommunityView, read_visible, view_of_visible
 from kgrag_core.communities.visible import visible_communities
 from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.among import edges_among_by_single_reads
 from kgrag_core.graph.model import Edge, EntitySummary
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.ports import Embedder
@@ -120,6 +121,16 @@ class PerIdReads:
         limit: int = 50,
     ) -> dict[str, list[Edge]]:
         return {e: self.graph.neighbours(e, acl, relations=relations, limit=limit) for e in dict.fromkeys(entity_ids)}
+
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return edges_among_by_single_reads(self, entity_ids, acl, relations=relations, limit=limit)
 
 
 def entity_name(graph: SyntheticGraph, n: int) -> str:
