@@ -145,11 +145,11 @@ def read_visible_many(
     acl_class_ids: Sequence[str] | None,
     settings: ViewSettings | None = None,
 ) -> dict[str, CommunityReads | None]:
-    """`read_visible` of each community (by id): their members and the claims of every visible member in one
-    batched read each, the edges among each community's visible members in one read per community (or, with
-    `among=False`, the edges of every community's most connected members in one read). Each community's
-    reads are exactly its own `read_visible` (every read is per id or per community, and claim status is per
-    entity)."""
+    """`read_visible` of each community (by id): their members, the edges among each community's visible
+    members (`_own_edges`; with `among=False`, the edges of every community's most connected members) and
+    the claims of every visible member, in one batched read each (and one more per community whose own
+    edges that read cannot prove complete). Each community's reads are exactly its own `read_visible`
+    (every read is per id, and claim status is per entity)."""
     cfg = settings or ViewSettings()
     asked = {c.community_id: c.member_ids[: cfg.max_members_read] for c in communities}
     found = graph.entities_by_id(list(dict.fromkeys(m for ms in asked.values() for m in ms)), acl_class_ids)
@@ -167,10 +167,7 @@ def read_visible_many(
             visible_of[community_id] = visible
             readers_of[community_id] = _readers(visible, degree, cfg)
     if cfg.among:
-        # One small read per community: a read of several communities' members together would count the
-        # edges tying two of them against each member's limit, so a community's edges would depend on which
-        # others were asked with it.
-        own = {cid: _edges_of(graph, rs, acl_class_ids, cfg) for cid, rs in readers_of.items()}
+        own = _own_edges(graph, visible_of, readers_of, acl_class_ids, cfg)
     else:
         readers = list(dict.fromkeys(r for rs in readers_of.values() for r in rs))
         batched = _edges_of(graph, readers, acl_class_ids, cfg) if readers else {}
@@ -251,6 +248,38 @@ def _current(claim: ClaimRecord) -> bool:
 def _fit(asked: set[str], text: str) -> float:
     """Share of the question's terms the text holds (0 without a question)."""
     return len(asked & set(content_terms(text))) / len(asked) if asked else 0.0
+
+
+def _own_edges(
+    graph: GraphReader,
+    visible_of: Mapping[str, Mapping[str, EntityRef]],
+    readers_of: Mapping[str, Sequence[str]],
+    acl: Sequence[str] | None,
+    cfg: ViewSettings,
+) -> dict[str, Mapping[str, Sequence[Edge]]]:
+    """Each community's `edges_among` its own readers, from one read of all of them together, with twice
+    the limit. That read also counts the edges tying two communities' members against each member's limit,
+    so a member's own edges are taken from it only when provably complete: the read returned fewer than its
+    limit (every edge it has inside the set), or at least `edges_per_member` of them are inside the
+    member's community (its strongest ones, as the read is ordered as `neighbours`). A community with a
+    member neither holds is read alone."""
+    limit = cfg.edges_per_member
+    wide = 2 * limit
+    readers = list(dict.fromkeys(r for rs in readers_of.values() for r in rs))
+    found = graph.edges_among(readers, acl, limit=wide) if readers else {}
+    out: dict[str, Mapping[str, Sequence[Edge]]] = {}
+    for community_id, rs in readers_of.items():
+        visible = visible_of[community_id]
+        own: dict[str, Sequence[Edge]] | None = {}
+        for reader in rs:
+            edges = found.get(reader, [])
+            kept = [e for e in edges if e.subject.entity_id in visible and e.object.entity_id in visible]
+            if len(kept) < limit and len(edges) >= wide:
+                own = None  # cut short by edges to other communities: not provably this member's own
+                break
+            own[reader] = kept[:limit]
+        out[community_id] = own if own is not None else _edges_of(graph, rs, acl, cfg)
+    return out
 
 
 def _readers(visible: Mapping[str, EntityRef], degree: Mapping[str, int], cfg: ViewSettings) -> list[str]:
