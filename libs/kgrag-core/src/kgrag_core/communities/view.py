@@ -270,15 +270,14 @@ def _own_edges(
     out: dict[str, Mapping[str, Sequence[Edge]]] = {}
     for community_id, rs in readers_of.items():
         visible = visible_of[community_id]
-        own: dict[str, Sequence[Edge]] | None = {}
+        own: dict[str, Sequence[Edge]] = {}
         for reader in rs:
             edges = found.get(reader, [])
             kept = [e for e in edges if e.subject.entity_id in visible and e.object.entity_id in visible]
             if len(kept) < limit and len(edges) >= wide:
-                own = None  # cut short by edges to other communities: not provably this member's own
-                break
+                break  # cut short by edges to other communities: not provably this member's own
             own[reader] = kept[:limit]
-        out[community_id] = own if own is not None else _edges_of(graph, rs, acl, cfg)
+        out[community_id] = own if len(own) == len(rs) else _edges_of(graph, rs, acl, cfg)
     return out
 
 
