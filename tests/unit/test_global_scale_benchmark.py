@@ -33,7 +33,7 @@ def test_the_report_has_one_row_per_size() -> None:
         "build": {"level0": 101},
         "hybrid": {"p50_ms": 40.0, "p95_ms": 80.0},
         "global": {"p50_ms": 400.0, "p95_ms": 900.0},
-        "global_per_id_reads": {"p50_ms": 1500.0, "p95_ms": 3000.0, "themes_mean": 4.0, "time_budget_cut": 3},
+        "global_far_ends": {"p50_ms": 1500.0, "p95_ms": 3000.0, "themes_mean": 4.0, "time_budget_cut": 3},
         "global_over_hybrid_p50": 10.0,
         "themes_mean": 5.5,
         "communities_read_mean": 14.0,

@@ -14,6 +14,7 @@ from kgrag_core.extraction.identity import normalise_name
 from kgrag_core.extraction.model import Modality, Polarity, Tier
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
 from kgrag_core.filters import SearchFilters
+from kgrag_core.graph.among import edges_among_by_single_reads
 from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import RouteHit
@@ -205,6 +206,16 @@ class InMemoryGraph:
         return {
             e: self.neighbours(e, acl_class_ids, relations=relations, limit=limit) for e in dict.fromkeys(entity_ids)
         }
+
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return edges_among_by_single_reads(self, entity_ids, acl_class_ids, relations=relations, limit=limit)
 
     def claims_of(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
         self._enter("claims_of", ",".join(entity_ids))

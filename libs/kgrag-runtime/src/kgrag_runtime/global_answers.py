@@ -18,6 +18,7 @@ from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
 from kgrag_core.communities.model import Community
 from kgrag_core.communities.ports import CommunityStore
+from kgrag_core.communities.summary import SummaryCache
 from kgrag_core.communities.view import (
     CommunityReads,
     CommunityView,
@@ -28,6 +29,7 @@ from kgrag_core.communities.view import (
 )
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.graph_retrieval.linking import link_entities, seed_entities
+from kgrag_core.ports import ChatModel
 from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_core.search import SearchHit
@@ -59,6 +61,11 @@ class GlobalAnswerer:
     # Whether AUTO asks the router routes as global take this route too (mode GLOBAL always does); the
     # themes are fused with the hybrid answer, so following the router never cites less (KGRAG_GLOBAL_ON_ROUTER).
     on_router: bool = True
+    # With a chat model (and a generation to key entries by), `summary_of` gives the model's summary of the
+    # caller's view, verified like an answer and served from `summaries` (one model call per community,
+    # scope, model, prompt version and view; dropped with the generation). None: the extractive summary.
+    chat: ChatModel | None = None
+    summaries: SummaryCache = field(default_factory=SummaryCache)
 
     def available(self) -> bool:
         return bool(self.communities.communities(self.level))
@@ -100,11 +107,21 @@ class GlobalAnswerer:
             return None
         readable = None if allowed is None else set(allowed)
         seen = self._read_visible(community, allowed)
-        view = None if seen is None else view_of_visible(community, seen, self._loader(readable), self.view_settings)
+        load = self._loader(readable)
+        view = None if seen is None else view_of_visible(community, seen, load, self.view_settings)
         if view is None:
             return None
         body = view.as_dict()
-        return {k: body[k] for k in ("title", "summary", "citations", "doc_ids", "stale", "built_at")}
+        out = {k: body[k] for k in ("title", "summary", "citations", "doc_ids", "stale", "built_at")}
+        if self.chat is not None and self.generation is not None:
+            written = self.summaries.summary(community, view, load, self.chat, allowed, self.generation())
+            out["summary"] = [{"text": s.text, "citations": list(s.citation_ids)} for s in written.sentences]
+            out["citations"] = [c.as_dict() for c in written.citations]
+            out["doc_ids"] = list(dict.fromkeys(c.doc_id for c in written.citations))
+            out["mode"] = written.mode.value
+            if written.fallback is not None:
+                out["fallback"] = {"reason": written.fallback}
+        return out
 
     def _loader(self, readable: set[str] | None) -> Callable[[Sequence[str]], Mapping[str, SearchHit]]:
         def load(chunk_ids: Sequence[str]) -> Mapping[str, SearchHit]:

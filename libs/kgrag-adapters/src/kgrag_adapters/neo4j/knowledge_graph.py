@@ -208,6 +208,20 @@ RETURN asked, subject, relation, object, polarity, modality, valid_from, valid_t
 """
 )
 
+# `GraphReader.edges_among`: `_NEIGHBOURS_MANY` over the edges whose other end is an asked canonical entity too
+# (no end outside the set is matched, so none is named).
+_AMONG_MATCH: LiteralString = """
+MATCH (:KgCanonical {ns: $ns, canonical_id: asked})-[x:KG_EDGE]-(other:KgCanonical)
+WHERE other.canonical_id IN $cids AND ($relations IS NULL OR x.relation IN $relations)
+"""
+_NEIGHBOURS_MATCH: LiteralString = """
+MATCH (:KgCanonical {ns: $ns, canonical_id: $cid})-[x:KG_EDGE]-()
+WHERE $relations IS NULL OR x.relation IN $relations
+"""
+_EDGES_AMONG: LiteralString = _NEIGHBOURS_MANY.replace(_NEIGHBOURS_MATCH.replace("$cid", "asked"), _AMONG_MATCH)
+if _EDGES_AMONG == _NEIGHBOURS_MANY:  # the match above must stay the one `_NEIGHBOURS` opens with
+    raise RuntimeError("edges_among query not derived")
+
 # A name matches a visible mention of it, or the stored name of a visible entity (both by blind index).
 _NAMED: LiteralString = (
     """
@@ -660,6 +674,16 @@ class Neo4jKnowledgeGraph:
         relations: Sequence[str] | None = None,
         limit: int = 50,
     ) -> dict[str, list[Edge]]:
+        return self._neighbours_many(entity_ids, acl_class_ids, relations, limit, _NEIGHBOURS_MANY)
+
+    def _neighbours_many(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        relations: Sequence[str] | None,
+        limit: int,
+        query: LiteralString,
+    ) -> dict[str, list[Edge]]:
         ids = list(dict.fromkeys(entity_ids))
         out: dict[str, list[Edge]] = {i: [] for i in ids}
         if limit <= 0 or not ids:
@@ -673,7 +697,7 @@ class Neo4jKnowledgeGraph:
             params = self._params(
                 acl_class_ids, cids=cids, relations=list(relations) if relations is not None else None, limit=limit
             )
-            rows = [r.data() for r in tx.run(_NEIGHBOURS_MANY, params)]
+            rows = [r.data() for r in tx.run(query, params)]
             ends = list(dict.fromkeys(e for r in rows for e in (r["subject"], r["object"])))
             clusters = self._clusters(tx, ends, acl_class_ids)
             by_cid: dict[str, list[Edge]] = {c: [] for c in cids}
@@ -687,6 +711,16 @@ class Neo4jKnowledgeGraph:
             return {**out, **{given: list(by_cid[cid]) for given, cid in canonical.items()}}
 
         return self._read(work)
+
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return self._neighbours_many(entity_ids, acl_class_ids, relations, limit, _EDGES_AMONG)
 
     # --- KnowledgeProjection --------------------------------------------------------------------------------
 

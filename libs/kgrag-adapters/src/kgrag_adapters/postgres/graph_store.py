@@ -161,13 +161,23 @@ _NEIGHBOURS: LiteralString = (
     " FETCH FIRST (%(limit)s) ROWS WITH TIES"
 )
 
-# `_NEIGHBOURS` for many canonical ids at once: the same edge groups, tagged by the asked id they touch (an edge
-# between two asked ids counts for each), the strongest `limit` per asked id with their ties (rank() <= n is
-# FETCH FIRST n ROWS WITH TIES within each partition). Column 12 is the asked id.
-_NEIGHBOURS_MANY: LiteralString = (
-    "WITH " + _MEMBERS_CTE + ", rel AS (SELECT mb.cid AS asked, r.* FROM kg_relations r"
-    " JOIN mb ON r.subject_id = mb.entity_id"
+# The relations touching any member of the asked clusters, tagged by the asked (canonical) id.
+_RELATIONS_OF_ASKED: LiteralString = (
+    ", rel AS (SELECT mb.cid AS asked, r.* FROM kg_relations r JOIN mb ON r.subject_id = mb.entity_id"
     " UNION SELECT mb.cid AS asked, r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id),"
+)
+
+# `_RELATIONS_OF_ASKED` kept to relations whose other end is also one of the asked clusters' members (as the
+# caller sees the mapping, so both ends' canonical ids are asked ones): a hub's thousands of relations to
+# entities outside the set are never aggregated, and no end outside it is named.
+_RELATIONS_AMONG_ASKED: LiteralString = (
+    ", rel AS (SELECT mb.cid AS asked, r.* FROM kg_relations r JOIN mb ON r.subject_id = mb.entity_id"
+    " WHERE r.object_id IN (SELECT entity_id FROM mb)"
+    " UNION SELECT mb.cid AS asked, r.* FROM kg_relations r JOIN mb ON r.object_id = mb.entity_id"
+    " WHERE r.subject_id IN (SELECT entity_id FROM mb)),"
+)
+
+_GROUPS_BY_ASKED: LiteralString = (
     " g AS (SELECT COALESCE(cs.canonical_id, r.subject_id) AS s, r.relation AS rel,"
     " COALESCE(co.canonical_id, r.object_id) AS o, r.polarity AS pol, r.modality AS modality, r.valid_from AS vf,"
     " max(r.valid_to) AS vt, array_agg(DISTINCT ev.chunk_id) AS chunks, max(ev.confidence) AS conf,"
@@ -183,8 +193,24 @@ _NEIGHBOURS_MANY: LiteralString = (
     + " AND (%(relations)s::text[] IS NULL OR r.relation = ANY(%(relations)s::text[]))"
     " GROUP BY 1, 2, 3, 4, 5, 6, 13)"
     " SELECT s, rel, o, pol, modality, vf, vt, chunks, conf, latest, n, first, asked FROM"
-    " (SELECT g.*, rank() OVER (PARTITION BY g.asked ORDER BY g.n DESC, g.conf DESC) AS rk FROM g) ranked"
-    " WHERE rk <= %(limit)s"
+    " (SELECT g.*, rank() OVER (PARTITION BY g.asked ORDER BY g.n DESC, g.conf DESC) AS rk FROM g"
+)
+_RANKED_TAIL: LiteralString = ") ranked WHERE rk <= %(limit)s"
+
+# `_NEIGHBOURS` for many canonical ids at once: the same edge groups, tagged by the asked id they touch (an edge
+# between two asked ids counts for each), the strongest `limit` per asked id with their ties (rank() <= n is
+# FETCH FIRST n ROWS WITH TIES within each partition). Column 12 is the asked id.
+_NEIGHBOURS_MANY: LiteralString = "WITH " + _MEMBERS_CTE + _RELATIONS_OF_ASKED + _GROUPS_BY_ASKED + _RANKED_TAIL
+
+# `GraphReader.edges_among`: `_NEIGHBOURS_MANY` over the relations among the asked clusters only, both
+# canonical ends asked ones (the relation-level filter already ensures it; the group-level one states it).
+_EDGES_AMONG: LiteralString = (
+    "WITH "
+    + _MEMBERS_CTE
+    + _RELATIONS_AMONG_ASKED
+    + _GROUPS_BY_ASKED
+    + " WHERE g.s = ANY(%(ids)s::text[]) AND g.o = ANY(%(ids)s::text[])"
+    + _RANKED_TAIL
 )
 
 # Distinct edge keys, counted once per endpoint: a self-loop (left by a merge) counts once.
@@ -614,6 +640,16 @@ class PostgresGraphStore(PostgresExtractionStore):
         limit: int = 50,
     ) -> dict[str, list[Edge]]:
         """`neighbours` for each id, in one snapshot: the edges of every asked cluster in one query."""
+        return self._neighbours_many(entity_ids, acl_class_ids, relations, limit, _NEIGHBOURS_MANY)
+
+    def _neighbours_many(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        relations: Sequence[str] | None,
+        limit: int,
+        query: LiteralString,
+    ) -> dict[str, list[Edge]]:
         ids = list(dict.fromkeys(entity_ids))
         out: dict[str, list[Edge]] = {i: [] for i in ids}
         if limit <= 0 or not ids:
@@ -631,7 +667,7 @@ class PostgresGraphStore(PostgresExtractionStore):
                 "relations": list(relations) if relations is not None else None,
                 "limit": limit,
             }
-            rows = conn.execute(_NEIGHBOURS_MANY, params).fetchall()
+            rows = conn.execute(query, params).fetchall()
             ends = list(dict.fromkeys(e for r in rows for e in (r[0], r[2])))
             clusters = self._clusters(conn, ends, acl_class_ids)
         by_cid: dict[str, list[Edge]] = {c: [] for c in cids}
@@ -645,6 +681,18 @@ class PostgresGraphStore(PostgresExtractionStore):
         for given, cid in canonical.items():
             out[given] = list(by_cid[cid])
         return out
+
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        """`neighbours_by_id` kept to the edges inside the set, in one snapshot and one edge query; only the
+        set's own clusters are named."""
+        return self._neighbours_many(entity_ids, acl_class_ids, relations, limit, _EDGES_AMONG)
 
     # --- ResolutionStore ------------------------------------------------------------------------------------
 

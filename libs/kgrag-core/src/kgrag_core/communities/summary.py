@@ -10,8 +10,9 @@ community is rebuilt): its extractive view, which reads live facts, is what the 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kgrag_core.answering.fallback import answer_or_fallback
@@ -36,9 +37,14 @@ class SummaryKey:
     scope: tuple[str, ...]  # sorted ACL class ids of the evidence the summary used
     model_id: str
     prompt_version: str = PROMPT_VERSION
+    # A digest of the caller's view the summary was written from (its title, members and quotes: what the
+    # prompt holds). Two callers' views with one evidence scope can still differ (a member only one of
+    # them sees names the title), so a cached summary reaches only a caller whose view is the same.
+    view_digest: str = ""
 
     def cache_key(self) -> str:
-        raw = "\x1f".join([self.content_hash, ",".join(self.scope), self.model_id, self.prompt_version])
+        parts = [self.content_hash, ",".join(self.scope), self.model_id, self.prompt_version, self.view_digest]
+        raw = "\x1f".join(parts)
         return f"community-summary:{self.community_id}:{hashlib.sha256(raw.encode()).hexdigest()[:32]}"
 
 
@@ -102,3 +108,60 @@ def summary_cost_preview(communities: int, cost: CostModel, *, llm: bool) -> dic
             "seconds": round(calls * cost.seconds_per_call, 1),
         }
     }
+
+
+@dataclass(slots=True)
+class SummaryCache:
+    """Abstractive summaries served from memory: one model call per (community content hash, the caller's
+    readable ACL classes, model, prompt version, the caller's view) and corpus-and-ACL generation. Keyed by
+    every class the caller reads, not only those its quotes come from: the view's title and members (in the
+    prompt) come from evidence of any of them. An entry is served only through
+    `may_serve` (the caller reads every class of its scope, the community is neither stale nor changed),
+    and only for the generation it was written in: every deletion and ACL change bumps the generation, so
+    a summary resting on deleted or re-scoped evidence is dropped at its next lookup, never served. Held in
+    this process only (nothing is written out, so nothing to seal), at most `capacity` entries."""
+
+    capacity: int = 512
+    model_calls: int = 0  # summaries written by the model (misses), for tests and metrics
+    _entries: OrderedDict[str, tuple[SummaryKey, int, Answer]] = field(default_factory=OrderedDict)
+
+    def summary(
+        self,
+        community: Community,
+        view: CommunityView,
+        load: Callable[[Sequence[str]], Mapping[str, SearchHit]],
+        model: ChatModel,
+        readable_classes: Collection[str] | None,
+        generation: int,
+    ) -> Answer:
+        """The caller's abstractive summary of `view` (their own view of `community`), from the cache when
+        an entry for exactly its scope may reach them, else written by `model` from the chunks its quotes
+        come from (`load`: the caller's ACL-rechecked chunk loader) and kept."""
+        chunk_ids = list(dict.fromkeys(c.chunk_id for c in view.citations))
+        found = load(chunk_ids)
+        hits = [found[c] for c in chunk_ids if c in found]
+        # The scope: every class the caller reads (what the view was read through), "*" for an administrator.
+        scope = ["*"] if readable_classes is None else list(readable_classes)
+        scoped = summary_key(community, scope, model.model_id)
+        key = replace(scoped, view_digest=view_digest(view))
+        cached = self._entries.get(key.cache_key())
+        if cached is not None:
+            kept_key, kept_generation, answer = cached
+            if kept_generation == generation and kept_key == key and may_serve(kept_key, community, readable_classes):
+                self._entries.move_to_end(key.cache_key())
+                return answer
+            del self._entries[key.cache_key()]  # another generation (a deletion or ACL change since): dropped
+        answer = abstractive_summary(view, hits, model)
+        self.model_calls += 1
+        if answer.fallback is None:  # a failed call is not kept: the next ask tries the model again
+            self._entries[key.cache_key()] = (key, generation, answer)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+        return answer
+
+
+def view_digest(view: CommunityView) -> str:
+    """What a summary prompt is made of in one view: title, members, key sentences and where each is quoted."""
+    parts = [view.title, *(f"{m.entity_id}={m.name}" for m in view.members)]
+    parts += [f"{c.chunk_id}:{c.start_byte}:{c.end_byte}:{c.quote}" for c in view.citations]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]

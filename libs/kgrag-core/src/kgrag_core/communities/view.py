@@ -35,7 +35,11 @@ ChunkLoader = Callable[[Sequence[str]], Mapping[str, SearchHit]]
 class ViewSettings:
     max_members_read: int = 60  # members whose visibility is checked (a community can be large)
     edges_per_member: int = 20
-    edge_members: int = 15  # the most connected visible members whose edges are read
+    edge_members: int = 15  # the most connected visible members whose edges are read (`among=False`)
+    # The edges among the visible members, read as such (`GraphReader.edges_among`: no far end outside the
+    # community is read or named). False: the strongest edges of the `edge_members` most connected members,
+    # kept to those inside (as views read before; every far end named, a hub's name read from its evidence).
+    among: bool = True
     focus_weight: float = 2.0  # with a question: how much its terms count against a fact's strength
     facts_quoted: int = 24  # the strongest facts whose evidence is loaded and quoted
     max_points: int = 6  # key sentences kept, chosen for coverage
@@ -129,8 +133,8 @@ def read_visible(
             degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
     if not visible:
         return None
-    readers = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
-    edges = _edges(graph, visible, readers, acl_class_ids, cfg)
+    readers = _readers(visible, degree, cfg)
+    edges = _inside(visible, readers, _edges_of(graph, readers, acl_class_ids, cfg))
     claims = [c for c in graph.claims_of(sorted(visible), acl_class_ids) if _current(c)]
     return CommunityReads(visible, tuple(edges), tuple(claims))
 
@@ -141,9 +145,11 @@ def read_visible_many(
     acl_class_ids: Sequence[str] | None,
     settings: ViewSettings | None = None,
 ) -> dict[str, CommunityReads | None]:
-    """`read_visible` of each community (by id), all of them in three batched reads: their members, the
-    edges of their most connected visible members, and the claims of every visible member. Each community's
-    reads are exactly its own `read_visible` (every read is per id, and claim status is per entity)."""
+    """`read_visible` of each community (by id): their members, the edges among each community's visible
+    members (`_own_edges`; with `among=False`, the edges of every community's most connected members) and
+    the claims of every visible member, in one batched read each (and one more per community whose own
+    edges that read cannot prove complete). Each community's reads are exactly its own `read_visible`
+    (every read is per id, and claim status is per entity)."""
     cfg = settings or ViewSettings()
     asked = {c.community_id: c.member_ids[: cfg.max_members_read] for c in communities}
     found = graph.entities_by_id(list(dict.fromkeys(m for ms in asked.values() for m in ms)), acl_class_ids)
@@ -159,14 +165,18 @@ def read_visible_many(
                 degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
         if visible:
             visible_of[community_id] = visible
-            readers_of[community_id] = sorted(visible, key=lambda e: (-degree[e], e))[: cfg.edge_members]
-    readers = list(dict.fromkeys(r for rs in readers_of.values() for r in rs))
-    edges_of = graph.neighbours_by_id(readers, acl_class_ids, limit=cfg.edges_per_member) if readers else {}
+            readers_of[community_id] = _readers(visible, degree, cfg)
+    if cfg.among:
+        own = _own_edges(graph, visible_of, readers_of, acl_class_ids, cfg)
+    else:
+        readers = list(dict.fromkeys(r for rs in readers_of.values() for r in rs))
+        batched = _edges_of(graph, readers, acl_class_ids, cfg) if readers else {}
+        own = dict.fromkeys(readers_of, batched)
     members = sorted({m for v in visible_of.values() for m in v})
     claims = [c for c in graph.claims_of(members, acl_class_ids) if _current(c)] if members else []
     out: dict[str, CommunityReads | None] = dict.fromkeys(asked)
     for community_id, visible in visible_of.items():
-        edges = _inside(visible, readers_of[community_id], edges_of)
+        edges = _inside(visible, readers_of[community_id], own[community_id])
         mine = tuple(c for c in claims if c.entity_id in visible)
         out[community_id] = CommunityReads(visible, tuple(edges), mine)
     return out
@@ -240,15 +250,49 @@ def _fit(asked: set[str], text: str) -> float:
     return len(asked & set(content_terms(text))) / len(asked) if asked else 0.0
 
 
-def _edges(
+def _own_edges(
     graph: GraphReader,
-    visible: Mapping[str, EntityRef],
-    readers: Sequence[str],
+    visible_of: Mapping[str, Mapping[str, EntityRef]],
+    readers_of: Mapping[str, Sequence[str]],
     acl: Sequence[str] | None,
     cfg: ViewSettings,
-) -> list[Edge]:
-    """Visible edges with both ends among the visible members, once each (read from `readers`' sides)."""
-    return _inside(visible, readers, graph.neighbours_by_id(readers, acl, limit=cfg.edges_per_member))
+) -> dict[str, Mapping[str, Sequence[Edge]]]:
+    """Each community's `edges_among` its own readers, from one read of all of them together, with twice
+    the limit. That read also counts the edges tying two communities' members against each member's limit,
+    so a member's own edges are taken from it only when provably complete: the read returned fewer than its
+    limit (every edge it has inside the set), or at least `edges_per_member` of them are inside the
+    member's community (its strongest ones, as the read is ordered as `neighbours`). A community with a
+    member neither holds is read alone."""
+    limit = cfg.edges_per_member
+    wide = 2 * limit
+    readers = list(dict.fromkeys(r for rs in readers_of.values() for r in rs))
+    found = graph.edges_among(readers, acl, limit=wide) if readers else {}
+    out: dict[str, Mapping[str, Sequence[Edge]]] = {}
+    for community_id, rs in readers_of.items():
+        visible = visible_of[community_id]
+        own: dict[str, Sequence[Edge]] = {}
+        for reader in rs:
+            edges = found.get(reader, [])
+            kept = [e for e in edges if e.subject.entity_id in visible and e.object.entity_id in visible]
+            if len(kept) < limit and len(edges) >= wide:
+                break  # cut short by edges to other communities: not provably this member's own
+            own[reader] = kept[:limit]
+        out[community_id] = own if len(own) == len(rs) else _edges_of(graph, rs, acl, cfg)
+    return out
+
+
+def _readers(visible: Mapping[str, EntityRef], degree: Mapping[str, int], cfg: ViewSettings) -> list[str]:
+    """The members whose edges are read: every visible one (among), else the most connected few."""
+    ranked = sorted(visible, key=lambda e: (-degree[e], e))
+    return ranked if cfg.among else ranked[: cfg.edge_members]
+
+
+def _edges_of(
+    graph: GraphReader, readers: Sequence[str], acl: Sequence[str] | None, cfg: ViewSettings
+) -> Mapping[str, Sequence[Edge]]:
+    if cfg.among:
+        return graph.edges_among(readers, acl, limit=cfg.edges_per_member)
+    return graph.neighbours_by_id(readers, acl, limit=cfg.edges_per_member)
 
 
 def _inside(

@@ -16,7 +16,7 @@ from kgrag_core.communities.model import Community
 from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
 from kgrag_core.graph.ports import GraphReader
 
-TIE_EDGES = 200  # a member's strongest visible edges looked through for a tie inside its community
+TIE_EDGES = 200  # a member's strongest visible edges inside its community looked through for a tie
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +76,23 @@ def _visible(
     communities: Sequence[Community], reader: GraphReader, acl_class_ids: Sequence[str] | None
 ) -> list[VisibleCommunity | None]:
     """Each community's view, their members read together in batches (a few queries per batch instead of
-    two per member); every member is read exactly as `entity` and `neighbours` would read it."""
+    one per member), and the edges among each community's visible members in one read per community; every
+    member is read exactly as `entity` would read it, and its edges as `neighbours` would, kept to those
+    inside the community."""
     ids = list(dict.fromkeys(m for c in communities for m in c.member_ids))
     found: dict[str, EntitySummary] = {}
     for start in range(0, len(ids), BATCH):
         found.update(reader.entities_by_id(ids[start : start + BATCH], acl_class_ids))
-    edges: dict[str, list[Edge]] = {}
-    if acl_class_ids is not None:  # an administrator sees every member; no tie is checked
-        shown = [i for i in ids if i in found]
-        for start in range(0, len(shown), BATCH):
-            edges.update(reader.neighbours_by_id(shown[start : start + BATCH], acl_class_ids, limit=TIE_EDGES))
-    return [_one(c, found, edges, acl_class_ids) for c in communities]
+    out: list[VisibleCommunity | None] = []
+    for community in communities:
+        edges: Mapping[str, Sequence[Edge]] = {}
+        shown = [i for i in dict.fromkeys(community.member_ids) if i in found]
+        if acl_class_ids is not None and shown:  # an administrator sees every member; no tie is checked
+            # The edges among the community's own visible members: a tie is one of them, and no end outside
+            # the community is read (naming a hub at the far end of a member's edge costs a read of its evidence).
+            edges = reader.edges_among(shown, acl_class_ids, limit=TIE_EDGES)
+        out.append(_one(community, found, edges, acl_class_ids))
+    return out
 
 
 def _one(
@@ -120,9 +126,9 @@ def _one(
 
 
 def _tied_visibly(edges: Sequence[Edge], entity_id: str, inside: set[str]) -> bool:
-    """Whether an edge the caller sees (of the member's strongest `TIE_EDGES`) ties the entity to another
-    member: membership that rests only on restricted edges would tell the caller those entities are
-    related. Fails closed past `TIE_EDGES`."""
+    """Whether an edge the caller sees (of the member's strongest `TIE_EDGES` inside the community) ties the
+    entity to another member: membership that rests only on restricted edges would tell the caller those
+    entities are related. Only self-loops can fill those `TIE_EDGES` without a tie (fails closed then)."""
     for edge in edges:
         other = edge.object if edge.subject.entity_id == entity_id else edge.subject
         if other.entity_id != entity_id and other.entity_id in inside:

@@ -76,6 +76,20 @@ class GraphReader(Protocol):
         with the same `limit` (per id), [] for an invisible or unknown one."""
         ...
 
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        """The visible edges inside a set of entities (a community's members), in one read: every given id
+        maps to what `neighbours` returns for it with no limit, kept to the edges whose other end is the
+        canonical entity of a visible given id, then cut to the strongest `limit`; [] for an invisible or
+        unknown id. No far end outside the set is read or named (a hub's name costs a read of its evidence)."""
+        ...
+
 
 @runtime_checkable
 class ContextVectorSource(Protocol):

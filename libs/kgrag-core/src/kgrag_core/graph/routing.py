@@ -149,3 +149,15 @@ class RoutedGraphReader:
         return self._read(
             lambda g: g.neighbours_by_id(entity_ids, acl_class_ids, relations=relations, limit=limit), acl_class_ids
         )
+
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return self._read(
+            lambda g: g.edges_among(entity_ids, acl_class_ids, relations=relations, limit=limit), acl_class_ids
+        )

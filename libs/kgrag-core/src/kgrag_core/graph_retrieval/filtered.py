@@ -77,6 +77,18 @@ class FilteredGraphReader:
         admitted = set(self.admit(sorted({c for es in found.values() for e in es for c in e.evidence_chunk_ids})))
         return {entity_id: self._kept(edges, admitted) for entity_id, edges in found.items()}
 
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl_class_ids: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        found = self.graph.edges_among(entity_ids, acl_class_ids, relations=relations, limit=limit)
+        admitted = set(self.admit(sorted({c for es in found.values() for e in es for c in e.evidence_chunk_ids})))
+        return {entity_id: self._kept(edges, admitted) for entity_id, edges in found.items()}
+
     def _kept(self, edges: Sequence[Edge], admitted: Collection[str]) -> list[Edge]:
         out: list[Edge] = []
         for edge in edges:

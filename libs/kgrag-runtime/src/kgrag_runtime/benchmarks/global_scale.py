@@ -16,9 +16,14 @@ candidates are the communities of the entities linked from it and from the calle
 
 - baseline: `HybridSearcher.search` (top 10), the search the GLOBAL route starts from;
 - GLOBAL: that search, then `GlobalAnswerer.themes` (candidates, the caller's views read through the
-  batched ACL-filtered graph reads, map, reduce) and the answer, with no visible-read cache (every ask cold);
-- before batching: the same route reading each candidate when it reaches it, one query per member, inside
-  the 2 s time budget (`per_id_themes`): its latency, and the themes it loses to the budget.
+  batched ACL-filtered graph reads, each view's edges those among its members: `GraphReader.edges_among`,
+  map, reduce) and the answer, with no visible-read cache (every ask cold);
+- far ends named (the route before `edges_among`): the same, each view's edges read as the strongest edges
+  of its 15 most connected members (`ViewSettings(among=False)`), every far end named, inside the same 2 s
+  budget: its latency, and the themes it loses to the budget.
+
+With `--profile`, one more GLOBAL ask per size runs under cProfile (its 30 costliest calls by cumulative time
+are written next to the results).
 
 The level-0 listing (`GET /v1/communities?level=0`, a page of 50 for the outsider) is timed once per size.
 """
@@ -26,9 +31,11 @@ The level-0 listing (`GET /v1/communities?level=0`, a page of 50 for the outside
 from __future__ import annotations
 
 import argparse
+import cProfile
 import io
 import json
 import os
+import pstats
 import random
 import statistics
 import tempfile
@@ -47,17 +54,17 @@ from kgrag_adapters.postgres.graph_store import PostgresGraphStore
 from kgrag_adapters.qdrant_edge.vector_index import EdgeVectorIndex
 from kgrag_adapters.tantivy.keyword_index import TantivyKeywordIndex
 from kgrag_core.acl import Caller, readable_classes
-from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes
-from kgrag_core.communities.model import Community
+from kgrag_core.communities.global_route import GlobalResult, GlobalSettings
 from kgrag_core.communities.service import CommunityService
-from kgrag_core.communities.view import CommunityView, read_visible, view_of_visible
+from kgrag_core.communities.view import ViewSettings
 from kgrag_core.communities.visible import visible_communities
 from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.among import edges_among_by_single_reads
 from kgrag_core.graph.model import Edge, EntitySummary
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
-from kgrag_core.search import KeywordDoc, SearchHit, VectorPoint
+from kgrag_core.search import KeywordDoc, VectorPoint
 from kgrag_runtime.benchmarks.communities import planted_graph
 from kgrag_runtime.benchmarks.graph import (
     ENTITY_TYPES,
@@ -75,7 +82,7 @@ from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import build_embedder
 
 DEFAULT_SIZES = (10_000, 100_000)
-PER_ID_LISTING_MAX = 10_000  # the listing with per-id reads takes minutes beyond this
+PER_ID_LISTING_MAX = 2_000  # the listing with per-id reads (every far end named) takes minutes beyond this
 # The listing reads every member of every level-0 community (to size each by what the caller sees); at 100k
 # entities that is every entity, and naming the hubs their edges reach dominates: not timed beyond this.
 LISTING_MAX = 10_000
@@ -120,6 +127,16 @@ class PerIdReads:
         limit: int = 50,
     ) -> dict[str, list[Edge]]:
         return {e: self.graph.neighbours(e, acl, relations=relations, limit=limit) for e in dict.fromkeys(entity_ids)}
+
+    def edges_among(
+        self,
+        entity_ids: Sequence[str],
+        acl: Sequence[str] | None,
+        *,
+        relations: Sequence[str] | None = None,
+        limit: int = 50,
+    ) -> dict[str, list[Edge]]:
+        return edges_among_by_single_reads(self, entity_ids, acl, relations=relations, limit=limit)
 
 
 def entity_name(graph: SyntheticGraph, n: int) -> str:
@@ -204,28 +221,6 @@ def questions(graph: SyntheticGraph, store: PostgresCommunityStore, count: int, 
     return out
 
 
-def per_id_themes(answerer: GlobalAnswerer, question: str, caller: Caller, hits: Sequence[SearchHit]) -> GlobalResult:
-    """The GLOBAL route as it ran before batching: each candidate's reads made when the route reaches it,
-    one `entity` and one `neighbours` query per member, inside the time budget (what the budget cuts is
-    skipped, as it was). Same candidates, relevance and prior as `GlobalAnswerer.themes`."""
-    allowed = readable_classes(answerer.hybrid.acls.acl_classes(), caller)
-    candidates = answerer.candidates(question, allowed, hits)
-    load = answerer._loader(set(allowed))
-    reader = PerIdReads(answerer.graph)
-
-    def view_of(community: Community) -> CommunityView | None:
-        seen = read_visible(community, reader, allowed, answerer.view_settings)
-        return None if seen is None else view_of_visible(community, seen, load, answerer.view_settings, focus=question)
-
-    found = {h.doc_id for h in hits}
-
-    def prior(view: CommunityView) -> float:
-        docs = view.doc_ids
-        return len(found.intersection(docs)) / len(docs) if docs else 0.0
-
-    return global_themes(question, candidates, view_of, answerer.relevance, answerer.settings, prior=prior)
-
-
 def listing_times(communities: PostgresCommunityStore, store: PostgresGraphStore, per_id: bool) -> dict[str, float]:
     """`GET /v1/communities?level=0` for the outsider (a page of 50, every level-0 community's members read
     to size it by what the caller sees): batched, and (small sizes only) with per-id reads."""
@@ -250,7 +245,35 @@ def _percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def measure(size: int, dsn: str, tmp: Path, embedder: Embedder, console: Console, asks: int) -> dict[str, Any]:
+def _timed_ask(answerer: GlobalAnswerer, question: str, caller: Caller) -> tuple[float, GlobalResult]:
+    """One GLOBAL ask as the app makes it: the caller's search, the route, the answer."""
+    started = time.perf_counter()
+    hits = answerer.hybrid.search(question, caller, top_k=10).hits
+    assert answerer.available()  # as the ask checks it (KgragApp._global)
+    result = answerer.themes(question, caller, hits)
+    result.answer()
+    return time.perf_counter() - started, result
+
+
+def _profile(answerer: GlobalAnswerer, question: str, path: Path) -> None:
+    """One ask under cProfile: its 30 costliest calls by cumulative time, written to `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    profiler = cProfile.Profile()
+    profiler.runcall(_timed_ask, answerer, question, OUTSIDER)
+    stats = io.StringIO()
+    pstats.Stats(profiler, stream=stats).sort_stats("cumulative").print_stats(30)
+    path.write_text(stats.getvalue())
+
+
+def measure(
+    size: int,
+    dsn: str,
+    tmp: Path,
+    embedder: Embedder,
+    console: Console,
+    asks: int,
+    profile_dir: Path | None = None,
+) -> dict[str, Any]:
     shape = GraphShape(size)
     graph = planted_graph(shape)
     out: dict[str, Any] = {"entities": size, "relations": len(graph.relations), "hubs": shape.hubs}
@@ -270,13 +293,14 @@ def measure(size: int, dsn: str, tmp: Path, embedder: Embedder, console: Console
         out["build"] = {"seconds": round(report.seconds, 1), "level0": len(communities.communities(0))}
         hybrid = HybridSearcher(store, store, vindex, kindex, embedder)
         answerer = GlobalAnswerer(communities, store, hybrid)
+        far_ends = GlobalAnswerer(communities, store, hybrid, view_settings=ViewSettings(among=False))
         asked = questions(graph, communities, asks, shape.seed)
         hybrid.search(asked[0], OUTSIDER, top_k=10)  # warm-up (model session, index files) outside timing
         search_s: list[float] = []
         global_s: list[float] = []
-        per_id_s: list[float] = []
-        per_id_themes_n: list[int] = []
-        per_id_cut = 0
+        far_s: list[float] = []
+        far_themes: list[int] = []
+        far_cut = 0
         themes: list[int] = []
         read: list[int] = []
         budget_cut = 0
@@ -286,29 +310,24 @@ def measure(size: int, dsn: str, tmp: Path, embedder: Embedder, console: Console
                 started = time.perf_counter()
                 hybrid.search(q, caller, top_k=10)
                 search_s.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                hits = hybrid.search(q, caller, top_k=10).hits
-                assert answerer.available()  # as the ask checks it (KgragApp._global)
-                result = answerer.themes(q, caller, hits)
-                result.answer()
-                global_s.append(time.perf_counter() - started)
+                seconds, result = _timed_ask(answerer, q, caller)
+                global_s.append(seconds)
                 themes.append(len(result.themes))
                 read.append(result.communities_read)
                 budget_cut += "time_budget" in result.skipped
-                started = time.perf_counter()
-                hits = hybrid.search(q, caller, top_k=10).hits
-                assert answerer.available()
-                before = per_id_themes(answerer, q, caller, hits)
-                before.answer()
-                per_id_s.append(time.perf_counter() - started)
-                per_id_themes_n.append(len(before.themes))
-                per_id_cut += "time_budget" in before.skipped
+                seconds, before = _timed_ask(far_ends, q, caller)
+                far_s.append(seconds)
+                far_themes.append(len(before.themes))
+                far_cut += "time_budget" in before.skipped
+        if profile_dir is not None:
+            for name, profiled in (("", answerer), ("-far-ends", far_ends)):
+                _profile(profiled, asked[0], profile_dir / f"profile-{size}{name}.txt")
         out["hybrid"] = _percentiles(search_s)
         out["global"] = _percentiles(global_s)
-        out["global_per_id_reads"] = {
-            **_percentiles(per_id_s),
-            "themes_mean": round(statistics.fmean(per_id_themes_n), 2),
-            "time_budget_cut": per_id_cut,
+        out["global_far_ends"] = {
+            **_percentiles(far_s),
+            "themes_mean": round(statistics.fmean(far_themes), 2),
+            "time_budget_cut": far_cut,
         }
         if size <= LISTING_MAX:
             out["listing"] = listing_times(communities, store, size <= PER_ID_LISTING_MAX)
@@ -322,7 +341,9 @@ def measure(size: int, dsn: str, tmp: Path, embedder: Embedder, console: Console
     return out
 
 
-def run(sizes: Sequence[int], console: Console, *, asks: int = 20, out_dir: Path | None = None) -> dict[str, Any]:
+def run(
+    sizes: Sequence[int], console: Console, *, asks: int = 20, out_dir: Path | None = None, profile: bool = False
+) -> dict[str, Any]:
     """Every size in turn; with `out_dir`, the results so far are written after each size."""
     machine = machine_description()
     console.print(f"Machine: {format_machine(machine)}")
@@ -336,7 +357,8 @@ def run(sizes: Sequence[int], console: Console, *, asks: int = 20, out_dir: Path
     with tempfile.TemporaryDirectory(prefix="kgrag-global-scale-") as tmp, _server(Path(tmp) / "pg") as fresh:
         for size in sizes:
             with fresh(f"global_{size}") as dsn:
-                results["sizes"].append(measure(size, dsn, Path(tmp), embedder, console, asks))
+                profile_dir = out_dir if profile and out_dir is not None else None
+                results["sizes"].append(measure(size, dsn, Path(tmp), embedder, console, asks, profile_dir))
             if out_dir is not None:
                 write(results, out_dir)
     return results
@@ -353,13 +375,13 @@ def markdown(results: dict[str, Any]) -> str:
         "GLOBAL route without an LLM on a SYNTHETIC graph (embedded PostgreSQL and indexes), same-run hybrid baseline",
         "",
         "| entities | relations | level-0 communities | hybrid p50 / p95 ms | GLOBAL p50 / p95 ms | GLOBAL ÷ hybrid p50"
-        " | before batching p50 / p95 ms (themes, budget cut) | themes per answer | views read | budget cut"
+        " | far ends named p50 / p95 ms (themes, budget cut) | themes per answer | views read | budget cut"
         " | listing s (per-id)"
         " | load |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results["sizes"]:
-        h, g, p = r["hybrid"], r["global"], r["global_per_id_reads"]
+        h, g, p = r["hybrid"], r["global"], r["global_far_ends"]
         lines.append(
             f"| {r['entities']} | {r['relations']} | {r['build']['level0']} | {h['p50_ms']} / {h['p95_ms']}"
             f" | {g['p50_ms']} / {g['p95_ms']} | {r['global_over_hybrid_p50']}"
@@ -380,9 +402,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="Entity counts.")
     parser.add_argument("--asks", type=int, default=20, help="Questions per size (each asked by two callers).")
     parser.add_argument("--out", type=Path, default=Path("bench-results/global-scale"))
+    parser.add_argument("--profile", action="store_true", help="Profile one more GLOBAL ask per size.")
     args = parser.parse_args(argv)
     console = Console(stderr=True)
-    results = run([int(s) for s in args.sizes.split(",") if s.strip()], console, asks=args.asks, out_dir=args.out)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    results = run(sizes, console, asks=args.asks, out_dir=args.out, profile=args.profile)
     console.print(markdown(results))
 
 

@@ -37,6 +37,7 @@ from kgrag_core.extraction.model import (
     Tier,
 )
 from kgrag_core.extraction.records import ClaimStatus
+from kgrag_core.graph.among import edges_among_by_single_reads
 from kgrag_core.graph.model import DecisionKind, Edge, MergeRecord, PairDecision
 from kgrag_core.graph.ports import GraphReader, ResolutionScope, ResolutionStore
 from kgrag_testing.contracts.document_store import ENG
@@ -576,6 +577,84 @@ class GraphReaderContract:
         assert set(merged) == {PRIYA} and merged[PRIYA].entity.entity_id == PRIYA
         admin = r.entities_by_id([PRIYA, DANA], ADMIN)
         assert admin[PRIYA].entity.entity_id == DANA == admin[DANA].entity.entity_id  # control: one cluster
+
+    def test_edges_among_are_the_single_reads_kept_inside(self, world: GraphWorld) -> None:
+        """`edges_among` (a community view's edges: both ends in the set) is each id's `neighbours` kept to
+        the set, for every reader, set, limit, relation filter and an HR-only merge label."""
+        build_world(world)
+        r = world.reader
+        sets = [
+            [PRIYA, DANA, ROUTING, ATLAS, P_RAMAN, "ent_unknown", PRIYA],
+            [PRIYA, ROUTING],
+            [PRIYA, DANA],
+            [ATLAS, MERCURY_SITE],
+        ]
+
+        def same(acl: Sequence[str] | None) -> None:
+            for ids in sets:
+                for limit in (1, 50):
+                    assert r.edges_among(ids, acl, limit=limit) == edges_among_by_single_reads(r, ids, acl, limit=limit)
+                runs = edges_among_by_single_reads(r, ids, acl, relations=["RUNS"])
+                assert r.edges_among(ids, acl, relations=["RUNS"]) == runs
+
+        for acl in (ENG_READER, HR_READER, ADMIN, ()):
+            same(acl)
+        assert r.edges_among([], ADMIN) == {}
+        # Only edges inside the set: Priya's edge to Routing is not among {Priya, Dana} ...
+        assert relations(r.edges_among([PRIYA, DANA], ADMIN)[PRIYA]) == [(PRIYA, "REPORTS_TO", DANA)]
+        # ... and the outsider (engineering) does not get the HR-only edge, while the HR reader does.
+        assert r.edges_among([PRIYA, DANA], ENG_READER) == {PRIYA: [], DANA: []}
+        assert relations(r.edges_among([PRIYA, DANA], HR_READER)[DANA]) == [(PRIYA, "REPORTS_TO", DANA)]
+        assert (PRIYA, "LEADS", ROUTING) in relations(r.edges_among([PRIYA, ROUTING], ENG_READER)[ROUTING])
+        world.merge(merge("m1", DANA, PRIYA))
+        for acl in (ENG_READER, HR_READER, ADMIN):
+            same(acl)
+
+    def test_edges_among_name_each_end_only_from_evidence_the_reader_may_read(self, world: GraphWorld) -> None:
+        """A hub whose entity row holds its restricted name (an HR record, written first) and whose only
+        public mention names it otherwise: the outsider's edges inside a set name it by the public mention
+        only; the HR reader (positive control) gets the restricted name on the HR edge."""
+        secret_text = "Jordan Blake mentors Dana Lee. Jordan Blake, jb@example.com."
+        [secret] = world.add_document("doc-hub-secret", [secret_text], acl=HR, at=JAN)
+        public_text = "J. Blake (jb@example.com) runs Atlas, Routing and Mercury."
+        [public] = world.add_document("doc-hub-public", [public_text], acl=ENG, at=FEB)
+        email = ("email", "jb@example.com")
+        world.extract(
+            [
+                _result(
+                    secret,
+                    [
+                        EntityMention("Jordan Blake", "Person", secret_text, 0.9, (email,)),
+                        _mention("Dana Lee", "Person", secret_text),
+                    ],
+                    [_rel("Jordan Blake", "Person", "MENTORS", "Dana Lee", "Person", secret_text, 0.9)],
+                )
+            ]
+        )
+        ends = [("Atlas", "System"), ("Routing", "Team"), ("Mercury", "System")]
+        world.extract(
+            [
+                _result(
+                    public,
+                    [
+                        EntityMention("J. Blake", "Person", public_text, 0.9, (email,)),
+                        *(_mention(n, t, public_text) for n, t in ends),
+                    ],
+                    [_rel("J. Blake", "Person", "RUNS", n, t, public_text, 0.8) for n, t in ends],
+                )
+            ]
+        )
+        assert world.label_hubs(3) == 1
+        r, hub = world.reader, contract_entity_id("Person", "x", (email,))
+        members = [hub, ATLAS, DANA]
+        eng = r.edges_among(members, ENG_READER)
+        assert relations(eng[hub]) == [(hub, "RUNS", ATLAS)] and eng[DANA] == []
+        assert {e.subject.name for e in eng[hub]} == {"J. Blake"}
+        assert "Jordan Blake" not in repr(eng) and secret.chunk_id not in repr(eng)
+        # Positive control: the HR reader's edge inside the set carries the restricted name.
+        hr = r.edges_among(members, HR_READER)
+        assert relations(hr[hub]) == [(hub, "MENTORS", DANA)]
+        assert hr[hub][0].subject.name == "Jordan Blake"
 
 
 # --- ResolutionStore --------------------------------------------------------------------------------------
