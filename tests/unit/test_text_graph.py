@@ -64,6 +64,13 @@ def test_pattern_extractor_finds_names_and_links_not_sentence_initial_words() ->
     assert all(m.text != "Yesterday" and "_" not in m.text for m in found)
 
 
+def test_a_title_line_and_the_paragraph_under_it_are_separate_names() -> None:
+    [found] = PatternPhraseExtractor().extract(["# Bastien Roux\n\nBastien Roux joined the Bank of England."])
+    texts = [m.text for m in found]
+    assert texts.count("Bastien Roux") == 2 and "Bank of England" in texts
+    assert all("\n" not in t for t in texts)
+
+
 def _edge(chunk: str, node: str, df: int = 1, kind: MentionKind = MentionKind.ENTITY, weight: float = 1.0) -> WalkEdge:
     return WalkEdge(chunk, node, df, kind, weight)
 

@@ -17,8 +17,8 @@ _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)\s]+)\)")
 _URL = re.compile(r"https?://\S+")
 _URL_PATH = re.compile(r"https?://[^\s/]+/(?:wiki/)?([\w%-]+)")
 # A capitalised run of words, allowing inner connectors ("Bank of England"); a sentence's first word alone
-# is not a name.
-_NAME = re.compile(r"(?<![\w'])([A-ZÀ-Þ][\w&'-]*(?:\s+(?:of|de|van|von|the|and|&)?\s*[A-ZÀ-Þ][\w&'-]*)*)")
+# is not a name. Words are joined by spaces only: a title line and the paragraph under it are two runs.
+_NAME = re.compile(r"(?<![\w'])([A-ZÀ-Þ][\w&'-]*(?:[ \t]+(?:(?:of|de|van|von|the|and|&)[ \t]+)?[A-ZÀ-Þ][\w&'-]*)*)")
 
 
 def link_mentions(text: str) -> list[Mention]:
