@@ -247,11 +247,13 @@ class ConsumerRunner:
             result = inflight.future.result() if inflight.future is not None else HandlerResult()
             self._commit_inflight(inflight, result)
         except Exception as err:  # noqa: BLE001 - as in _process_with_backoff: a sink or the broker failing
+            self._failing_attempts += 1  # a failed write is an attempt, for readiness as on the serial path
             self.metrics.retries.inc()
             log.warning("handler %s failed writing a staged batch: %s", self.handler.name, err)
             if retry:
                 self._process_with_backoff(inflight.messages, stop)
             return False
+        self._failing_attempts = 0
         self.metrics.handle_seconds.observe(time.perf_counter() - inflight.started)
         return True
 
@@ -273,6 +275,7 @@ class ConsumerRunner:
                 self._commit_inflight(inflight, result)
                 self.metrics.handle_seconds.observe(time.perf_counter() - inflight.started)
         except Exception as err:  # noqa: BLE001 - redone below, on the partitions this consumer keeps
+            self._failing_attempts += 1
             self.metrics.retries.inc()
             log.warning("handler %s failed writing a staged batch before a rebalance: %s", self.handler.name, err)
             if not lost:
