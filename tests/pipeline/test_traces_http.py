@@ -66,7 +66,7 @@ def test_searches_and_answers_are_traced_and_readable_by_their_caller_and_admins
     assert {"embed", "dense", "bm25", "fusion", "hydrate", "total"} <= set(trace["timings_ms"])
     versions = trace["versions"]
     assert versions["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
-    assert versions["router"].startswith("rules-") and versions["fusion"]["rrf_k"] == 60
+    assert versions["router"].startswith("learned-") and versions["fusion"]["rrf_k"] == 60
     assert versions["extractor"] == "1" and versions["llm_model"] is None
 
     asked = ok(client.post("/v1/ask", json={"question": "Who is the on-call owner of Atlas?"}, headers=SAM))
