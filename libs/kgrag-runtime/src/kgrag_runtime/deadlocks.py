@@ -6,12 +6,15 @@ second try normally succeeds; a caller such as the query API's deletion answers 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TypeVar
 
 from psycopg import errors
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def deadlocked(err: BaseException) -> bool:
@@ -25,9 +28,12 @@ def deadlocked(err: BaseException) -> bool:
 
 
 def once_more_on_deadlock(fn: Callable[[], T]) -> T:
+    """`fn()`, run a second time (and logged) only when the first try was a deadlock's victim; any other
+    error, and a second deadlock, reach the caller as raised."""
     try:
         return fn()
-    except Exception as err:
+    except Exception as err:  # re-raised unless it wraps SQLSTATE 40P01, whatever wraps it
         if not deadlocked(err):
             raise
+        log.warning("deadlock victim, running once more: %s", err)
         return fn()
