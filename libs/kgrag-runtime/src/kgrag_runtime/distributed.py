@@ -340,7 +340,12 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
         curation=PostgresTraceStore(stores.store.pool, cipher=stores.store.cipher),
         communities=_community_admin(settings, stores, graph),
         global_answers=build_global_answers(
-            stores.store.pool, graph, searcher, stores.cache.generation, on_router=settings.global_on_router
+            stores.store.pool,
+            graph,
+            searcher,
+            stores.cache.generation,
+            on_router=settings.global_on_router,
+            chat=chat,
         ),
         text_graph_searcher=text_graph_searcher,
         text_graph_by_default=settings.text_graph,

@@ -11,14 +11,16 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kgrag_core.acl import Caller, readable_classes
+from kgrag_core.answering.fallback import FALLBACK_REASONS
+from kgrag_core.answering.model import Answer
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
 from kgrag_core.communities.model import Community
 from kgrag_core.communities.ports import CommunityStore
-from kgrag_core.communities.summary import SummaryCache
+from kgrag_core.communities.summary import SummaryCache, summarised_view
 from kgrag_core.communities.view import (
     CommunityReads,
     CommunityView,
@@ -97,7 +99,38 @@ class GlobalAnswerer:
             docs = view.doc_ids
             return len(found.intersection(docs)) / len(docs) if docs else 0.0
 
-        return global_themes(question, candidates, view_of, self.relevance, self.settings, prior=prior)
+        if not self.summarising:
+            return global_themes(question, candidates, view_of, self.relevance, self.settings, prior=prior)
+        by_id = {c.community_id: c for c in pool}
+        counts: dict[str, int] = {}
+
+        def summarise(view: CommunityView) -> CommunityView:
+            # Only the communities chosen for mapping: one cached model call each per scope and view.
+            written = self._summary(by_id[view.community_id], view, load, allowed)
+            reason = written.fallback or "abstractive"
+            counts[reason] = counts.get(reason, 0) + 1
+            return summarised_view(view, written)
+
+        result = global_themes(
+            question, candidates, view_of, self.relevance, self.settings, prior=prior, summarise=summarise
+        )
+        failed = next((r for r in counts if r in FALLBACK_REASONS), None)
+        return replace(result, summaries=counts, fallback=failed)
+
+    @property
+    def summarising(self) -> bool:
+        """Whether summaries are the model's (a chat model, and a generation to key the cache by)."""
+        return self.chat is not None and self.generation is not None
+
+    def _summary(
+        self,
+        community: Community,
+        view: CommunityView,
+        load: Callable[[Sequence[str]], Mapping[str, SearchHit]],
+        allowed: Sequence[str] | None,
+    ) -> Answer:
+        assert self.chat is not None and self.generation is not None  # `summarising`
+        return self.summaries.summary(community, view, load, self.chat, allowed, self.generation())
 
     def summary_of(self, community: Community, caller: Caller) -> dict[str, object] | None:
         """The caller's extractive summary of one community (its key sentences, cited), or None when nothing
@@ -113,8 +146,8 @@ class GlobalAnswerer:
             return None
         body = view.as_dict()
         out = {k: body[k] for k in ("title", "summary", "citations", "doc_ids", "stale", "built_at")}
-        if self.chat is not None and self.generation is not None:
-            written = self.summaries.summary(community, view, load, self.chat, allowed, self.generation())
+        if self.summarising:
+            written = self._summary(community, view, load, allowed)
             out["summary"] = [{"text": s.text, "citations": list(s.citation_ids)} for s in written.sentences]
             out["citations"] = [c.as_dict() for c in written.citations]
             out["doc_ids"] = list(dict.fromkeys(c.doc_id for c in written.citations))
@@ -213,11 +246,14 @@ def build_global_answers(
     generation: Callable[[], int] | None = None,
     *,
     on_router: bool = True,
+    chat: ChatModel | None = None,
 ) -> GlobalAnswerer:
-    """The GLOBAL route over the communities stored in PostgreSQL (migration 0027)."""
+    """The GLOBAL route over the communities stored in PostgreSQL (migration 0027); with `chat`, the
+    communities' summaries (`GET /v1/communities/{id}`, GLOBAL themes) are the model's, verified and cached."""
     from kgrag_adapters.postgres.communities import PostgresCommunityStore
 
-    return GlobalAnswerer(PostgresCommunityStore(pool), graph, hybrid, generation=generation, on_router=on_router)
+    store = PostgresCommunityStore(pool)
+    return GlobalAnswerer(store, graph, hybrid, generation=generation, on_router=on_router, chat=chat)
 
 
 def summary_preview(settings: KgragSettings) -> Callable[[RebuildPlan], dict[str, object]]:

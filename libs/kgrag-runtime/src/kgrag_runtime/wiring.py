@@ -331,7 +331,7 @@ def open_embedded(
             quality=quality,
             evaluation=EvalService(settings, store.eval_runs, embedder=model, llm=chat),
             global_answers=build_global_answers(
-                store.pool, store, searcher, cache.generation, on_router=settings.global_on_router
+                store.pool, store, searcher, cache.generation, on_router=settings.global_on_router, chat=chat
             ),
             communities=communities,
             text_graph_searcher=text_graph_searcher,

@@ -83,15 +83,23 @@ class GlobalResult:
     communities_read: int  # candidate views read (visible or not)
     skipped: dict[str, int] = field(default_factory=dict)  # over_limit, time_budget, themes
     passages: int = 0  # points quoted from the caller's hybrid answer (`with_passages`)
+    # With a chat model: how the mapped communities were summarised ("abstractive", or the reason their
+    # extractive sentences stood in: a model failure, no supported sentence, a stale community).
+    summaries: dict[str, int] = field(default_factory=dict)
+    # A model failure among them (a fallback reason): the answer carries it, so it is not cached.
+    fallback: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "themes": [t.as_dict() for t in self.themes],
             "communities_used": list(self.communities_used),
             "communities_read": self.communities_read,
             "skipped": dict(self.skipped),
             "passages": self.passages,
         }
+        if self.summaries:
+            out["summaries"] = dict(self.summaries)
+        return out
 
     def answer(self) -> Answer:
         """The themes as an answer: each point a sentence citing its quotes (what verification checks)."""
@@ -108,6 +116,7 @@ class GlobalResult:
             GLOBAL_NOTICE,
             confidence,
             evidence_chunk_ids=chunk_ids,
+            fallback=self.fallback,
         )
 
 
@@ -127,10 +136,13 @@ def global_themes(
     settings: GlobalSettings | None = None,
     clock: Callable[[], float] = time.perf_counter,
     prior: Callable[[CommunityView], float] | None = None,
+    summarise: Callable[[CommunityView], CommunityView] | None = None,
 ) -> GlobalResult:
     """Ranked, deduplicated, cited themes for a corpus-wide question. `candidates` must come in an order
     that depends on nothing the caller cannot see (e.g. by community id); `prior` adds to a view's score
-    what else the caller's own search says of it (e.g. how many of its documents hybrid search returned)."""
+    what else the caller's own search says of it (e.g. how many of its documents hybrid search returned);
+    `summarise` turns each chosen view into the one its points are mapped from (with a chat model: its
+    verified abstractive summary), after choosing, so only the communities mapped cost a model call."""
     cfg = settings or GlobalSettings()
     skipped: dict[str, int] = {}
     pool = list(candidates[: cfg.max_communities])
@@ -154,6 +166,8 @@ def global_themes(
         scores = [s + prior(v) for s, v in zip(scores, views, strict=True)]
     ranked = sorted(zip(scores, views, strict=True), key=lambda sv: (-sv[0], sv[1].community_id))
     chosen = [(s, v) for s, v in ranked[: cfg.map_communities] if s > 0]
+    if summarise is not None:
+        chosen = [(s, summarise(v)) for s, v in chosen]
     drafts = [d for d in (_map(question, s, v, cfg) for s, v in chosen) if d is not None]
     themes, citations = _reduce(drafts)
     if len(themes) > cfg.max_themes:
@@ -235,7 +249,7 @@ def _reduce(drafts: Sequence[_Draft]) -> tuple[list[Theme], list[Citation]]:
     groups: list[list[_Draft]] = []
     spans: list[set[tuple[str, int, int]]] = []
     for draft in sorted(drafts, key=lambda d: (-d.score, d.view.community_id)):
-        mine = {_span(draft.view, p) for p in draft.points}
+        mine = {_span(c) for p in draft.points for c in _citations(draft.view, p)}
         home = next((i for i, s in enumerate(spans) if s & mine), None)
         if home is None:
             groups.append([draft])
@@ -247,17 +261,19 @@ def _reduce(drafts: Sequence[_Draft]) -> tuple[list[Theme], list[Citation]]:
     themes: list[Theme] = []
     for group in groups:
         points: list[ThemePoint] = []
-        seen: set[tuple[str, int, int]] = set()
+        seen: set[tuple[tuple[str, int, int], ...]] = set()
         for draft in group:
             for point in draft.points:
-                key = _span(draft.view, point)
+                sources = _citations(draft.view, point)
+                key = tuple(_span(c) for c in sources)
                 if key in seen:
                     continue
                 seen.add(key)
-                source = _citation(draft.view, point)
-                cited = numbering.setdefault(key, replace(source, id=len(numbering) + 1))
-                points.append(ThemePoint(point.text, (cited.id,)))
-        docs = tuple(dict.fromkeys(numbering[_span(d.view, p)].doc_id for d in group for p in d.points))
+                cited = tuple(numbering.setdefault(_span(c), replace(c, id=len(numbering) + 1)).id for c in sources)
+                points.append(ThemePoint(point.text, cited))
+        docs = tuple(
+            dict.fromkeys(numbering[_span(c)].doc_id for d in group for p in d.points for c in _citations(d.view, p))
+        )
         ids = tuple(d.view.community_id for d in group)
         themes.append(Theme(group[0].view.title, tuple(points), ids, docs, group[0].score))
     return themes, list(numbering.values())
@@ -280,10 +296,10 @@ def _renumber(themes: Sequence[Theme], citations: Sequence[Citation]) -> tuple[l
     return out, list(kept.values())
 
 
-def _citation(view: CommunityView, point: CommunityPoint) -> Citation:
-    return next(c for c in view.citations if c.id == point.citation_id)
+def _citations(view: CommunityView, point: CommunityPoint) -> list[Citation]:
+    by_id = {c.id: c for c in view.citations}
+    return [by_id[i] for i in point.cited]
 
 
-def _span(view: CommunityView, point: CommunityPoint) -> tuple[str, int, int]:
-    c = _citation(view, point)
+def _span(c: Citation) -> tuple[str, int, int]:
     return (c.chunk_id, c.start_byte, c.end_byte)

@@ -15,11 +15,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from kgrag_core.answering.fallback import answer_or_fallback
+from kgrag_core.answering.fallback import FALLBACK_REASONS, answer_or_fallback
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence
 from kgrag_core.answering.verification import verify_answer
 from kgrag_core.communities.model import Community
-from kgrag_core.communities.view import CommunityView
+from kgrag_core.communities.view import CommunityPoint, CommunityView
 from kgrag_core.ports import ChatModel
 from kgrag_core.search import SearchHit
 
@@ -28,6 +28,11 @@ if TYPE_CHECKING:  # a search never loads the extraction package
 
 PROMPT_VERSION = "community-summary-1"
 EXTRACTIVE_NOTICE = "The community's key sentences, quoted as written."
+# Why a summary is the extractive one although a model is configured (besides the model's own failures,
+# `answering.fallback.FALLBACK_REASONS`): nothing the model wrote was backed by its quotes, or the community
+# is stale (its summaries are not served or written until it is rebuilt).
+SUMMARY_UNSUPPORTED = "summary_unsupported"
+COMMUNITY_STALE = "community_stale"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +86,27 @@ def abstractive_summary(view: CommunityView, hits: Sequence[SearchHit], model: C
     members = ", ".join(m.name for m in view.members[:12])
     question = f"Summarise what the sources say about {view.title} (members: {members}): recurring themes first."
     answer = answer_or_fallback(question, hits, model, lambda: extractive_summary(view))
-    return replace(verify_answer(answer), question=f"Summarise {view.title}.")
+    verified = replace(verify_answer(answer), question=f"Summarise {view.title}.")
+    if verified.fallback is None and not verified.sentences:
+        # Every sentence was removed (or the model said nothing): the view's own quotes, flagged, never an
+        # empty summary. What was removed stays counted.
+        flagged = replace(extractive_summary(view), fallback=SUMMARY_UNSUPPORTED)
+        return replace(flagged, removed=verified.removed, removed_sentences=verified.removed_sentences)
+    return verified
+
+
+def summarised_view(view: CommunityView, summary: Answer) -> CommunityView:
+    """The view with the summary's sentences as its points (each with all the quotes it cites), which the
+    GLOBAL route maps to themes; the view itself when the summary is the extractive one."""
+    if summary.mode is not AnswerMode.LLM or not summary.sentences:
+        return view
+    n = len(summary.sentences)
+    points = tuple(
+        CommunityPoint(s.text, s.citation_ids[0], (), "summary", float(n - i), citation_ids=s.citation_ids)
+        for i, s in enumerate(summary.sentences)
+        if s.citation_ids
+    )
+    return replace(view, points=points, citations=summary.citations)
 
 
 # What one summary's request and reply hold: the view's quoted sentences (ViewSettings.facts_quoted at most,
@@ -137,9 +162,8 @@ class SummaryCache:
         """The caller's abstractive summary of `view` (their own view of `community`), from the cache when
         an entry for exactly its scope may reach them, else written by `model` from the chunks its quotes
         come from (`load`: the caller's ACL-rechecked chunk loader) and kept."""
-        chunk_ids = list(dict.fromkeys(c.chunk_id for c in view.citations))
-        found = load(chunk_ids)
-        hits = [found[c] for c in chunk_ids if c in found]
+        if community.stale:  # fail closed until rebuilt: no summary served or written, no model call
+            return replace(extractive_summary(view), fallback=COMMUNITY_STALE)
         # The scope: every class the caller reads (what the view was read through), "*" for an administrator.
         scope = ["*"] if readable_classes is None else list(readable_classes)
         scoped = summary_key(community, scope, model.model_id)
@@ -151,9 +175,11 @@ class SummaryCache:
                 self._entries.move_to_end(key.cache_key())
                 return answer
             del self._entries[key.cache_key()]  # another generation (a deletion or ACL change since): dropped
-        answer = abstractive_summary(view, hits, model)
+        chunk_ids = list(dict.fromkeys(c.chunk_id for c in view.citations))
+        found = load(chunk_ids)  # only on a miss: a cached summary needs no chunk read
+        answer = abstractive_summary(view, [found[c] for c in chunk_ids if c in found], model)
         self.model_calls += 1
-        if answer.fallback is None:  # a failed call is not kept: the next ask tries the model again
+        if answer.fallback not in FALLBACK_REASONS:  # a failed call is not kept: the next ask tries again
             self._entries[key.cache_key()] = (key, generation, answer)
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)

@@ -53,8 +53,15 @@ class CommunityPoint:
     text: str
     citation_id: int
     entity_ids: tuple[str, ...]
-    kind: str  # claim | relation
+    kind: str  # claim | relation | summary
     score: float
+    # Every citation the sentence rests on, when more than `citation_id` (an abstractive summary's sentence
+    # can cite several quotes); empty: `citation_id` alone.
+    citation_ids: tuple[int, ...] = ()
+
+    @property
+    def cited(self) -> tuple[int, ...]:
+        return self.citation_ids or (self.citation_id,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +94,7 @@ class CommunityView:
             "title": self.title,
             "size": self.size,
             "members": [{"entity_id": m.entity_id, "name": m.name, "type": m.type} for m in self.members],
-            "summary": [{"text": p.text, "citations": [p.citation_id]} for p in self.points],
+            "summary": [{"text": p.text, "citations": list(p.cited)} for p in self.points],
             "citations": [c.as_dict() for c in self.citations],
             "doc_ids": list(self.doc_ids),
             "stale": self.stale,
