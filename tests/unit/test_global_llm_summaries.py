@@ -14,11 +14,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from kgrag_core.acl import readable_classes
 from kgrag_core.communities.model import Community
 from kgrag_core.errors import ErrorCode, KgragError
-from kgrag_core.ports import ChatMessage
+from kgrag_core.ports import ChatMessage, TokenCounter
+from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
 from kgrag_runtime.global_answers import GlobalAnswerer
+from kgrag_runtime.query_vectors import QueryVectorCache
 from kgrag_testing.scripted_llm import ScriptedChatModel
 from tests.unit.test_community_view_security import FINANCE, OUTSIDER, _world
 from tests.unit.test_graph_retrieval_doubles import FakeEmbedder, FakeRoute, FakeStore, InMemoryGraph
@@ -175,3 +178,72 @@ def test_global_themes_are_mapped_from_the_callers_abstractive_summaries() -> No
     flagged = down.themes(QUESTION, FINANCE, [])
     assert flagged.themes and flagged.fallback == "llm_unavailable" and flagged.answer().fallback == "llm_unavailable"
     assert not any(p.text.startswith(PREFIX) for t in flagged.themes for p in t.points)
+
+
+class _CountingStore(FakeStore):
+    """FakeStore that records every chunk id the loader hydrates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Any]:
+        self.read.extend(chunk_ids)
+        return super().get_chunks(chunk_ids)
+
+
+def test_the_global_route_reuses_the_asks_hits_and_this_generations_chunks_with_the_same_themes() -> None:
+    graph, plain, communities = _world(with_secret=True)
+    store = _CountingStore()
+    store.chunks, store.docs = plain.chunks, plain.docs
+    gen = [1]
+    answers = replace(_answerer(graph, store, communities, ScriptedChatModel([]), gen), chat=None)
+    baseline = replace(answers, reuse=False)
+    public = set(readable_classes(store.acl_classes(), OUTSIDER))
+    hits = [h for _, h in answers.hybrid.hydrate([FusedCandidate("c_delay", 0.0)], public, 1)]
+    assert [h.chunk_id for h in hits] == ["c_delay"]
+    store.read.clear()
+
+    expected = baseline.themes(QUESTION, OUTSIDER, hits)
+    assert "c_delay" in store.read  # the baseline reads the ask's own hit again
+    store.read.clear()
+    first = answers.themes(QUESTION, OUTSIDER, hits)
+    assert _themes_text(first) == _themes_text(expected)  # the same themes, quotes and citations
+    assert store.read and "c_delay" not in store.read  # taken from the ask's hits
+    store.read.clear()
+    assert _themes_text(answers.themes(QUESTION, OUTSIDER, hits)) == _themes_text(expected)
+    assert store.read == []  # the rest was read in this generation already
+    answers.themes(QUESTION, OUTSIDER, [])
+    assert store.read == ["c_delay"]  # an ask's hits serve that ask only
+    store.read.clear()
+    # Another scope never reads the outsider's entries; a new generation (a deletion, an ACL change) reads again.
+    answers.themes(QUESTION, FINANCE, [])
+    assert "c_quartz" in store.read
+    store.read.clear()
+    gen[0] += 1
+    answers.themes(QUESTION, OUTSIDER, [])
+    assert "c_owns" in store.read
+
+
+def test_the_searchs_embedder_embeds_a_question_once_and_answers_as_its_model_does() -> None:
+    class Counting(_Embedder):
+        def __init__(self) -> None:
+            self.queries: list[str] = []
+
+        def embed_query(self, text: str) -> tuple[float, ...]:
+            self.queries.append(text)
+            return super().embed_query(text)
+
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    inner = Counting()
+    cached = QueryVectorCache(inner, capacity=2)  # type: ignore[arg-type]
+    assert cached.embed_query("why delays") == cached.embed_query("why delays") == inner.embed_query("why delays")
+    assert inner.queries == ["why delays", "why delays"]  # the model once through the cache, once directly
+    cached.embed_query("a")
+    cached.embed_query("b")  # capacity 2: "why delays" is dropped
+    cached.embed_query("why delays")
+    assert inner.queries.count("why delays") == 3
+    assert isinstance(cached, TokenCounter) and cached.count_tokens("two words") == 2
+    assert not isinstance(QueryVectorCache(_Embedder()), TokenCounter)  # type: ignore[arg-type]

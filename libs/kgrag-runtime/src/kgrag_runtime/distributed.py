@@ -3,6 +3,7 @@ Neo4j, Redis and S3. One function per process kind; adapters are imported here a
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -30,6 +31,7 @@ from kgrag_runtime.graph import build_graph_searcher, build_resolution
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
+from kgrag_runtime.query_vectors import QueryVectorCache
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.text_graph import build_text_graph_searcher
 from kgrag_runtime.wiring import (
@@ -283,7 +285,8 @@ def open_query_app(
 
 def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatModel | None = None) -> KgragApp:
     """The query API's app on stores already open (a test's workers share them)."""
-    searcher = stores.searcher()
+    # The question's vector is kept for the rest of its ask (the GLOBAL route's relevance reads it too).
+    searcher = dataclasses.replace(stores.searcher(), embedder=QueryVectorCache(stores.embedder))
     graph = graph_reader(settings, stores)
     events = producer(settings, "query-api")
     extraction = None

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 _PASSAGES_LINKED = 5  # the caller's best passages whose entities seed the candidates on a large level
 _CACHED_READS = 1024  # visible reads and text vectors kept per process
+_CACHED_CHUNKS = 4096  # chunks the views quote, per scope and generation
 _READ_BATCH = 8  # candidate communities read together by the GLOBAL route
 _EMBEDDED_CHARS = 300  # a view's title and member names come first in its text
 
@@ -68,6 +69,11 @@ class GlobalAnswerer:
     # scope, model, prompt version and view; dropped with the generation). None: the extractive summary.
     chat: ChatModel | None = None
     summaries: SummaryCache = field(default_factory=SummaryCache)
+    # The views' quoted chunks come from the ask's own hybrid hits and from chunks this scope read earlier
+    # in the same generation (rechecked then, unchanged since); False: every view hydrates its chunks anew
+    # (the benchmark's same-run baseline).
+    reuse: bool = True
+    _chunks: OrderedDict[tuple[object, ...], SearchHit] = field(default_factory=OrderedDict)
 
     def available(self) -> bool:
         return bool(self.communities.communities(self.level))
@@ -77,7 +83,7 @@ class GlobalAnswerer:
         if not allowed:
             return GlobalResult(question, (), (), (), 0)
         candidates = self.candidates(question, allowed, hits)
-        load = self._loader(set(allowed))
+        load = self._loader(set(allowed), hits)
         # The candidates are read a batch at a time (three batched graph reads per batch), when the route
         # reaches the batch's first one: the time budget, checked before each community, then bounds the
         # reading too (at most one batch past it), not only the quoting.
@@ -156,16 +162,47 @@ class GlobalAnswerer:
                 out["fallback"] = {"reason": written.fallback}
         return out
 
-    def _loader(self, readable: set[str] | None) -> Callable[[Sequence[str]], Mapping[str, SearchHit]]:
+    def _loader(
+        self, readable: set[str] | None, hits: Sequence[SearchHit] = ()
+    ) -> Callable[[Sequence[str]], Mapping[str, SearchHit]]:
+        """The caller's chunk loader (the ACL recheck of `hydrate`). With `reuse`, chunks this scope loaded
+        in this generation (which every index or ACL change bumps), and the caller's own `hits` (hydrated by
+        this ask's search through the same classes), are not read again."""
+        scope = ("*",) if readable is None else tuple(sorted(readable))
+        own = {h.chunk_id: replace(h, score=0.0, ranks={}) for h in hits} if readable is not None else {}
+
+        def hydrate(chunk_ids: Sequence[str]) -> dict[str, SearchHit]:
+            classes = readable
+            if classes is None:  # an administrator reads every class
+                classes = {c.acl_class_id for c in self.hybrid.acls.acl_classes()}
+            found = self.hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], classes, len(chunk_ids))
+            return {h.chunk_id: h for _, h in found}
+
         def load(chunk_ids: Sequence[str]) -> Mapping[str, SearchHit]:
             if not chunk_ids:
                 return {}
-            if readable is None:  # an administrator reads every class
-                every = {c.acl_class_id for c in self.hybrid.acls.acl_classes()}
-                found = self.hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], every, len(chunk_ids))
-            else:
-                found = self.hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], readable, len(chunk_ids))
-            return {h.chunk_id: h for _, h in found}
+            if not self.reuse or self.generation is None:
+                return hydrate(chunk_ids)
+            generation = self.generation()
+            out: dict[str, SearchHit] = {}
+            for chunk_id in chunk_ids:
+                key = (generation, scope, chunk_id)
+                kept = self._chunks.get(key)
+                if kept is not None:
+                    self._chunks.move_to_end(key)
+                kept = kept or own.get(chunk_id)
+                if kept is not None:
+                    out[chunk_id] = kept
+            missing = [c for c in chunk_ids if c not in out]
+            fresh = hydrate(missing) if missing else {}
+            out.update(fresh)
+            # Kept: what was read under this generation (read after it was taken, so a change meanwhile only
+            # makes the entry unreachable). The ask's own hits are used for this ask only.
+            for chunk_id, hit in fresh.items():
+                self._chunks[(generation, scope, chunk_id)] = hit
+            while len(self._chunks) > _CACHED_CHUNKS:
+                self._chunks.popitem(last=False)
+            return out
 
         return load
 

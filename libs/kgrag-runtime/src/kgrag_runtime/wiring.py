@@ -40,6 +40,7 @@ from kgrag_runtime.global_answers import build_global_answers
 from kgrag_runtime.graph import build_graph_searcher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
 from kgrag_runtime.quality_metrics import QualityMetrics
+from kgrag_runtime.query_vectors import QueryVectorCache
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.single_writer import SingleWriter
 from kgrag_runtime.text_graph import build_text_graph_searcher
@@ -308,7 +309,8 @@ def open_embedded(
                 writer=writer,
             )
         )
-        searcher = HybridSearcher(store, store, vectors, keywords, model)
+        # The question's vector is kept for the rest of its ask (the GLOBAL route's relevance reads it too).
+        searcher = HybridSearcher(store, store, vectors, keywords, QueryVectorCache(model))
         graph_searcher = build_graph_searcher(settings, searcher, store, model)
         text_graph_searcher = build_text_graph_searcher(settings, searcher, store, graph_searcher.router)
         traces = build_traces(settings, stack, store=store, searcher=searcher, graph_searcher=graph_searcher, llm=chat)
