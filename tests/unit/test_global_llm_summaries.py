@@ -15,8 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from kgrag_core.acl import readable_classes
+from kgrag_core.answering.generative import SYSTEM_PROMPT
 from kgrag_core.communities.model import Community
+from kgrag_core.communities.summary import summary_cost_preview, summary_request_tokens
 from kgrag_core.errors import ErrorCode, KgragError
+from kgrag_core.extraction.rerun import CostModel
 from kgrag_core.ports import ChatMessage, TokenCounter
 from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -247,3 +250,19 @@ def test_the_searchs_embedder_embeds_a_question_once_and_answers_as_its_model_do
     assert inner.queries.count("why delays") == 3
     assert isinstance(cached, TokenCounter) and cached.count_tokens("two words") == 2
     assert not isinstance(QueryVectorCache(_Embedder()), TokenCounter)  # type: ignore[arg-type]
+
+
+def test_the_rebuild_preview_counts_a_summary_request_as_re_extraction_counts_its_requests() -> None:
+    counted: list[str] = []
+
+    def words(text: str) -> int:
+        counted.append(text)
+        return len(text.split())
+
+    priced = CostModel(input_price_per_mtok=1.0, output_price_per_mtok=2.0, tokens_counted=True)
+    out = summary_cost_preview(3, priced, llm=True, count_tokens=words)["summaries"]
+    assert isinstance(out, dict) and out["tokens_counted"] is True
+    # Every message of the answer prompt and the reply schema, by the counter re-extraction counts with.
+    assert any(SYSTEM_PROMPT in t for t in counted) and any('"sentences"' in t for t in counted)
+    assert out["input_tokens"] == 3 * summary_request_tokens(words) != 3 * summary_request_tokens()
+    assert out["cost"] == priced.cost(out["input_tokens"], out["output_tokens"]) > 0

@@ -297,11 +297,11 @@ def summary_preview(settings: KgragSettings) -> Callable[[RebuildPlan], dict[str
     """`kgrag communities rebuild --dry-run`'s summary cost: one abstractive summary per community to
     rebuild and per access scope that queries it, priced like re-extraction (KGRAG_LLM_PRICE_*)."""
     from kgrag_core.communities.summary import summary_cost_preview
-    from kgrag_runtime.extraction import cost_model
+    from kgrag_runtime.extraction import cost_model, prompt_token_counter
 
-    cost = cost_model(settings)
+    cost, count = cost_model(settings), prompt_token_counter(settings)
 
     def preview(plan: RebuildPlan) -> dict[str, object]:
-        return summary_cost_preview(plan.communities, cost, llm=settings.llm_configured)
+        return summary_cost_preview(plan.communities, cost, llm=settings.llm_configured, count_tokens=count)
 
     return preview

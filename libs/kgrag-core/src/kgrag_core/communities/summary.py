@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 from kgrag_core.answering.fallback import FALLBACK_REASONS, answer_or_fallback
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence
 from kgrag_core.answering.verification import verify_answer
+from kgrag_core.chunking import estimate_tokens
 from kgrag_core.communities.model import Community
-from kgrag_core.communities.view import CommunityPoint, CommunityView
+from kgrag_core.communities.view import CommunityPoint, CommunityView, ViewSettings
 from kgrag_core.ports import ChatModel
 from kgrag_core.search import SearchHit
 
@@ -109,17 +110,33 @@ def summarised_view(view: CommunityView, summary: Answer) -> CommunityView:
     return replace(view, points=points, citations=summary.citations)
 
 
-# What one summary's request and reply hold: the view's quoted sentences (ViewSettings.facts_quoted at most,
-# about 40 tokens each, plus their chunks' titles) and the instructions; a reply of a few cited sentences.
-SUMMARY_INPUT_TOKENS = 24 * 40 + 600
+# A summary's request holds the answer prompt and the view's quoted sentences (ViewSettings.facts_quoted at
+# most, about 40 tokens each, with their chunks' titles); its reply is a few cited sentences.
+SUMMARY_QUOTE_TOKENS = 40
 SUMMARY_OUTPUT_TOKENS = 300
 
 
-def summary_cost_preview(communities: int, cost: CostModel, *, llm: bool) -> dict[str, object]:
+def summary_request_tokens(count_tokens: Callable[[str], int] = estimate_tokens) -> int:
+    """Input tokens of one summary request, counted as re-extraction counts its requests
+    (`extraction.tier3.request_tokens`: every message and the reply schema, by the same counter): the
+    answer prompt of a summary question, plus `facts_quoted` quotes of a typical sentence's length."""
+    from kgrag_core.answering.generative import ANSWER_SCHEMA, build_messages
+    from kgrag_core.extraction.tier3 import request_tokens  # only a preview loads the extraction package
+
+    question = "Summarise what the sources say about A / B / C (members: A, B, C): recurring themes first."
+    fixed = request_tokens(build_messages(question, []), ANSWER_SCHEMA, count_tokens)
+    return fixed + ViewSettings().facts_quoted * SUMMARY_QUOTE_TOKENS
+
+
+def summary_cost_preview(
+    communities: int, cost: CostModel, *, llm: bool, count_tokens: Callable[[str], int] = estimate_tokens
+) -> dict[str, object]:
     """What abstractive summaries of `communities` would cost, per access scope that queries them (they are
-    written on demand, one per community and scope), priced like re-extraction. Without a model: nothing."""
+    written on demand, one per community and scope), priced and timed like re-extraction (its CostModel,
+    its token counting). Without a model: nothing."""
     calls = communities if llm else 0
-    tokens_in, tokens_out = calls * SUMMARY_INPUT_TOKENS, calls * SUMMARY_OUTPUT_TOKENS
+    tokens_in = calls * summary_request_tokens(count_tokens) if calls else 0
+    tokens_out = calls * SUMMARY_OUTPUT_TOKENS
     return {
         "summaries": {
             "llm": llm,
@@ -127,6 +144,7 @@ def summary_cost_preview(communities: int, cost: CostModel, *, llm: bool) -> dic
             "calls": calls,
             "input_tokens": tokens_in,
             "output_tokens": tokens_out,
+            "tokens_counted": cost.tokens_counted,
             "cost": cost.cost(tokens_in, tokens_out),
             "currency": cost.currency,
             "priced": cost.input_price_per_mtok is not None and cost.output_price_per_mtok is not None,
