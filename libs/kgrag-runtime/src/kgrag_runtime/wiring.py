@@ -279,7 +279,7 @@ def open_embedded(
             )
             if settings.communities_enabled:
                 from kgrag_core.handlers.composite import CompositeHandler
-                from kgrag_runtime.communities import build_communities, build_community_handler
+                from kgrag_runtime.communities import CommunityMetrics, build_communities, build_community_handler
                 from kgrag_runtime.community_admin import CommunityAdmin
                 from kgrag_runtime.global_answers import summary_preview
 
@@ -290,7 +290,9 @@ def open_embedded(
                 if resolver is not None:
                     # One consumer of graph.changed (the in-process bus has one queue per topic): resolution
                     # first, then the communities it changed, on each batch.
-                    parts = [resolver, build_community_handler(settings, community_service)]
+                    # Its metrics on the app's /metrics, as the community-builder service serves its own.
+                    own = CommunityMetrics(quality.registry, community_service)
+                    parts = [resolver, build_community_handler(settings, community_service, metrics=own)]
                     resolver = CompositeHandler("entity-resolver", parts)
             if resolver is not None:
                 handlers.append(resolver)

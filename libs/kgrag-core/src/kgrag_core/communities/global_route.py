@@ -63,6 +63,8 @@ class Theme:
     # Points quoted from the caller's hybrid answer (`with_passages`); a theme with no community behind it
     # is made of them alone.
     passages: int = 0
+    # A community behind it changed since it was built (its refresh is pending): the answer says so.
+    stale: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -71,6 +73,7 @@ class Theme:
             "community_ids": list(self.community_ids),
             "doc_ids": list(self.doc_ids),
             "source": "communities" if self.community_ids else "passages",
+            "stale": self.stale,
         }
 
 
@@ -275,7 +278,8 @@ def _reduce(drafts: Sequence[_Draft]) -> tuple[list[Theme], list[Citation]]:
             dict.fromkeys(numbering[_span(c)].doc_id for d in group for p in d.points for c in _citations(d.view, p))
         )
         ids = tuple(d.view.community_id for d in group)
-        themes.append(Theme(group[0].view.title, tuple(points), ids, docs, group[0].score))
+        stale = any(d.view.stale for d in group)
+        themes.append(Theme(group[0].view.title, tuple(points), ids, docs, group[0].score, stale=stale))
     return themes, list(numbering.values())
 
 
