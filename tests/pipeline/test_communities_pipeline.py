@@ -66,6 +66,10 @@ def test_communities_follow_the_callers_evidence_and_deletion(northwind: tuple[K
     assert all(x["size"] == len(x["members"]) >= 1 and "content_hash" in x for x in every)
     # Built after ingest, by the handler that follows resolution: none is stale.
     assert not any(x["stale"] for x in every)
+    # The embedded builder's own metrics, on the app's /metrics (as the community-builder service has them).
+    metrics = c.get("/metrics").text
+    assert "kgrag_community_build_seconds_count" in metrics and "kgrag_communities_stale 0.0" in metrics
+    assert f"kgrag_communities {float(len(every))}" in metrics
     [with_osprey] = [x for x in every if x["level"] == 0 and osprey in member_ids(x)]
     [with_kestrel] = [x for x in every if x["level"] == 0 and kestrel in member_ids(x)]
     assert with_osprey["community_id"] != with_kestrel["community_id"]

@@ -266,3 +266,14 @@ def test_the_rebuild_preview_counts_a_summary_request_as_re_extraction_counts_it
     assert any(SYSTEM_PROMPT in t for t in counted) and any('"sentences"' in t for t in counted)
     assert out["input_tokens"] == 3 * summary_request_tokens(words) != 3 * summary_request_tokens()
     assert out["cost"] == priced.cost(out["input_tokens"], out["output_tokens"]) > 0
+
+
+def test_a_theme_says_when_a_community_behind_it_is_stale() -> None:
+    graph, store, communities = _world(with_secret=True)
+    model = ScriptedChatModel([])  # a stale community is never summarised by the model
+    fresh = replace(_answerer(graph, store, communities, model, [1]), chat=None).themes(QUESTION, FINANCE, [])
+    assert fresh.themes and not any(t.as_dict()["stale"] for t in fresh.themes)
+    marked = [replace(c, stale=True) for c in communities]
+    stale = _answerer(graph, store, marked, model, [1]).themes(QUESTION, FINANCE, [])
+    assert stale.themes and all(t.as_dict()["stale"] is True for t in stale.themes)
+    assert set(stale.summaries) == {"community_stale"} and not model.calls
