@@ -77,6 +77,14 @@ def show(
         out.print(f"  {escape(m['name'])} ({m['type']}, {m['entity_id']})")
     if found["children"]:
         out.print(f"children: {', '.join(found['children'])}")  # type: ignore[arg-type]
+    summary = found.get("summary")
+    if isinstance(summary, dict):  # the caller's summary: the model's (verified) or the key sentences
+        fallback = summary.get("fallback")
+        why = f" ({fallback['reason']})" if isinstance(fallback, dict) else ""
+        out.print(f"[bold]summary[/] ({summary.get('mode', 'extractive')}){why}")
+        for sentence in summary.get("summary") or []:
+            cites = "".join(f"[{n}]" for n in sentence["citations"])
+            out.print(f"  {escape(sentence['text'])} {cites}")
 
 
 @communities_app.command("rebuild")
