@@ -49,6 +49,10 @@ class QueryVectorCache:
                     self._vectors.popitem(last=False)
         return vector
 
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
     def __getattr__(self, name: str) -> Any:
         # Only reached for what this class lacks (count_tokens, batch_size, ...): the inner embedder's, so
         # a runtime check such as `isinstance(embedder, TokenCounter)` answers as it would for `inner`.
