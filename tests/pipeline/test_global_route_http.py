@@ -57,7 +57,32 @@ FACTS = {
 SECRET_WORDS = ("Quartz", "Jordan", "Vault", "Orion", "customer")
 
 
+# Until the last test turns it on, the FAKE model answers a community-summary request with an unusable
+# reply (an extraction reply), so summaries and themes are the extractive ones, flagged.
+SUMMARISE = {"on": False}
+SUMMARY_ASK = "Summarise what the sources say about"
+PREFIX = "A recurring theme: "
+UNFAITHFUL = "Atlas is run from Berlin."  # fluent, cites a real quote, and no quote says it
+
+
+def scripted_summary(prompt: str) -> str:
+    """FAKE model summary: each fact a numbered source holds, restated after PREFIX and citing it, then the
+    unfaithful sentence (which verification must remove)."""
+    blocks = re.split(r"^\[(\d+)\] ", prompt.split("\n\nQuestion:")[0], flags=re.MULTILINE)
+    sentences: list[dict[str, Any]] = []
+    for number, body in zip(blocks[1::2], blocks[2::2], strict=True):
+        for fact in FACTS:
+            if fact in body:
+                evidence = [{"source": int(number), "quote": fact.rstrip(".")}]
+                sentences.append({"text": PREFIX + fact, "evidence": evidence})
+    if sentences:
+        sentences.append({"text": UNFAITHFUL, "evidence": sentences[0]["evidence"]})
+    return json.dumps({"insufficient_evidence": False, "sentences": sentences})
+
+
 def scripted_extraction(messages: Sequence[ChatMessage]) -> str:
+    if SUMMARISE["on"] and SUMMARY_ASK in messages[-1].content:
+        return scripted_summary(messages[-1].content)
     items = []
     for chunk_id, text in rendered_chunks(messages[-1].content):
         for sentence, (subject, name, obj) in FACTS.items():
@@ -205,3 +230,50 @@ def test_auto_takes_the_routers_global_route_plain_and_streamed_and_never_on_res
     # graph=false keeps AUTO on hybrid search (the setting's per-call escape), as before this route existed.
     hybrid = c.post("/v1/ask", json={"question": QUESTION, "graph": False}, headers=FINANCE).json()
     assert "themes" not in hybrid and "communities" not in hybrid["strategy_used"]
+
+
+def test_with_a_model_summaries_and_themes_are_its_verified_cached_summaries_of_each_callers_view(
+    client: tuple[TestClient, Any],
+) -> None:
+    """Runs last: from here on the FAKE model writes community summaries (the app's chat model)."""
+    c, kg = client
+    model = kg.llm
+    SUMMARISE["on"] = True
+    try:
+        reader = ask(c, FINANCE)
+        points = [p["text"] for t in reader["themes"] for p in t["points"]]
+        assert any(p.startswith(PREFIX) for p in points), points
+        assert UNFAITHFUL not in json.dumps(reader)  # the model wrote it; verification removed it
+        assert any(w in json.dumps(reader["themes"]) for w in ("Quartz", "Vault"))  # positive control
+        calls = summary_calls(model)  # the hybrid answer under the themes asks the model too: not counted
+        again = ask(c, FINANCE)
+        assert again["themes"] == reader["themes"] and summary_calls(model) == calls  # from the cache
+
+        outsider = ask(c, OUTSIDER)
+        assert any(p["text"].startswith(PREFIX) for t in outsider["themes"] for p in t["points"])
+        assert {x["doc_id"] for x in outsider["citations"]} == {"atlas-delays"}
+        for word in SECRET_WORDS:
+            assert word not in json.dumps(outsider), word
+
+        for community_id in outsider["strategy_used"]["communities"]:
+            mine = ok_json(c.get(f"/v1/communities/{community_id}", headers=OUTSIDER))["summary"]
+            assert mine["mode"] == "llm" and all(s["text"].startswith(PREFIX) for s in mine["summary"])
+            for word in SECRET_WORDS:
+                assert word not in json.dumps(mine), word
+        theirs = [
+            ok_json(c.get(f"/v1/communities/{cid}", headers=FINANCE))["summary"]
+            for cid in reader["strategy_used"]["communities"]
+        ]
+        assert any(s["mode"] == "llm" and "Quartz" in json.dumps(s["summary"]) for s in theirs)
+    finally:
+        SUMMARISE["on"] = False
+
+
+def ok_json(response: Any) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def summary_calls(model: Any) -> int:
+    return sum(SUMMARY_ASK in call.messages[-1].content for call in model.calls)
