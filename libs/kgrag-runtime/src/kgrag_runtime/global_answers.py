@@ -178,12 +178,15 @@ class GlobalAnswerer:
             found = self.hybrid.hydrate([FusedCandidate(c, 0.0) for c in chunk_ids], classes, len(chunk_ids))
             return {h.chunk_id: h for _, h in found}
 
+        # Taken once per loader (one ask): what it reads under it is kept under it, so a change meanwhile
+        # only makes those entries unreachable.
+        generation = self.generation() if self.reuse and self.generation is not None else None
+
         def load(chunk_ids: Sequence[str]) -> Mapping[str, SearchHit]:
             if not chunk_ids:
                 return {}
-            if not self.reuse or self.generation is None:
+            if generation is None:
                 return hydrate(chunk_ids)
-            generation = self.generation()
             out: dict[str, SearchHit] = {}
             for chunk_id in chunk_ids:
                 key = (generation, scope, chunk_id)
@@ -196,8 +199,7 @@ class GlobalAnswerer:
             missing = [c for c in chunk_ids if c not in out]
             fresh = hydrate(missing) if missing else {}
             out.update(fresh)
-            # Kept: what was read under this generation (read after it was taken, so a change meanwhile only
-            # makes the entry unreachable). The ask's own hits are used for this ask only.
+            # The ask's own hits are used for this ask only.
             for chunk_id, hit in fresh.items():
                 self._chunks[(generation, scope, chunk_id)] = hit
             while len(self._chunks) > _CACHED_CHUNKS:
