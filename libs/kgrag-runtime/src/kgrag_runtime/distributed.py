@@ -31,7 +31,7 @@ from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.text_graph import build_text_graph_searcher
+from kgrag_runtime.text_graph import build_text_graph_searcher, search_scoped, walk_executor
 from kgrag_runtime.wiring import (
     build_embedder,
     build_extraction_llm,
@@ -283,7 +283,7 @@ def open_query_app(
 
 def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatModel | None = None) -> KgragApp:
     """The query API's app on stores already open (a test's workers share them)."""
-    searcher = stores.searcher()
+    searcher = search_scoped(stores.searcher())  # the router and the dense route: one embedding per search
     graph = graph_reader(settings, stores)
     events = producer(settings, "query-api")
     extraction = None
@@ -301,8 +301,10 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
             stores.store, stores.store, extractor, build_rerun(settings, documents=stores.store, extractor=extractor)
         )
     chat = llm if llm is not None else build_llm(settings)
-    graph_searcher = build_graph_searcher(settings, searcher, graph, stores.embedder)
-    text_graph_searcher = build_text_graph_searcher(settings, searcher, stores.store, graph_searcher.router)
+    graph_searcher = build_graph_searcher(settings, searcher, graph, searcher.embedder)
+    text_graph_searcher = build_text_graph_searcher(
+        settings, searcher, stores.store, graph_searcher.router, executor=walk_executor(stores.stack)
+    )
     traces = build_traces(
         settings, stores.stack, store=stores.store, searcher=searcher, graph_searcher=graph_searcher, llm=chat
     )
