@@ -182,6 +182,56 @@ def test_a_further_hop_follows_only_passages_the_caller_can_read(app: KgragApp) 
     assert corvel and "bridge" in corvel[0].ranks, [(h.doc_id, h.ranks) for h in insider.hits]
 
 
+class _CountingQueries:
+    """The real embedding model, counting the query texts it embeds (not a fake: it delegates)."""
+
+    def __init__(self, model) -> None:  # type: ignore[no-untyped-def]
+        self.model = model
+        self.queries: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.model, name)
+
+    def embed_query(self, text: str) -> tuple[float, ...]:
+        self.queries.append(text)
+        return tuple(self.model.embed_query(text))
+
+
+def test_a_walk_embeds_its_question_once_and_overlaps_its_read_on_the_apps_executor(app: KgragApp) -> None:
+    from kgrag_core.retrieval.query_vectors import SearchScopedEmbedder
+
+    searcher = app.text_graph_searcher
+    assert searcher is not None and searcher.executor is not None  # the runtime's threads, not the core's
+    scoped = app.searcher.embedder
+    assert isinstance(scoped, SearchScopedEmbedder)
+    question = next(q for q in _questions() if q.id == BRIDGE_QUESTION)
+    counting = _CountingQueries(scoped.inner)
+    scoped.inner = counting  # type: ignore[assignment]
+    submitted: list[object] = []
+    executor = searcher.executor
+
+    class _Recording:  # the app's executor, recording what the walk hands it
+        def submit(self, fn, /, *args):  # type: ignore[no-untyped-def]
+            submitted.append(fn)
+            return executor.submit(fn, *args)
+
+    searcher.executor = _Recording()  # type: ignore[assignment]
+    try:
+        overlapped = app.search(question.question, question.caller, top_k=10, text_graph=True)
+        walks = len(submitted)
+        searcher.executor = None  # the core on its own: the walk reads the neighbourhood after hydration
+        inline = app.search(question.question, question.caller, top_k=10, text_graph=True)
+    finally:
+        searcher.executor = executor
+        scoped.inner = counting.model
+    assert _walked(overlapped)["used"] is True and walks == 1 and len(submitted) == 1
+    # The router and the dense route asked for one vector: one model call per search, two searches.
+    assert counting.queries == [question.question, question.question]
+    assert [(h.chunk_id, h.score, h.ranks) for h in inline.hits] == [
+        (h.chunk_id, h.score, h.ranks) for h in overlapped.hits
+    ]
+
+
 class _CountingEmbedder:
     """The real embedding model, counting the names it is asked to embed (not a fake: it delegates)."""
 

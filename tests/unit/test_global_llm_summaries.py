@@ -23,8 +23,8 @@ from kgrag_core.extraction.rerun import CostModel
 from kgrag_core.ports import ChatMessage, TokenCounter
 from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_core.retrieval.query_vectors import SearchScopedEmbedder, one_embedding_per_search
 from kgrag_runtime.global_answers import GlobalAnswerer
-from kgrag_runtime.query_vectors import QueryVectorCache
 from kgrag_testing.scripted_llm import ScriptedChatModel
 from tests.unit.test_community_view_security import FINANCE, OUTSIDER, _world
 from tests.unit.test_graph_retrieval_doubles import FakeEmbedder, FakeRoute, FakeStore, InMemoryGraph
@@ -228,7 +228,7 @@ def test_the_global_route_reuses_the_asks_hits_and_this_generations_chunks_with_
     assert "c_owns" in store.read
 
 
-def test_the_searchs_embedder_embeds_a_question_once_and_answers_as_its_model_does() -> None:
+def test_the_scoped_embedder_embeds_a_question_once_per_ask_and_answers_as_its_model_does() -> None:
     class Counting(_Embedder):
         def __init__(self) -> None:
             self.queries: list[str] = []
@@ -241,15 +241,14 @@ def test_the_searchs_embedder_embeds_a_question_once_and_answers_as_its_model_do
             return len(text.split())
 
     inner = Counting()
-    cached = QueryVectorCache(inner, capacity=2)  # type: ignore[arg-type]
-    assert cached.embed_query("why delays") == cached.embed_query("why delays") == inner.embed_query("why delays")
-    assert inner.queries == ["why delays", "why delays"]  # the model once through the cache, once directly
-    cached.embed_query("a")
-    cached.embed_query("b")  # capacity 2: "why delays" is dropped
-    cached.embed_query("why delays")
+    scoped = SearchScopedEmbedder(inner)  # type: ignore[arg-type]
+    with one_embedding_per_search():  # one ask: hybrid, the router and the GLOBAL route's relevance
+        assert scoped.embed_query("why delays") == scoped.embed_query("why delays") == inner.embed_query("why delays")
+    assert inner.queries == ["why delays", "why delays"]  # the model once through the scope, once directly
+    scoped.embed_query("why delays")  # the next ask embeds again: nothing outlives its scope
     assert inner.queries.count("why delays") == 3
-    assert isinstance(cached, TokenCounter) and cached.count_tokens("two words") == 2
-    assert not isinstance(QueryVectorCache(_Embedder()), TokenCounter)  # type: ignore[arg-type]
+    assert isinstance(scoped, TokenCounter) and scoped.count_tokens("two words") == 2
+    assert not isinstance(SearchScopedEmbedder(_Embedder()), TokenCounter)  # type: ignore[arg-type]
 
 
 def test_the_rebuild_preview_counts_a_summary_request_as_re_extraction_counts_its_requests() -> None:

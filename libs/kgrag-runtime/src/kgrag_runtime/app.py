@@ -29,6 +29,7 @@ from kgrag_core.ingest import IngestOutcome
 from kgrag_core.limits import EVIDENCE_CHUNKS, MAX_HOPS
 from kgrag_core.ports import Cache, ChatModel, CurationSource, IngestLog, ObjectStore, StatsSource
 from kgrag_core.retrieval.hybrid import HybridSearcher, SearchMode
+from kgrag_core.retrieval.query_vectors import one_embedding_per_search
 from kgrag_core.search import SearchResponse
 from kgrag_core.shredding import ContentCipher
 from kgrag_core.text_graph.searcher import TextGraphSearcher
@@ -321,7 +322,8 @@ class KgragApp:
         claims' timeline as the documents stood that day); `answer_style` overrides the app's (composed |
         sentences) for this call."""
         options = self._ask_options(caller, mode, filters, max_hops, include_graph_paths, as_of, answer_style)
-        with measuring() as timings:
+        # One embedding of the question for the whole ask: hybrid, the router and the GLOBAL route's relevance.
+        with measuring() as timings, one_embedding_per_search():
             out, response, removed = self._ask(question, caller, evidence_chunks, graph, options)
         if self.traces is None:
             return {**out, "trace_id": None}

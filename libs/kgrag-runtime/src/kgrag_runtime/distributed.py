@@ -3,7 +3,6 @@ Neo4j, Redis and S3. One function per process kind; adapters are imported here a
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -31,9 +30,8 @@ from kgrag_runtime.graph import build_graph_searcher, build_resolution
 from kgrag_runtime.graph_admin import GraphAdmin
 from kgrag_runtime.ingest_gateway import KafkaIngest
 from kgrag_runtime.kafka.producer import EventProducer
-from kgrag_runtime.query_vectors import QueryVectorCache
 from kgrag_runtime.settings import KgragSettings
-from kgrag_runtime.text_graph import build_text_graph_searcher
+from kgrag_runtime.text_graph import build_text_graph_searcher, search_scoped, walk_executor
 from kgrag_runtime.wiring import (
     build_embedder,
     build_extraction_llm,
@@ -285,8 +283,7 @@ def open_query_app(
 
 def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatModel | None = None) -> KgragApp:
     """The query API's app on stores already open (a test's workers share them)."""
-    # The question's vector is kept for the rest of its ask (the GLOBAL route's relevance reads it too).
-    searcher = dataclasses.replace(stores.searcher(), embedder=QueryVectorCache(stores.embedder))
+    searcher = search_scoped(stores.searcher())  # the router and the dense route: one embedding per search
     graph = graph_reader(settings, stores)
     events = producer(settings, "query-api")
     extraction = None
@@ -304,8 +301,10 @@ def query_app(settings: KgragSettings, stores: DistributedStores, *, llm: ChatMo
             stores.store, stores.store, extractor, build_rerun(settings, documents=stores.store, extractor=extractor)
         )
     chat = llm if llm is not None else build_llm(settings)
-    graph_searcher = build_graph_searcher(settings, searcher, graph, stores.embedder)
-    text_graph_searcher = build_text_graph_searcher(settings, searcher, stores.store, graph_searcher.router)
+    graph_searcher = build_graph_searcher(settings, searcher, graph, searcher.embedder)
+    text_graph_searcher = build_text_graph_searcher(
+        settings, searcher, stores.store, graph_searcher.router, executor=walk_executor(stores.stack)
+    )
     traces = build_traces(
         settings, stores.stack, store=stores.store, searcher=searcher, graph_searcher=graph_searcher, llm=chat
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kgrag_adapters.postgres.text_graph import PostgresTextGraph
@@ -9,6 +12,7 @@ from kgrag_core.graph_retrieval.router import QuestionRouter
 from kgrag_core.handlers.protocol import Handler
 from kgrag_core.ports import Embedder
 from kgrag_core.retrieval.hybrid import HybridSearcher
+from kgrag_core.retrieval.query_vectors import SearchScopedEmbedder
 from kgrag_core.text_graph.model import TextGraphSettings
 from kgrag_core.text_graph.ports import PhraseExtractor
 from kgrag_core.text_graph.searcher import TextGraphSearcher
@@ -63,10 +67,29 @@ def phrase_extractor(settings: KgragSettings) -> PhraseExtractor:
 
 
 def build_text_graph_searcher(
-    settings: KgragSettings, hybrid: HybridSearcher, store: PostgresExtractionStore, router: QuestionRouter
+    settings: KgragSettings,
+    hybrid: HybridSearcher,
+    store: PostgresExtractionStore,
+    router: QuestionRouter,
+    *,
+    executor: Executor | None = None,
 ) -> TextGraphSearcher:
-    """Always built (it loads no model): a per-call `text_graph=true` walks whatever graph ingest has built."""
-    return TextGraphSearcher(hybrid, text_graph_store(store), settings=text_graph_settings(settings), router=router)
+    """Always built (it loads no model): a per-call `text_graph=true` walks whatever graph ingest has built.
+    `executor` runs each walk's neighbourhood statement while hybrid's passages are hydrated (`walk_executor`)."""
+    return TextGraphSearcher(
+        hybrid, text_graph_store(store), settings=text_graph_settings(settings), router=router, executor=executor
+    )
+
+
+def walk_executor(stack: ExitStack) -> Executor:
+    """The walks' threads (one per concurrent walk, up to 4), shut down with the app's stack."""
+    return stack.enter_context(ThreadPoolExecutor(max_workers=4, thread_name_prefix="text-graph"))
+
+
+def search_scoped(hybrid: HybridSearcher) -> HybridSearcher:
+    """`hybrid` with an embedder that a search scope can share with the router (one embedding per search; it
+    is also the router's embedder: build the graph searcher with `hybrid.embedder`)."""
+    return replace(hybrid, embedder=SearchScopedEmbedder(hybrid.embedder))
 
 
 def with_text_graph(

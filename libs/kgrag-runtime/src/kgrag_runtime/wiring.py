@@ -40,10 +40,9 @@ from kgrag_runtime.global_answers import build_global_answers
 from kgrag_runtime.graph import build_graph_searcher
 from kgrag_runtime.ingest_gateway import EmbeddedIngest, IngestGateway, ReadOnlyIngest
 from kgrag_runtime.quality_metrics import QualityMetrics
-from kgrag_runtime.query_vectors import QueryVectorCache
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.single_writer import SingleWriter
-from kgrag_runtime.text_graph import build_text_graph_searcher
+from kgrag_runtime.text_graph import build_text_graph_searcher, search_scoped, walk_executor
 from kgrag_runtime.traces import TraceRecorder, VersionSource
 
 # How long a start waits for the supervisor's momentary probe of the lock, and for it to stop a server.
@@ -311,10 +310,12 @@ def open_embedded(
                 writer=writer,
             )
         )
-        # The question's vector is kept for the rest of its ask (the GLOBAL route's relevance reads it too).
-        searcher = HybridSearcher(store, store, vectors, keywords, QueryVectorCache(model))
-        graph_searcher = build_graph_searcher(settings, searcher, store, model)
-        text_graph_searcher = build_text_graph_searcher(settings, searcher, store, graph_searcher.router)
+        # The router and the dense route share one embedding per search (kgrag_core.retrieval.query_vectors).
+        searcher = search_scoped(HybridSearcher(store, store, vectors, keywords, model))
+        graph_searcher = build_graph_searcher(settings, searcher, store, searcher.embedder)
+        text_graph_searcher = build_text_graph_searcher(
+            settings, searcher, store, graph_searcher.router, executor=walk_executor(stack)
+        )
         traces = build_traces(settings, stack, store=store, searcher=searcher, graph_searcher=graph_searcher, llm=chat)
         yield KgragApp(
             searcher=searcher,

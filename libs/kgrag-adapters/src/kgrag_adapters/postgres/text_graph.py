@@ -23,12 +23,6 @@ _DOMAIN = "text_graph"
 _TOKEN_DOMAIN = "text_graph_word"
 _CANDIDATES = 200  # stored names sharing a word that one new name is compared with, at most
 
-# Each hop is one indexed query over visible edges only: an edge counts when its chunk, now, is of a class
-# the caller may read (the chunk's class is authoritative; the edge's copy is checked too, never trusted).
-_VISIBLE = (
-    "JOIN chunks c ON c.chunk_id = m.chunk_id"
-    " AND c.acl_class_id = ANY(%(allowed)s) AND m.acl_class_id = ANY(%(allowed)s)"
-)
 # The whole neighbourhood in one round trip (the walk's latency was mostly four statements' round trips
 # under load): the caller's passage count, the seeds' synonyms, the first hop and the edges above. The
 # passage count rides on every row; the LEFT JOIN keeps it when no edge is found. A node's visible passage
@@ -37,40 +31,59 @@ _VISIBLE = (
 # which nodes, least common first, fill the edge bound: only their edges are read. Nodes over the cap are
 # dropped first, and so are nodes only one passage names (other than the seeds): a walk through one leads
 # back where it came from.
-_NEIGHBOURHOOD = f"""
+# Visibility: an edge counts when its own class copy and, now, its chunk's class (authoritative; the copy is
+# checked too, never trusted) are both the caller's. The chunk's class is looked up once per distinct chunk
+# (`first`, `readable`), not once per edge (~4,000 probes a walk), and each step hands the next its keys as
+# an array, so every read is one index scan over those keys instead of a scan of the whole table joined by
+# hash (what the planner chose for the joins, and what grows with the corpus). Each CTE is materialised
+# once; the statement is planned for its own arrays (never prepared: a generic plan guesses their sizes).
+_NEIGHBOURHOOD = """
 WITH total AS (SELECT count(*) AS n FROM chunks WHERE acl_class_id = ANY(%(allowed)s)),
-seeds AS (
+seeds AS MATERIALIZED (
     SELECT unnest(%(nodes)s::text[]) AS node_key
     UNION SELECT s.node_b FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
     WHERE s.node_a = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
     UNION SELECT s.node_a FROM text_graph_synonyms s JOIN chunks c ON c.chunk_id = s.chunk_id
     WHERE s.node_b = ANY(%(nodes)s) AND c.acl_class_id = ANY(%(allowed)s) AND s.acl_class_id = ANY(%(allowed)s)
 ),
-first AS (
-    SELECT unnest(%(chunks)s::text[]) AS chunk_id
-    UNION SELECT m.chunk_id FROM text_graph_mentions m {_VISIBLE} WHERE m.node_key IN (SELECT node_key FROM seeds)
+first AS MATERIALIZED (
+    SELECT c.chunk_id FROM chunks c
+    WHERE c.chunk_id = ANY(ARRAY(
+        SELECT unnest(%(chunks)s::text[])
+        UNION SELECT m.chunk_id FROM text_graph_mentions m
+        WHERE m.node_key = ANY(ARRAY(SELECT node_key FROM seeds)) AND m.acl_class_id = ANY(%(allowed)s)
+    )) AND c.acl_class_id = ANY(%(allowed)s)
 ),
-n1 AS (
-    SELECT m.node_key FROM text_graph_mentions m {_VISIBLE} WHERE m.chunk_id IN (SELECT chunk_id FROM first)
+n1 AS MATERIALIZED (
+    SELECT m.node_key FROM text_graph_mentions m
+    WHERE m.chunk_id = ANY(ARRAY(SELECT chunk_id FROM first)) AND m.acl_class_id = ANY(%(allowed)s)
     UNION SELECT node_key FROM seeds
 ),
 counted AS (
     SELECT p.node_key, sum(p.passages)::bigint AS df FROM text_graph_node_passages p
-    WHERE p.node_key IN (SELECT node_key FROM n1) AND p.acl_class_id = ANY(%(allowed)s)
+    WHERE p.node_key = ANY(ARRAY(SELECT node_key FROM n1)) AND p.acl_class_id = ANY(%(allowed)s)
     GROUP BY p.node_key
     HAVING sum(p.passages) > 0
     AND sum(p.passages) <= GREATEST(%(min_cap)s, floor(%(share)s * (SELECT n FROM total)))
     AND (sum(p.passages) > 1 OR p.node_key IN (SELECT node_key FROM seeds))
 ),
-df AS (
+df AS MATERIALIZED (
     SELECT node_key, df FROM (
         SELECT node_key, df, sum(df) OVER (ORDER BY df, node_key) AS running FROM counted
     ) r WHERE running - df < %(limit)s
 ),
+cand AS MATERIALIZED (
+    SELECT m.chunk_id, m.node_key, m.kind, m.weight FROM text_graph_mentions m
+    WHERE m.node_key = ANY(ARRAY(SELECT node_key FROM df)) AND m.acl_class_id = ANY(%(allowed)s)
+),
+readable AS MATERIALIZED (
+    SELECT c.chunk_id FROM chunks c
+    WHERE c.chunk_id = ANY(ARRAY(SELECT DISTINCT chunk_id FROM cand)) AND c.acl_class_id = ANY(%(allowed)s)
+),
 edges AS (
-    SELECT m.chunk_id, m.node_key, df.df, m.kind, m.weight
-    FROM df JOIN text_graph_mentions m ON m.node_key = df.node_key {_VISIBLE}
-    ORDER BY df.df, m.node_key, m.chunk_id
+    SELECT e.chunk_id, e.node_key, df.df, e.kind, e.weight FROM cand e JOIN df ON df.node_key = e.node_key
+    WHERE e.chunk_id IN (SELECT chunk_id FROM readable)
+    ORDER BY df.df, e.node_key, e.chunk_id
     LIMIT %(limit)s
 )
 SELECT total.n, e.chunk_id, e.node_key, e.df, e.kind, e.weight
@@ -297,7 +310,7 @@ class PostgresTextGraph:
             "limit": max_edges + 1,
         }
         with self._pool as conn:
-            all_rows = conn.execute(_NEIGHBOURHOOD, params).fetchall()
+            all_rows = conn.execute(_NEIGHBOURHOOD, params, prepare=False).fetchall()
         passages = int(all_rows[0][0]) if all_rows else 0
         # psycopg already returns text, bigint and real as str, int and float: one pass, no conversions.
         edges = tuple(WalkEdge(r[1], r[2], r[3], _KINDS[r[4]], r[5]) for r in all_rows if r[1] is not None)

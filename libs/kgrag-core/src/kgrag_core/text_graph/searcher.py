@@ -14,7 +14,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -32,6 +32,7 @@ from kgrag_core.retrieval.fusion import (
     reciprocal_rank_fusion,
 )
 from kgrag_core.retrieval.hybrid import HybridCandidates, SearchMode
+from kgrag_core.retrieval.query_vectors import one_embedding_per_search
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
 from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
@@ -88,6 +89,7 @@ class TextGraphSearcher:
         settings: TextGraphSettings | None = None,
         router: QuestionRouter | None = None,
         clock: Callable[[], float] = time.monotonic,
+        executor: Executor | None = None,
     ) -> None:
         self.hybrid = hybrid
         self.store = store
@@ -95,8 +97,9 @@ class TextGraphSearcher:
         self.router: QuestionRouter = router or RuleRouter()
         self.clock = clock
         # The neighbourhood statement runs while hybrid's first passages are hydrated (both wait on the
-        # database; neither needs the other's answer), on a thread of its own per concurrent walk.
-        self._early = ThreadPoolExecutor(max_workers=4, thread_name_prefix="text-graph")
+        # database; neither needs the other's answer) on the runtime's executor, which the app shuts down
+        # (the core owns no threads); without one the walk reads it after hydration, in the caller's thread.
+        self.executor = executor
 
     def search(
         self,
@@ -110,6 +113,19 @@ class TextGraphSearcher:
         """Walks for the question kinds of `settings.kinds` (the router's); `routed=False` walks for any
         (evaluation). The response's `limits["text_graph"]` says
         whether the walk was used, why not, and whether it degraded."""
+        # The router and hybrid's dense route embed the same question: once (kgrag_core.retrieval.query_vectors).
+        with one_embedding_per_search():
+            return self._search(query, caller, top_k, filters=filters, routed=routed)
+
+    def _search(
+        self,
+        query: str,
+        caller: Caller,
+        top_k: int | None,
+        *,
+        filters: SearchFilters | None,
+        routed: bool,
+    ) -> SearchResponse:
         k = TOP_K.resolve(top_k)
         route = self.router.route(query)
         cfg = self.settings
@@ -185,7 +201,7 @@ class TextGraphSearcher:
         """The neighbourhood of hybrid's best candidates before they are hydrated; the walk uses it only if
         hydration kept the same first passages (it drops one the store no longer lets the caller read). A
         failure surfaces when the walk asks for the result (and degrades the search like any other)."""
-        if not allowed:
+        if not allowed or self.executor is None:
             return None
         chunks = list(ranked[: self.settings.seed_passages])
 
@@ -194,7 +210,7 @@ class TextGraphSearcher:
             return self._neighbourhood(nodes, chunks, allowed)
 
         context = contextvars.copy_context()  # the caller's stage timings
-        return chunks, self._early.submit(context.run, run)
+        return chunks, self.executor.submit(context.run, run)
 
     def _walk(
         self,

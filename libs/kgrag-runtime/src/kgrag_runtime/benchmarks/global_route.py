@@ -47,7 +47,6 @@ from kgrag_core.evaluation.global_metrics import (
 )
 from kgrag_core.evaluation.questions import EvalQuestion, parse_questions
 from kgrag_runtime.app import KgragApp
-from kgrag_runtime.query_vectors import QueryVectorCache
 from kgrag_runtime.settings import KgragSettings
 from kgrag_runtime.wiring import open_embedded
 
@@ -108,19 +107,17 @@ def score_question(
 
 def _without_reuse(kg: KgragApp, question: str, caller: Caller, seconds: float) -> float:
     """The same GLOBAL ask again with nothing reused from its own search or earlier asks (every view's chunks
-    read anew, the question embedded again): the same-run baseline of its latency."""
-    answers, embedder = kg.global_answers, kg.searcher.embedder
-    if answers is None or not isinstance(embedder, QueryVectorCache):
+    read anew): the same-run baseline of its latency."""
+    answers = kg.global_answers
+    if answers is None:
         return seconds
-    capacity = embedder.capacity
-    answers.reuse, embedder.capacity = False, 0
-    embedder.clear()
+    answers.reuse = False
     try:
         started = time.perf_counter()
         kg.ask(question, caller, mode=AskMode.GLOBAL)
         return time.perf_counter() - started
     finally:
-        answers.reuse, embedder.capacity = True, capacity
+        answers.reuse = True
 
 
 def load_questions(split: str) -> tuple[list[EvalQuestion], dict[str, tuple[GoldTheme, ...]]]:
