@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kgrag_core.acl import Caller, readable_classes
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
 from kgrag_core.communities.model import Community
-from kgrag_core.communities.ports import CommunityStore
+from kgrag_core.communities.ports import CommunityStore, level_size
 from kgrag_core.communities.summary import SummaryCache
 from kgrag_core.communities.view import (
     CommunityReads,
@@ -28,7 +28,7 @@ from kgrag_core.communities.view import (
     view_of_visible,
 )
 from kgrag_core.graph.ports import GraphReader
-from kgrag_core.graph_retrieval.linking import link_entities, seed_entities
+from kgrag_core.graph_retrieval.linking import linked_entity_ids
 from kgrag_core.ports import ChatModel
 from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -68,7 +68,7 @@ class GlobalAnswerer:
     summaries: SummaryCache = field(default_factory=SummaryCache)
 
     def available(self) -> bool:
-        return bool(self.communities.communities(self.level))
+        return level_size(self.communities, self.level) > 0
 
     def themes(self, question: str, caller: Caller, hits: Sequence[SearchHit]) -> GlobalResult:
         allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
@@ -137,11 +137,10 @@ class GlobalAnswerer:
         return load
 
     def candidates(self, question: str, allowed: Sequence[str], hits: Sequence[SearchHit]) -> list[Community]:
-        level = self.communities.communities(self.level)
-        if len(level) <= self.settings.max_communities:
-            return sorted(level, key=lambda c: c.community_id)
+        if level_size(self.communities, self.level) <= self.settings.max_communities:
+            return sorted(self.communities.communities(self.level), key=lambda c: c.community_id)
         texts = [question, *(h.text for h in hits[:_PASSAGES_LINKED])]
-        linked = {s.entity.entity_id for t in texts for s, _ in seed_entities(link_entities(t, self.graph, allowed))}
+        linked = {e for t in texts for e in linked_entity_ids(t, self.graph, allowed)}
         chosen = self.communities.communities_of(sorted(linked), self.level) if linked else []
         return sorted(chosen, key=lambda c: c.community_id)
 

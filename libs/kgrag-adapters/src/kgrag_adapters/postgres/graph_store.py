@@ -42,6 +42,7 @@ from kgrag_core.graph.model import (
     DocumentProfile,
     Edge,
     EntityProfile,
+    EntityRef,
     EntitySummary,
     MergeRecord,
     PairDecision,
@@ -121,6 +122,12 @@ _MEMBER_ROWS: LiteralString = (
     " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " AND m.entity_id = e.entity_id"
     " AND m.strong_ids IS NOT NULL) ids ON true"
     " ORDER BY mb.cid, e.entity_id"
+)
+
+# Each canonical id's members (as the caller sees the mapping) that visible evidence names.
+_VISIBLE_MEMBERS: LiteralString = (
+    "WITH " + _MEMBERS_CTE + " SELECT mb.cid, e.entity_id FROM mb JOIN kg_entities e ON e.entity_id = mb.entity_id"
+    " WHERE " + _ENTITY_VISIBLE + " ORDER BY 1, 2"
 )
 
 # Which of %(ids)s (as given, members or labels) visible evidence names.
@@ -693,6 +700,47 @@ class PostgresGraphStore(PostgresExtractionStore):
         """`neighbours_by_id` kept to the edges inside the set, in one snapshot and one edge query; only the
         set's own clusters are named."""
         return self._neighbours_many(entity_ids, acl_class_ids, relations, limit, _EDGES_AMONG)
+
+    # --- LightGraphReads (kgrag_core.graph.light): what the GLOBAL route needs, named no more than that --------
+
+    def entity_ids_named(self, names: Sequence[str], acl_class_ids: Sequence[str] | None) -> dict[str, list[str]]:
+        """`entities_named`'s entity ids (each cluster's id for this caller), sorted: the same name, mapping
+        and visibility reads, without naming the clusters or counting their degree (for a hub, its evidence)."""
+        wanted = list(dict.fromkeys(normalise_name(n) for n in names))
+        out: dict[str, list[str]] = {n: [] for n in wanted}
+        if not wanted:
+            return out
+        key = self._id_key()
+        norm_of = {name_key(key, n): n for n in wanted}
+        acl = _acl(acl_class_ids)
+        with self._reading() as conn:
+            hits = conn.execute(_NAMED, {**acl, "names": list(norm_of)}).fetchall()
+            canonical = _canonical(conn, [h[1] for h in hits], acl_class_ids)
+            cids = list(dict.fromkeys(canonical.values()))
+            visible: dict[str, list[str]] = {}
+            if cids:
+                for cid, member in conn.execute(_VISIBLE_MEMBERS, {**acl, "ids": cids}):
+                    visible.setdefault(str(cid), []).append(str(member))
+        for blinded, raw in hits:
+            members = visible.get(canonical[raw])
+            if not members:
+                continue
+            label = canonical[raw] if canonical[raw] in members else min(members)  # as `cluster_views` labels
+            found = out[norm_of[blinded]]
+            if label not in found:
+                found.append(label)
+        return {n: sorted(ids) for n, ids in out.items()}
+
+    def entity_refs_by_id(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> dict[str, EntityRef]:
+        """`entities_by_id`'s entities (id, name, type) without their degree and hub flag: a hub's degree
+        counts every edge its visible evidence gives it."""
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return {}
+        with self._reading() as conn:
+            canonical = _canonical(conn, ids, acl_class_ids)
+            clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+        return {i: clusters[c].ref for i, c in canonical.items() if c in clusters and i in clusters[c].members}
 
     # --- ResolutionStore ------------------------------------------------------------------------------------
 

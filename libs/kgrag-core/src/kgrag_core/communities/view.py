@@ -21,6 +21,7 @@ from kgrag_core.answering.sentences import SentenceSpan, split_sentences
 from kgrag_core.communities.model import Community
 from kgrag_core.extraction.model import Modality
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
+from kgrag_core.graph.light import refs_by_id
 from kgrag_core.graph.model import Edge, EntityRef
 from kgrag_core.graph.ports import GraphReader
 from kgrag_core.search import SearchHit
@@ -125,12 +126,12 @@ def read_visible(
     visible: dict[str, EntityRef] = {}
     degree: dict[str, int] = {}
     read = community.member_ids[: cfg.max_members_read]
-    found = graph.entities_by_id(read, acl_class_ids)  # one batched read, exactly `entity` per member
+    found = _members(graph, read, acl_class_ids, cfg)  # one batched read, exactly `entity` per member
     for member_id in read:
-        summary = found.get(member_id)
-        if summary is not None:
-            visible.setdefault(summary.entity.entity_id, summary.entity)
-            degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
+        if member_id in found:
+            ref, seen = found[member_id]
+            visible.setdefault(ref.entity_id, ref)
+            degree[ref.entity_id] = max(degree.get(ref.entity_id, 0), seen)
     if not visible:
         return None
     readers = _readers(visible, degree, cfg)
@@ -152,17 +153,17 @@ def read_visible_many(
     (every read is per id, and claim status is per entity)."""
     cfg = settings or ViewSettings()
     asked = {c.community_id: c.member_ids[: cfg.max_members_read] for c in communities}
-    found = graph.entities_by_id(list(dict.fromkeys(m for ms in asked.values() for m in ms)), acl_class_ids)
+    found = _members(graph, list(dict.fromkeys(m for ms in asked.values() for m in ms)), acl_class_ids, cfg)
     visible_of: dict[str, dict[str, EntityRef]] = {}
     readers_of: dict[str, list[str]] = {}
     for community_id, read in asked.items():
         visible: dict[str, EntityRef] = {}
         degree: dict[str, int] = {}
         for member_id in read:
-            summary = found.get(member_id)
-            if summary is not None:
-                visible.setdefault(summary.entity.entity_id, summary.entity)
-                degree[summary.entity.entity_id] = max(degree.get(summary.entity.entity_id, 0), summary.degree)
+            if member_id in found:
+                ref, seen = found[member_id]
+                visible.setdefault(ref.entity_id, ref)
+                degree[ref.entity_id] = max(degree.get(ref.entity_id, 0), seen)
         if visible:
             visible_of[community_id] = visible
             readers_of[community_id] = _readers(visible, degree, cfg)
@@ -239,6 +240,16 @@ def view_of_visible(
         community.stale,
         community.built_at,
     )
+
+
+def _members(
+    graph: GraphReader, ids: Sequence[str], acl: Sequence[str] | None, cfg: ViewSettings
+) -> dict[str, tuple[EntityRef, int]]:
+    """The visible members' entities with their visible degree, which only ranks whose edges are read when
+    a few are (`among=False`): with `among`, every visible member's are, so no degree is counted (0)."""
+    if cfg.among:
+        return {i: (ref, 0) for i, ref in refs_by_id(graph, ids, acl).items()}
+    return {i: (s.entity, s.degree) for i, s in graph.entities_by_id(ids, acl).items()}
 
 
 def _current(claim: ClaimRecord) -> bool:
