@@ -1,6 +1,8 @@
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from kgrag_core.graph.model import EntityRef, EntitySummary
+from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.light import LightGraphReads
+from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
 from kgrag_core.graph_retrieval.linking import (
     candidate_spans,
     link_entities,
@@ -127,6 +129,14 @@ class _LightReads:
     def entity_refs_by_id(self, ids: Sequence[str], acl: Sequence[str] | None) -> dict[str, EntityRef]:
         return {i: s.entity for i, s in self.graph.entities_by_id(ids, acl).items()}
 
+    def edges_among_named(
+        self, named: Mapping[str, EntityRef], acl: Sequence[str] | None, *, limit: int = 50
+    ) -> dict[str, list[Edge]]:
+        return self.graph.edges_among(list(named), acl, limit=limit)
+
+    def claims_of_named(self, named: Mapping[str, EntityRef], acl: Sequence[str] | None) -> list[ClaimRecord]:
+        return self.graph.claims_of(list(named), acl)
+
     def entities_named(self, names: Sequence[str], acl: Sequence[str] | None) -> dict[str, list[EntitySummary]]:
         self.whole.extend(names)
         return self.graph.entities_named(names, acl)
@@ -147,6 +157,7 @@ def test_linked_ids_are_the_linked_entities_read_whole_only_for_one_word_names()
             assert linked_entity_ids(text, light, acl) == expected  # type: ignore[arg-type]
             assert not {"kestrel pharma", "lej-2", "hidden holdings"} & set(light.whole)
     light = _LightReads(_graph())
+    assert isinstance(light, LightGraphReads)  # the light reads are the ones used
     assert linked_entity_ids("Who owns Atlas?", light, VISIBLE) == {"sys_atlas", "prj_atlas"}  # type: ignore[arg-type]
     assert light.whole == ["atlas"]  # a one-word name: its spelling is checked on the entities read whole
     # The restricted entity links only for its reader (positive control), in the light reads too.

@@ -28,7 +28,7 @@ from kgrag_core.communities.view import (
     view_of_visible,
 )
 from kgrag_core.graph.ports import GraphReader
-from kgrag_core.graph_retrieval.linking import linked_entity_ids
+from kgrag_core.graph_retrieval.linking import link_entities, linked_entity_ids, seed_entities
 from kgrag_core.ports import ChatModel
 from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -140,7 +140,11 @@ class GlobalAnswerer:
         if level_size(self.communities, self.level) <= self.settings.max_communities:
             return sorted(self.communities.communities(self.level), key=lambda c: c.community_id)
         texts = [question, *(h.text for h in hits[:_PASSAGES_LINKED])]
-        linked = {e for t in texts for e in linked_entity_ids(t, self.graph, allowed)}
+        if self.view_settings.light:
+            linked = {e for t in texts for e in linked_entity_ids(t, self.graph, allowed)}
+        else:  # the same ids, each linked entity named and counted (the benchmark's same-run baseline)
+            links = [seed_entities(link_entities(t, self.graph, allowed)) for t in texts]
+            linked = {s.entity.entity_id for found in links for s, _ in found}
         chosen = self.communities.communities_of(sorted(linked), self.level) if linked else []
         return sorted(chosen, key=lambda c: c.community_id)
 

@@ -673,6 +673,10 @@ class LightGraphReadsContract:
         assert light.entity_ids_named(list(self.NAMES), acl) == ids
         refs = {i: s.entity for i, s in reader.entities_by_id(list(self.IDS), acl).items()}
         assert light.entity_refs_by_id(list(self.IDS), acl) == refs
+        for limit in (1, 50):
+            among = reader.edges_among(list(self.IDS), acl, limit=limit)
+            assert light.edges_among_named(refs, acl, limit=limit) == {i: among[i] for i in refs}
+        assert light.claims_of_named(refs, acl) == reader.claims_of(list(self.IDS), acl)
 
     def test_light_reads_are_the_full_reads(self, world: GraphWorld) -> None:
         build_world(world)
@@ -702,12 +706,22 @@ class LightGraphReadsContract:
         [public] = world.add_document("doc-light-public", [public_text], acl=ENG, at=FEB)
         email = ("email", "jb@example.com")
         world.extract([_result(secret, [EntityMention("Jordan Blake", "Person", secret_text, 0.9, (email,))])])
-        world.extract([_result(public, [EntityMention("J. Blake", "Person", public_text, 0.9, (email,))])])
+        world.extract(
+            [
+                _result(
+                    public,
+                    [EntityMention("J. Blake", "Person", public_text, 0.9, (email,))],
+                    claims=[_office("J. Blake", "Leipzig", public_text)],
+                )
+            ]
+        )
         r, person = _light(world.reader), contract_entity_id("Person", "x", (email,))
         names = ["Jordan Blake", "J. Blake"]
         eng = r.entity_refs_by_id([person], ENG_READER)
         assert eng[person].name == "J. Blake" and "Jordan Blake" not in repr(eng)
         assert r.entity_ids_named(names, ENG_READER) == {"jordan blake": [], "j. blake": [person]}
+        [office] = r.claims_of_named(eng, ENG_READER)
+        assert (office.entity_name, office.value) == ("J. Blake", "Leipzig") and "Jordan Blake" not in repr(office)
         hr = r.entity_refs_by_id([person], HR_READER)  # positive control
         assert hr[person].name == "Jordan Blake"
         assert r.entity_ids_named(names, HR_READER) == {"jordan blake": [person], "j. blake": []}
