@@ -18,6 +18,9 @@ candidates are the communities of the entities linked from it and from the calle
 - GLOBAL: that search, then `GlobalAnswerer.themes` (candidates, the caller's views read through the
   batched ACL-filtered graph reads, each view's edges those among its members: `GraphReader.edges_among`,
   map, reduce) and the answer, with no visible-read cache (every ask cold);
+- names read again (the reads before stop 24, `ViewSettings(light=False)`): the same route with every
+  linked entity and member named and its degree counted, and each view's edges and claims naming the
+  members again (`kgrag_core.graph.light` is what replaced them);
 - far ends named (the route before `edges_among`): the same, each view's edges read as the strongest edges
   of its 15 most connected members (`ViewSettings(among=False)`), every far end named, inside the same 2 s
   budget: its latency, and the themes it loses to the budget.
@@ -308,6 +311,10 @@ def measure(
         answerer = GlobalAnswerer(communities, store, hybrid)
         far_ends = GlobalAnswerer(communities, store, hybrid, view_settings=ViewSettings(among=False))
         far = far_ends_on
+        named_again = GlobalAnswerer(communities, store, hybrid, view_settings=ViewSettings(light=False))
+        again_s: list[float] = []
+        again_themes: list[int] = []
+        again_cut = 0
         asked = questions(graph, communities, asks, shape.seed)
         hybrid.search(asked[0], OUTSIDER, top_k=10)  # warm-up (model session, index files) outside timing
         search_s: list[float] = []
@@ -329,6 +336,10 @@ def measure(
                 themes.append(len(result.themes))
                 read.append(result.communities_read)
                 budget_cut += "time_budget" in result.skipped
+                seconds, before = _timed_ask(named_again, q, caller)
+                again_s.append(seconds)
+                again_themes.append(len(before.themes))
+                again_cut += "time_budget" in before.skipped
                 if not far:
                     continue
                 seconds, before = _timed_ask(far_ends, q, caller)
@@ -336,10 +347,16 @@ def measure(
                 far_themes.append(len(before.themes))
                 far_cut += "time_budget" in before.skipped
         if profile_dir is not None:
-            for name, profiled in (("", answerer), ("-far-ends", far_ends))[: 2 if far else 1]:
+            profiled_ones = [("", answerer), ("-named-again", named_again), ("-far-ends", far_ends)]
+            for name, profiled in profiled_ones[: 3 if far else 2]:
                 _profile(profiled, asked[0], profile_dir / f"profile-{size}{name}.txt")
         out["hybrid"] = _percentiles(search_s)
         out["global"] = _percentiles(global_s)
+        out["global_named_again"] = {
+            **_percentiles(again_s),
+            "themes_mean": round(statistics.fmean(again_themes), 2),
+            "time_budget_cut": again_cut,
+        }
         if far:
             out["global_far_ends"] = {
                 **_percentiles(far_s),
@@ -411,17 +428,19 @@ def markdown(results: dict[str, Any]) -> str:
         "GLOBAL route without an LLM on a SYNTHETIC graph (embedded PostgreSQL and indexes), same-run hybrid baseline",
         "",
         "| entities | relations | level-0 communities | hybrid p50 / p95 ms | GLOBAL p50 / p95 ms | GLOBAL ÷ hybrid p50"
+        " | names read again p50 / p95 ms (themes, budget cut)"
         " | far ends named p50 / p95 ms (themes, budget cut) | themes per answer | views read | budget cut"
         " | listing s (per-id)"
         " | load |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results["sizes"]:
-        h, g = r["hybrid"], r["global"]
+        h, g, a = r["hybrid"], r["global"], r["global_named_again"]
         p = r.get("global_far_ends", {"p50_ms": "–", "p95_ms": "–", "themes_mean": "–", "time_budget_cut": "–"})
         lines.append(
             f"| {r['entities']} | {r['relations']} | {r['build']['level0']} | {h['p50_ms']} / {h['p95_ms']}"
             f" | {g['p50_ms']} / {g['p95_ms']} | {r['global_over_hybrid_p50']}"
+            f" | {a['p50_ms']} / {a['p95_ms']} ({a['themes_mean']}, {a['time_budget_cut']})"
             f" | {p['p50_ms']} / {p['p95_ms']} ({p['themes_mean']}, {p['time_budget_cut']}) | {r['themes_mean']}"
             f" | {r['communities_read_mean']} | {r['time_budget_cut']} / {r['asks']}"
             f" | {_listing(r)} | {r['load_average']} |"
