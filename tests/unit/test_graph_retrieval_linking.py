@@ -154,14 +154,17 @@ def test_linked_ids_are_the_linked_entities_read_whole_only_for_one_word_names()
         for text in texts:
             light = _LightReads(_graph())
             expected = {e.entity.entity_id for e, _ in seed_entities(link_entities(text, _graph(), acl))}
-            assert linked_entity_ids(text, light, acl) == expected  # type: ignore[arg-type]
+            assert linked_entity_ids([text], light, acl) == expected  # type: ignore[arg-type]
             assert not {"kestrel pharma", "lej-2", "hidden holdings"} & set(light.whole)
     light = _LightReads(_graph())
+    together = {e.entity.entity_id for t in texts for e, _ in seed_entities(link_entities(t, _graph(), VISIBLE))}
+    assert linked_entity_ids(texts, light, VISIBLE) == together  # every text's names in one read
+    light = _LightReads(_graph())
     assert isinstance(light, LightGraphReads)  # the light reads are the ones used
-    assert linked_entity_ids("Who owns Atlas?", light, VISIBLE) == {"sys_atlas", "prj_atlas"}  # type: ignore[arg-type]
+    assert linked_entity_ids(["Who owns Atlas?"], light, VISIBLE) == {"sys_atlas", "prj_atlas"}  # type: ignore[arg-type]
     assert light.whole == ["atlas"]  # a one-word name: its spelling is checked on the entities read whole
     # The restricted entity links only for its reader (positive control), in the light reads too.
     question = 'Did "Hidden Holdings" buy from Kestrel Pharma?'
-    assert linked_entity_ids(question, _LightReads(_graph()), VISIBLE) == {"org_k"}  # type: ignore[arg-type]
+    assert linked_entity_ids([question], _LightReads(_graph()), VISIBLE) == {"org_k"}  # type: ignore[arg-type]
     secret = [PUBLIC.acl_class_id, SECRET.acl_class_id]
-    assert linked_entity_ids(question, _LightReads(_graph()), secret) == {"org_k", "org_h"}  # type: ignore[arg-type]
+    assert linked_entity_ids([question], _LightReads(_graph()), secret) == {"org_k", "org_h"}  # type: ignore[arg-type]

@@ -141,7 +141,7 @@ class GlobalAnswerer:
             return sorted(self.communities.communities(self.level), key=lambda c: c.community_id)
         texts = [question, *(h.text for h in hits[:_PASSAGES_LINKED])]
         if self.view_settings.light:
-            linked = {e for t in texts for e in linked_entity_ids(t, self.graph, allowed)}
+            linked = linked_entity_ids(texts, self.graph, allowed)
         else:  # the same ids, each linked entity named and counted (the benchmark's same-run baseline)
             links = [seed_entities(link_entities(t, self.graph, allowed)) for t in texts]
             linked = {s.entity.entity_id for found in links for s, _ in found}
