@@ -315,6 +315,7 @@ def measure(
         again_s: list[float] = []
         again_themes: list[int] = []
         again_cut = 0
+        again_read: list[int] = []
         asked = questions(graph, communities, asks, shape.seed)
         hybrid.search(asked[0], OUTSIDER, top_k=10)  # warm-up (model session, index files) outside timing
         search_s: list[float] = []
@@ -339,6 +340,7 @@ def measure(
                 seconds, before = _timed_ask(named_again, q, caller)
                 again_s.append(seconds)
                 again_themes.append(len(before.themes))
+                again_read.append(before.communities_read)
                 again_cut += "time_budget" in before.skipped
                 if not far:
                     continue
@@ -356,6 +358,7 @@ def measure(
             **_percentiles(again_s),
             "themes_mean": round(statistics.fmean(again_themes), 2),
             "time_budget_cut": again_cut,
+            "communities_read_mean": round(statistics.fmean(again_read), 1),
         }
         if far:
             out["global_far_ends"] = {
