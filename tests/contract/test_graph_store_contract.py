@@ -30,6 +30,7 @@ from kgrag_testing.contracts.graph_store import (
     P_RAMAN,
     PRIYA,
     GraphReaderContract,
+    LightGraphReadsContract,
     ResolutionStoreContract,
     build_world,
     merge,
@@ -85,6 +86,10 @@ class TestPostgresGraphReader(GraphReaderContract):
 
 
 class TestPostgresResolutionStore(ResolutionStoreContract):
+    pass
+
+
+class TestPostgresLightGraphReads(LightGraphReadsContract):
     pass
 
 

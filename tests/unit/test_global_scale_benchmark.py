@@ -33,6 +33,7 @@ def test_the_report_has_one_row_per_size() -> None:
         "build": {"level0": 101},
         "hybrid": {"p50_ms": 40.0, "p95_ms": 80.0},
         "global": {"p50_ms": 400.0, "p95_ms": 900.0},
+        "global_named_again": {"p50_ms": 700.0, "p95_ms": 1400.0, "themes_mean": 4.5, "time_budget_cut": 2},
         "global_far_ends": {"p50_ms": 1500.0, "p95_ms": 3000.0, "themes_mean": 4.0, "time_budget_cut": 3},
         "global_over_hybrid_p50": 10.0,
         "themes_mean": 5.5,
@@ -42,8 +43,10 @@ def test_the_report_has_one_row_per_size() -> None:
         "listing": {"batched_s": 3.1, "per_id_s": 40.2, "listed": 50.0},
         "load_average": 6.0,
     }
-    big = {k: v for k, v in row.items() if k != "listing"}
+    big = {k: v for k, v in row.items() if k not in ("listing", "global_far_ends")}  # --no-far-ends
     text = markdown({"sizes": [row, {**big, "entities": 100000}]})
     lines = [line for line in text.splitlines() if line.startswith("| 1")]
     assert len(lines) == 2
     assert "| 400.0 / 900.0 |" in lines[0] and "3.1 (40.2)" in lines[0] and "not timed" in lines[1]
+    assert "| 700.0 / 1400.0 (4.5, 2) |" in lines[0] and "1500.0 / 3000.0 (4.0, 3)" in lines[0]
+    assert "| – / – (–, –) |" in lines[1]

@@ -1,4 +1,15 @@
-from kgrag_core.graph_retrieval.linking import candidate_spans, link_entities, passage_seeds, seed_entities
+from collections.abc import Mapping, Sequence
+
+from kgrag_core.extraction.records import ClaimRecord
+from kgrag_core.graph.light import LightGraphReads
+from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
+from kgrag_core.graph_retrieval.linking import (
+    candidate_spans,
+    link_entities,
+    linked_entity_ids,
+    passage_seeds,
+    seed_entities,
+)
 from tests.unit.test_graph_retrieval_doubles import PUBLIC, SECRET, InMemoryGraph
 
 VISIBLE = [PUBLIC.acl_class_id]
@@ -102,3 +113,58 @@ def test_passage_seeds_take_the_best_connected_reading_skip_the_edgeless_and_ran
     assert ("sys_atlas", 0.25) in named and "prj_atlas" not in {e for e, _ in named}  # one reading per mention
     assert "org_lonely" not in {e for e, _ in named}
     assert passage_seeds([], graph, VISIBLE, weight=0.5) == []
+
+
+class _LightReads:
+    """The in-memory graph with id-only name reads of its own, recording which names were read whole."""
+
+    def __init__(self, graph: InMemoryGraph) -> None:
+        self.graph = graph
+        self.whole: list[str] = []
+
+    def entity_ids_named(self, names: Sequence[str], acl: Sequence[str] | None) -> dict[str, list[str]]:
+        found = self.graph.entities_named(names, acl)
+        return {n: sorted({s.entity.entity_id for s in es}) for n, es in found.items()}
+
+    def entity_refs_by_id(self, ids: Sequence[str], acl: Sequence[str] | None) -> dict[str, EntityRef]:
+        return {i: s.entity for i, s in self.graph.entities_by_id(ids, acl).items()}
+
+    def edges_among_named(
+        self, named: Mapping[str, EntityRef], acl: Sequence[str] | None, *, limit: int = 50
+    ) -> dict[str, list[Edge]]:
+        return self.graph.edges_among(list(named), acl, limit=limit)
+
+    def claims_of_named(self, named: Mapping[str, EntityRef], acl: Sequence[str] | None) -> list[ClaimRecord]:
+        return self.graph.claims_of(list(named), acl)
+
+    def entities_named(self, names: Sequence[str], acl: Sequence[str] | None) -> dict[str, list[EntitySummary]]:
+        self.whole.extend(names)
+        return self.graph.entities_named(names, acl)
+
+
+def test_linked_ids_are_the_linked_entities_read_whole_only_for_one_word_names() -> None:
+    texts = [
+        "How many pallets does Kestrel Pharma use at LEJ-2?",
+        "Who owns Atlas?",
+        "What is his role at Routing?",
+        "Does HIS log pings?",
+        'Did "Hidden Holdings" buy from Kestrel Pharma?',
+    ]
+    for acl in (VISIBLE, [PUBLIC.acl_class_id, SECRET.acl_class_id]):
+        for text in texts:
+            light = _LightReads(_graph())
+            expected = {e.entity.entity_id for e, _ in seed_entities(link_entities(text, _graph(), acl))}
+            assert linked_entity_ids([text], light, acl) == expected  # type: ignore[arg-type]
+            assert not {"kestrel pharma", "lej-2", "hidden holdings"} & set(light.whole)
+    light = _LightReads(_graph())
+    together = {e.entity.entity_id for t in texts for e, _ in seed_entities(link_entities(t, _graph(), VISIBLE))}
+    assert linked_entity_ids(texts, light, VISIBLE) == together  # every text's names in one read
+    light = _LightReads(_graph())
+    assert isinstance(light, LightGraphReads)  # the light reads are the ones used
+    assert linked_entity_ids(["Who owns Atlas?"], light, VISIBLE) == {"sys_atlas", "prj_atlas"}  # type: ignore[arg-type]
+    assert light.whole == ["atlas"]  # a one-word name: its spelling is checked on the entities read whole
+    # The restricted entity links only for its reader (positive control), in the light reads too.
+    question = 'Did "Hidden Holdings" buy from Kestrel Pharma?'
+    assert linked_entity_ids([question], _LightReads(_graph()), VISIBLE) == {"org_k"}  # type: ignore[arg-type]
+    secret = [PUBLIC.acl_class_id, SECRET.acl_class_id]
+    assert linked_entity_ids([question], _LightReads(_graph()), secret) == {"org_k", "org_h"}  # type: ignore[arg-type]

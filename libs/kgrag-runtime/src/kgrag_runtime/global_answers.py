@@ -19,7 +19,7 @@ from kgrag_core.answering.fallback import FALLBACK_REASONS
 from kgrag_core.answering.model import Answer
 from kgrag_core.communities.global_route import GlobalResult, GlobalSettings, global_themes, lexical_relevance
 from kgrag_core.communities.model import Community
-from kgrag_core.communities.ports import CommunityStore
+from kgrag_core.communities.ports import CommunityStore, level_size
 from kgrag_core.communities.summary import SummaryCache, summarised_view
 from kgrag_core.communities.view import (
     CommunityReads,
@@ -30,7 +30,7 @@ from kgrag_core.communities.view import (
     view_of_visible,
 )
 from kgrag_core.graph.ports import GraphReader
-from kgrag_core.graph_retrieval.linking import link_entities, seed_entities
+from kgrag_core.graph_retrieval.linking import link_entities, linked_entity_ids, seed_entities
 from kgrag_core.ports import ChatModel
 from kgrag_core.retrieval.fusion import FusedCandidate
 from kgrag_core.retrieval.hybrid import HybridSearcher
@@ -76,7 +76,7 @@ class GlobalAnswerer:
     _chunks: OrderedDict[tuple[object, ...], SearchHit] = field(default_factory=OrderedDict)
 
     def available(self) -> bool:
-        return bool(self.communities.communities(self.level))
+        return level_size(self.communities, self.level) > 0
 
     def themes(self, question: str, caller: Caller, hits: Sequence[SearchHit]) -> GlobalResult:
         allowed = readable_classes(self.hybrid.acls.acl_classes(), caller)
@@ -209,11 +209,14 @@ class GlobalAnswerer:
         return load
 
     def candidates(self, question: str, allowed: Sequence[str], hits: Sequence[SearchHit]) -> list[Community]:
-        level = self.communities.communities(self.level)
-        if len(level) <= self.settings.max_communities:
-            return sorted(level, key=lambda c: c.community_id)
+        if level_size(self.communities, self.level) <= self.settings.max_communities:
+            return sorted(self.communities.communities(self.level), key=lambda c: c.community_id)
         texts = [question, *(h.text for h in hits[:_PASSAGES_LINKED])]
-        linked = {s.entity.entity_id for t in texts for s, _ in seed_entities(link_entities(t, self.graph, allowed))}
+        if self.view_settings.light:
+            linked = linked_entity_ids(texts, self.graph, allowed)
+        else:  # the same ids, each linked entity named and counted (the benchmark's same-run baseline)
+            links = [seed_entities(link_entities(t, self.graph, allowed)) for t in texts]
+            linked = {s.entity.entity_id for found in links for s, _ in found}
         chosen = self.communities.communities_of(sorted(linked), self.level) if linked else []
         return sorted(chosen, key=lambda c: c.community_id)
 

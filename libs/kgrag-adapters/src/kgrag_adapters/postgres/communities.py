@@ -93,6 +93,13 @@ class PostgresCommunityStore:
         sql = "SELECT " + _COLUMNS + " FROM kg_communities k WHERE %(level)s::int IS NULL OR k.level = %(level)s"
         return self._read(sql + _ORDER, {"level": level})
 
+    def level_size(self, level: int) -> int:
+        """How many communities the level holds, without reading them (`kgrag_core.communities.ports.LevelSizes`)."""
+        with self._pool as conn:
+            row = conn.execute("SELECT count(*) FROM kg_communities WHERE level = %s", (level,)).fetchone()
+        assert row is not None
+        return int(row[0])
+
     def community(self, community_id: str) -> Community | None:
         found = self._read(
             "SELECT " + _COLUMNS + " FROM kg_communities k WHERE k.community_id = %(id)s", {"id": community_id}

@@ -42,6 +42,7 @@ from kgrag_core.graph.model import (
     DocumentProfile,
     Edge,
     EntityProfile,
+    EntityRef,
     EntitySummary,
     MergeRecord,
     PairDecision,
@@ -121,6 +122,12 @@ _MEMBER_ROWS: LiteralString = (
     " JOIN chunks c ON c.chunk_id = m.chunk_id" + _SEES + " AND m.entity_id = e.entity_id"
     " AND m.strong_ids IS NOT NULL) ids ON true"
     " ORDER BY mb.cid, e.entity_id"
+)
+
+# Each canonical id's members (as the caller sees the mapping) that visible evidence names.
+_VISIBLE_MEMBERS: LiteralString = (
+    "WITH " + _MEMBERS_CTE + " SELECT mb.cid, e.entity_id FROM mb JOIN kg_entities e ON e.entity_id = mb.entity_id"
+    " WHERE " + _ENTITY_VISIBLE + " ORDER BY 1, 2"
 )
 
 # Which of %(ids)s (as given, members or labels) visible evidence names.
@@ -579,7 +586,8 @@ class PostgresGraphStore(PostgresExtractionStore):
             rows = conn.execute(_NEIGHBOURS, params).fetchall()
             ends = list(dict.fromkeys(e for r in rows for e in (r[0], r[2])))
             clusters = self._clusters(conn, ends, acl_class_ids)
-        edges = [e for e in (_edge(r, clusters) for r in rows) if e is not None]
+        refs = {c: v.ref for c, v in clusters.items()}
+        edges = [e for e in (_edge(r, refs) for r in rows) if e is not None]
         edges.sort(key=lambda e: (-e.evidence_count, -e.confidence, e.relation_id))
         return edges[:limit]
 
@@ -589,31 +597,37 @@ class PostgresGraphStore(PostgresExtractionStore):
         Each record names the canonical entity (ID and display name), so claims made about two members of one
         cluster compete in one timeline.
         """
+        return self._claims(entity_ids, acl_class_ids, None)
+
+    def _claims(
+        self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None, named: Mapping[str, EntityRef] | None
+    ) -> list[ClaimRecord]:
+        """`named`: as for `_neighbours_many` (the asked ids' entities, naming each claim's entity)."""
         if not entity_ids:
             return []
         with self._reading() as conn:
-            visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**_acl(acl_class_ids), "ids": list(entity_ids)})]
+            asked = list(dict.fromkeys(entity_ids))
+            acl = _acl(acl_class_ids)
+            visible = asked if named is not None else [r[0] for r in conn.execute(_VISIBLE_IDS, {**acl, "ids": asked})]
             canonical = _canonical(conn, visible, acl_class_ids)
             cids = list(dict.fromkeys(canonical.values()))
             members = _members(conn, cids, acl_class_ids)
             owner = {m: cid for cid, ms in members.items() for m in ms}
             params = {**_acl(acl_class_ids), "members": list(owner)}
             rows = conn.execute(_CLAIMS_OF, params).fetchall()
-            clusters = self._clusters(conn, cids, acl_class_ids)
+            if named is None:
+                refs = {c: v.ref for c, v in self._clusters(conn, cids, acl_class_ids).items()}
+            else:
+                refs = {canonical[i]: named[i] for i in visible}
             body = self._active_ontology_body()
         records: list[ClaimRecord] = []
         for row in rows:
             record = self._claim(row)
-            cluster = clusters.get(owner[record.entity_id])
-            if cluster is None:  # cannot happen: a visible claim makes its entity visible
+            ref = refs.get(owner[record.entity_id])
+            if ref is None:  # cannot happen: a visible claim makes its entity visible
                 continue
             records.append(
-                dataclasses.replace(
-                    record,
-                    entity_id=cluster.ref.entity_id,
-                    entity_name=cluster.ref.name,
-                    entity_type=cluster.ref.type,
-                )
+                dataclasses.replace(record, entity_id=ref.entity_id, entity_name=ref.name, entity_type=ref.type)
             )
         return timeline(records, _cardinality(body))
 
@@ -649,14 +663,17 @@ class PostgresGraphStore(PostgresExtractionStore):
         relations: Sequence[str] | None,
         limit: int,
         query: LiteralString,
+        named: Mapping[str, EntityRef] | None = None,
     ) -> dict[str, list[Edge]]:
+        """`named`: the asked ids' entities as this caller was shown them (their `entity_refs_by_id`), which
+        name the ends (every end is an asked one: `_EDGES_AMONG`) instead of naming them again."""
         ids = list(dict.fromkeys(entity_ids))
         out: dict[str, list[Edge]] = {i: [] for i in ids}
         if limit <= 0 or not ids:
             return out
         acl = _acl(acl_class_ids)
         with self._reading() as conn:
-            visible = [r[0] for r in conn.execute(_VISIBLE_IDS, {**acl, "ids": ids})]
+            visible = ids if named is not None else [r[0] for r in conn.execute(_VISIBLE_IDS, {**acl, "ids": ids})]
             canonical = _canonical(conn, visible, acl_class_ids)
             cids = list(dict.fromkeys(canonical.values()))
             if not cids:
@@ -668,11 +685,14 @@ class PostgresGraphStore(PostgresExtractionStore):
                 "limit": limit,
             }
             rows = conn.execute(query, params).fetchall()
-            ends = list(dict.fromkeys(e for r in rows for e in (r[0], r[2])))
-            clusters = self._clusters(conn, ends, acl_class_ids)
+            if named is None:
+                ends = list(dict.fromkeys(e for r in rows for e in (r[0], r[2])))
+                refs = {c: v.ref for c, v in self._clusters(conn, ends, acl_class_ids).items()}
+            else:
+                refs = {canonical[i]: named[i] for i in ids}
         by_cid: dict[str, list[Edge]] = {c: [] for c in cids}
         for row in rows:
-            edge = _edge(row, clusters)
+            edge = _edge(row, refs)
             if edge is not None:
                 by_cid[row[12]].append(edge)
         for edges in by_cid.values():
@@ -693,6 +713,58 @@ class PostgresGraphStore(PostgresExtractionStore):
         """`neighbours_by_id` kept to the edges inside the set, in one snapshot and one edge query; only the
         set's own clusters are named."""
         return self._neighbours_many(entity_ids, acl_class_ids, relations, limit, _EDGES_AMONG)
+
+    # --- LightGraphReads (kgrag_core.graph.light): what the GLOBAL route needs, named no more than that --------
+
+    def entity_ids_named(self, names: Sequence[str], acl_class_ids: Sequence[str] | None) -> dict[str, list[str]]:
+        """`entities_named`'s entity ids (each cluster's id for this caller), sorted: the same name, mapping
+        and visibility reads, without naming the clusters or counting their degree (for a hub, its evidence)."""
+        wanted = list(dict.fromkeys(normalise_name(n) for n in names))
+        out: dict[str, list[str]] = {n: [] for n in wanted}
+        if not wanted:
+            return out
+        key = self._id_key()
+        norm_of = {name_key(key, n): n for n in wanted}
+        acl = _acl(acl_class_ids)
+        with self._reading() as conn:
+            hits = conn.execute(_NAMED, {**acl, "names": list(norm_of)}).fetchall()
+            canonical = _canonical(conn, [h[1] for h in hits], acl_class_ids)
+            cids = list(dict.fromkeys(canonical.values()))
+            visible: dict[str, list[str]] = {}
+            if cids:
+                for cid, member in conn.execute(_VISIBLE_MEMBERS, {**acl, "ids": cids}):
+                    visible.setdefault(str(cid), []).append(str(member))
+        for blinded, raw in hits:
+            members = visible.get(canonical[raw])
+            if not members:
+                continue
+            label = canonical[raw] if canonical[raw] in members else min(members)  # as `cluster_views` labels
+            found = out[norm_of[blinded]]
+            if label not in found:
+                found.append(label)
+        return {n: sorted(ids) for n, ids in out.items()}
+
+    def edges_among_named(
+        self, named: Mapping[str, EntityRef], acl_class_ids: Sequence[str] | None, *, limit: int = 50
+    ) -> dict[str, list[Edge]]:
+        """`edges_among(list(named), ...)` for ids this caller was just shown as `named`
+        (`entity_refs_by_id`): their names are not read again."""
+        return self._neighbours_many(list(named), acl_class_ids, None, limit, _EDGES_AMONG, named)
+
+    def claims_of_named(self, named: Mapping[str, EntityRef], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
+        """`claims_of(list(named), ...)`, likewise."""
+        return self._claims(list(named), acl_class_ids, named)
+
+    def entity_refs_by_id(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> dict[str, EntityRef]:
+        """`entities_by_id`'s entities (id, name, type) without their degree and hub flag: a hub's degree
+        counts every edge its visible evidence gives it."""
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return {}
+        with self._reading() as conn:
+            canonical = _canonical(conn, ids, acl_class_ids)
+            clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+        return {i: clusters[c].ref for i, c in canonical.items() if c in clusters and i in clusters[c].members}
 
     # --- ResolutionStore ------------------------------------------------------------------------------------
 
@@ -1269,12 +1341,12 @@ def _pairs(strong_ids: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in strong_ids)
 
 
-def _edge(row: Row, clusters: Mapping[str, ClusterView]) -> Edge | None:
+def _edge(row: Row, refs: Mapping[str, EntityRef]) -> Edge | None:
     subject, relation, obj = row[0], row[1], row[2]
-    if subject not in clusters or obj not in clusters:  # cannot happen: visible evidence shows both ends
+    if subject not in refs or obj not in refs:  # cannot happen: visible evidence shows both ends
         return None
     polarity, modality = Polarity(row[3]), Modality(row[4])
-    s_ref, o_ref = clusters[subject].ref, clusters[obj].ref
+    s_ref, o_ref = refs[subject], refs[obj]
     return Edge(
         # Keyed by the ids this caller is shown: one keyed by a label they may not see would tell them (the
         # formula is public) that the cluster has a member they cannot read.

@@ -10,6 +10,21 @@ from kgrag_core.communities.model import Community, GraphEdge
 
 
 @runtime_checkable
+class LevelSizes(Protocol):
+    """A store that counts a level without reading its communities (at 100k entities, thousands of them with
+    every member): what the GLOBAL route asks before each question."""
+
+    def level_size(self, level: int) -> int: ...
+
+
+def level_size(store: CommunityStore, level: int) -> int:
+    """How many communities the level holds: the store's own count, else the length of its listing."""
+    if isinstance(store, LevelSizes):
+        return store.level_size(level)
+    return len(store.communities(level))
+
+
+@runtime_checkable
 class CommunityStore(Protocol):
     """Every adapter passes `kgrag_testing.contracts.community_store`."""
 

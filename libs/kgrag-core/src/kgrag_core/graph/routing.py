@@ -18,13 +18,14 @@ cached, because a cached "caught up" would serve the projection after a deletion
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, TypeVar, runtime_checkable
 
 from kgrag_core.extraction.records import ClaimRecord
-from kgrag_core.graph.model import Edge, EntitySummary
+from kgrag_core.graph import light
+from kgrag_core.graph.model import Edge, EntityRef, EntitySummary
 from kgrag_core.graph.ports import GraphReader
 
 _T = TypeVar("_T")
@@ -161,3 +162,19 @@ class RoutedGraphReader:
         return self._read(
             lambda g: g.edges_among(entity_ids, acl_class_ids, relations=relations, limit=limit), acl_class_ids
         )
+
+    # --- LightGraphReads (kgrag_core.graph.light): routed like every read, each side's own or its full reads --
+
+    def entity_ids_named(self, names: Sequence[str], acl_class_ids: Sequence[str] | None) -> dict[str, list[str]]:
+        return self._read(lambda g: light.ids_named(g, names, acl_class_ids), acl_class_ids)
+
+    def entity_refs_by_id(self, entity_ids: Sequence[str], acl_class_ids: Sequence[str] | None) -> dict[str, EntityRef]:
+        return self._read(lambda g: light.refs_by_id(g, entity_ids, acl_class_ids), acl_class_ids)
+
+    def edges_among_named(
+        self, named: Mapping[str, EntityRef], acl_class_ids: Sequence[str] | None, *, limit: int = 50
+    ) -> dict[str, list[Edge]]:
+        return self._read(lambda g: light.edges_among_named(g, named, acl_class_ids, limit=limit), acl_class_ids)
+
+    def claims_of_named(self, named: Mapping[str, EntityRef], acl_class_ids: Sequence[str] | None) -> list[ClaimRecord]:
+        return self._read(lambda g: light.claims_of_named(g, named, acl_class_ids), acl_class_ids)

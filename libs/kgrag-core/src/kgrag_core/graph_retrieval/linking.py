@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kgrag_core.extraction.identity import normalise_name
+from kgrag_core.graph.light import ids_named
 from kgrag_core.graph.model import EntitySummary
 from kgrag_core.graph.ports import GraphReader
 
@@ -154,6 +155,47 @@ def link_entities(
             linked.append(LinkedMention(span, tuple(candidates[:max_candidates])))
             covered.append((span.start, span.end))
     linked.sort(key=lambda lm: lm.mention.start)
+    return linked
+
+
+def linked_entity_ids(
+    texts: Sequence[str], graph: GraphReader, acl_class_ids: Sequence[str] | None, *, max_candidates: int = 5
+) -> set[str]:
+    """The ids `link_entities` (without an embedding search) links the texts' spans to, all texts' names read
+    together and without naming or counting the entities where that changes nothing
+    (`kgrag_core.graph.light`): only a one-word name span (its spelling is checked against the entity's
+    names) or a name with more than `max_candidates` entities (the best connected are kept) reads them whole."""
+    spans_of = [candidate_spans(t) for t in texts]
+    spans = [s for ss in spans_of for s in ss]
+    keys = sorted({normalise_name(s.text) for s in spans} - {""})
+    if not keys:
+        return set()
+    ids = ids_named(graph, keys, acl_class_ids)
+    whole = {
+        key
+        for span in spans
+        if (key := normalise_name(span.text))
+        and ids.get(key)
+        and ((len(span.text.split()) == 1 and span.kind == "name") or len(ids[key]) > max_candidates)
+    }
+    named = graph.entities_named(sorted(whole), acl_class_ids) if whole else {}
+    linked: set[str] = set()
+    for text_spans in spans_of:
+        covered: list[tuple[int, int]] = []
+        for span in text_spans:
+            if any(start <= span.start and span.end <= end for start, end in covered):
+                continue
+            key = normalise_name(span.text)
+            if key in named:
+                entities = named[key]
+                if len(span.text.split()) == 1 and span.kind == "name":
+                    entities = [e for e in entities if _spelled_exactly(span.text, e)]
+                found = [c.entity.entity.entity_id for c in _score_alias_hits(span, entities)[:max_candidates]]
+            else:
+                found = ids.get(key, [])
+            if found:
+                linked.update(found)
+                covered.append((span.start, span.end))
     return linked
 
 

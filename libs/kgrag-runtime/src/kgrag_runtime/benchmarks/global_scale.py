@@ -18,6 +18,9 @@ candidates are the communities of the entities linked from it and from the calle
 - GLOBAL: that search, then `GlobalAnswerer.themes` (candidates, the caller's views read through the
   batched ACL-filtered graph reads, each view's edges those among its members: `GraphReader.edges_among`,
   map, reduce) and the answer, with no visible-read cache (every ask cold);
+- names read again (the reads before stop 24, `ViewSettings(light=False)`): the same route with every
+  linked entity and member named and its degree counted, and each view's edges and claims naming the
+  members again (`kgrag_core.graph.light` is what replaced them);
 - far ends named (the route before `edges_among`): the same, each view's edges read as the strongest edges
   of its 15 most connected members (`ViewSettings(among=False)`), every far end named, inside the same 2 s
   budget: its latency, and the themes it loses to the budget.
@@ -31,6 +34,7 @@ The level-0 listing (`GET /v1/communities?level=0`, a page of 50 for the outside
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import json
@@ -273,7 +277,14 @@ def measure(
     console: Console,
     asks: int,
     profile_dir: Path | None = None,
+    *,
+    far_ends_on: bool = True,
+    built: Path | None = None,
 ) -> dict[str, Any]:
+    """`built`: a marker file (`--keep`); when it exists, `tmp` already holds this size's loaded database and
+    indexes, which are not built again (the graph is regenerated from its seed, for the questions); else it
+    is written once they are."""
+    reused = built is not None and built.exists()
     shape = GraphShape(size)
     graph = planted_graph(shape)
     out: dict[str, Any] = {"entities": size, "relations": len(graph.relations), "hubs": shape.hubs}
@@ -282,18 +293,29 @@ def measure(
         EdgeVectorIndex(tmp / f"qdrant-{size}", embedder.dimension) as vindex,
         TantivyKeywordIndex(tmp / f"bm25-{size}") as kindex,
     ):
-        console.print(f"GLOBAL at {size} entities: loading {len(graph.relations)} relations (COPY)…")
-        out["load"] = load_graph(store, dsn, graph)
-        write_texts(dsn, chunk_texts(graph))
-        console.print("  indexing chunks…")
-        out["index"] = index_chunks(store, dsn, vindex, kindex, embedder, pool=512, seed=shape.seed)
         communities = PostgresCommunityStore(store.pool)
-        console.print("  building communities…")
-        report = CommunityService(communities, communities, LeidenDetector()).rebuild()
-        out["build"] = {"seconds": round(report.seconds, 1), "level0": len(communities.communities(0))}
+        if reused:
+            out["build"] = {"seconds": None, "level0": len(communities.communities(0)), "reused": True}
+        else:
+            console.print(f"GLOBAL at {size} entities: loading {len(graph.relations)} relations (COPY)…")
+            out["load"] = load_graph(store, dsn, graph)
+            write_texts(dsn, chunk_texts(graph))
+            console.print("  indexing chunks…")
+            out["index"] = index_chunks(store, dsn, vindex, kindex, embedder, pool=512, seed=shape.seed)
+            console.print("  building communities…")
+            report = CommunityService(communities, communities, LeidenDetector()).rebuild()
+            out["build"] = {"seconds": round(report.seconds, 1), "level0": len(communities.communities(0))}
+            if built is not None:
+                built.touch()
         hybrid = HybridSearcher(store, store, vindex, kindex, embedder)
         answerer = GlobalAnswerer(communities, store, hybrid)
         far_ends = GlobalAnswerer(communities, store, hybrid, view_settings=ViewSettings(among=False))
+        far = far_ends_on
+        named_again = GlobalAnswerer(communities, store, hybrid, view_settings=ViewSettings(light=False))
+        again_s: list[float] = []
+        again_themes: list[int] = []
+        again_cut = 0
+        again_read: list[int] = []
         asked = questions(graph, communities, asks, shape.seed)
         hybrid.search(asked[0], OUTSIDER, top_k=10)  # warm-up (model session, index files) outside timing
         search_s: list[float] = []
@@ -315,20 +337,35 @@ def measure(
                 themes.append(len(result.themes))
                 read.append(result.communities_read)
                 budget_cut += "time_budget" in result.skipped
+                seconds, before = _timed_ask(named_again, q, caller)
+                again_s.append(seconds)
+                again_themes.append(len(before.themes))
+                again_read.append(before.communities_read)
+                again_cut += "time_budget" in before.skipped
+                if not far:
+                    continue
                 seconds, before = _timed_ask(far_ends, q, caller)
                 far_s.append(seconds)
                 far_themes.append(len(before.themes))
                 far_cut += "time_budget" in before.skipped
         if profile_dir is not None:
-            for name, profiled in (("", answerer), ("-far-ends", far_ends)):
+            profiled_ones = [("", answerer), ("-named-again", named_again), ("-far-ends", far_ends)]
+            for name, profiled in profiled_ones[: 3 if far else 2]:
                 _profile(profiled, asked[0], profile_dir / f"profile-{size}{name}.txt")
         out["hybrid"] = _percentiles(search_s)
         out["global"] = _percentiles(global_s)
-        out["global_far_ends"] = {
-            **_percentiles(far_s),
-            "themes_mean": round(statistics.fmean(far_themes), 2),
-            "time_budget_cut": far_cut,
+        out["global_named_again"] = {
+            **_percentiles(again_s),
+            "themes_mean": round(statistics.fmean(again_themes), 2),
+            "time_budget_cut": again_cut,
+            "communities_read_mean": round(statistics.fmean(again_read), 1),
         }
+        if far:
+            out["global_far_ends"] = {
+                **_percentiles(far_s),
+                "themes_mean": round(statistics.fmean(far_themes), 2),
+                "time_budget_cut": far_cut,
+            }
         if size <= LISTING_MAX:
             out["listing"] = listing_times(communities, store, size <= PER_ID_LISTING_MAX)
         out["global_over_hybrid_p50"] = round(out["global"]["p50_ms"] / max(out["hybrid"]["p50_ms"], 0.1), 1)
@@ -342,9 +379,18 @@ def measure(
 
 
 def run(
-    sizes: Sequence[int], console: Console, *, asks: int = 20, out_dir: Path | None = None, profile: bool = False
+    sizes: Sequence[int],
+    console: Console,
+    *,
+    asks: int = 20,
+    out_dir: Path | None = None,
+    profile: bool = False,
+    far_ends: bool = True,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
-    """Every size in turn; with `out_dir`, the results so far are written after each size."""
+    """Every size in turn; with `out_dir`, the results so far are written after each size. `keep`: the
+    databases and indexes live there and are reused by the next run with the same `keep` (a 100k build takes
+    many minutes), instead of in a temporary folder."""
     machine = machine_description()
     console.print(f"Machine: {format_machine(machine)}")
     embedder = build_embedder(KgragSettings())
@@ -354,11 +400,21 @@ def run(
         "time_budget_s": GlobalSettings().time_budget_s,
         "sizes": [],
     }
-    with tempfile.TemporaryDirectory(prefix="kgrag-global-scale-") as tmp, _server(Path(tmp) / "pg") as fresh:
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kgrag-global-scale-")))
+        else:
+            folder = keep
+            folder.mkdir(parents=True, exist_ok=True)
+        fresh = stack.enter_context(_server(folder / "pg"))
         for size in sizes:
+            built = None if keep is None else folder / f"built-{size}"
             with fresh(f"global_{size}") as dsn:
                 profile_dir = out_dir if profile and out_dir is not None else None
-                results["sizes"].append(measure(size, dsn, Path(tmp), embedder, console, asks, profile_dir))
+                row = measure(
+                    size, dsn, folder, embedder, console, asks, profile_dir, far_ends_on=far_ends, built=built
+                )
+                results["sizes"].append(row)
             if out_dir is not None:
                 write(results, out_dir)
     return results
@@ -375,16 +431,19 @@ def markdown(results: dict[str, Any]) -> str:
         "GLOBAL route without an LLM on a SYNTHETIC graph (embedded PostgreSQL and indexes), same-run hybrid baseline",
         "",
         "| entities | relations | level-0 communities | hybrid p50 / p95 ms | GLOBAL p50 / p95 ms | GLOBAL ÷ hybrid p50"
+        " | names read again p50 / p95 ms (themes, budget cut)"
         " | far ends named p50 / p95 ms (themes, budget cut) | themes per answer | views read | budget cut"
         " | listing s (per-id)"
         " | load |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results["sizes"]:
-        h, g, p = r["hybrid"], r["global"], r["global_far_ends"]
+        h, g, a = r["hybrid"], r["global"], r["global_named_again"]
+        p = r.get("global_far_ends", {"p50_ms": "–", "p95_ms": "–", "themes_mean": "–", "time_budget_cut": "–"})
         lines.append(
             f"| {r['entities']} | {r['relations']} | {r['build']['level0']} | {h['p50_ms']} / {h['p95_ms']}"
             f" | {g['p50_ms']} / {g['p95_ms']} | {r['global_over_hybrid_p50']}"
+            f" | {a['p50_ms']} / {a['p95_ms']} ({a['themes_mean']}, {a['time_budget_cut']})"
             f" | {p['p50_ms']} / {p['p95_ms']} ({p['themes_mean']}, {p['time_budget_cut']}) | {r['themes_mean']}"
             f" | {r['communities_read_mean']} | {r['time_budget_cut']} / {r['asks']}"
             f" | {_listing(r)} | {r['load_average']} |"
@@ -403,10 +462,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--asks", type=int, default=20, help="Questions per size (each asked by two callers).")
     parser.add_argument("--out", type=Path, default=Path("bench-results/global-scale"))
     parser.add_argument("--profile", action="store_true", help="Profile one more GLOBAL ask per size.")
+    parser.add_argument("--no-far-ends", action="store_true", help="Skip the far-ends-named same-run baseline.")
+    parser.add_argument("--keep", type=Path, default=None, help="Keep (and reuse) the databases and indexes here.")
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    results = run(sizes, console, asks=args.asks, out_dir=args.out, profile=args.profile)
+    results = run(
+        sizes,
+        console,
+        asks=args.asks,
+        out_dir=args.out,
+        profile=args.profile,
+        far_ends=not args.no_far_ends,
+        keep=args.keep,
+    )
     console.print(markdown(results))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kgrag_core.communities.model import Community, community_id
-from kgrag_core.communities.ports import CommunityStore
+from kgrag_core.communities.ports import CommunityStore, level_size
 
 BUILT = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 
@@ -51,6 +51,7 @@ class CommunityStoreContract:
         assert communities.communities_of(["nobody"]) == []
         assert communities.children(TOP_A.community_id) == ordered([CHILD_A1, CHILD_A2])
         assert dict(communities.counts()) == {"communities": 4, "stale": 0, "levels": 2}
+        assert [level_size(communities, level) for level in (0, 1, 2)] == [2, 2, 0]
 
     def test_replace_all_drops_what_the_new_build_lacks(self, communities: CommunityStore) -> None:
         communities.replace_all(ALL)

@@ -38,6 +38,7 @@ from kgrag_core.extraction.model import (
 )
 from kgrag_core.extraction.records import ClaimStatus
 from kgrag_core.graph.among import edges_among_by_single_reads
+from kgrag_core.graph.light import LightGraphReads
 from kgrag_core.graph.model import DecisionKind, Edge, MergeRecord, PairDecision
 from kgrag_core.graph.ports import GraphReader, ResolutionScope, ResolutionStore
 from kgrag_testing.contracts.document_store import ENG
@@ -655,6 +656,88 @@ class GraphReaderContract:
         hr = r.edges_among(members, HR_READER)
         assert relations(hr[hub]) == [(hub, "MENTORS", DANA)]
         assert hr[hub][0].subject.name == "Jordan Blake"
+
+
+class LightGraphReadsContract:
+    """`LightGraphReads` (`kgrag_core.graph.light`, the GLOBAL route's reads): for an adapter that has its own,
+    exactly the ids and entities of the full reads, for every reader, merge and deletion; never a name only
+    restricted evidence gives."""
+
+    NAMES = ("Priya Raman", "P. Raman", "Dana Lee", "Atlas", "Routing", "Mercury", "Nobody Here", "priya raman")
+    IDS = (PRIYA, P_RAMAN, DANA, ATLAS, ROUTING, MERCURY_SITE, MERCURY_SYSTEM, "ent_unknown", PRIYA)
+
+    def _same(self, reader: GraphReader, acl: Sequence[str] | None) -> None:
+        light = _light(reader)
+        full = reader.entities_named(list(self.NAMES), acl)
+        ids = {n: sorted({s.entity.entity_id for s in found}) for n, found in full.items()}
+        assert light.entity_ids_named(list(self.NAMES), acl) == ids
+        refs = {i: s.entity for i, s in reader.entities_by_id(list(self.IDS), acl).items()}
+        assert light.entity_refs_by_id(list(self.IDS), acl) == refs
+        for limit in (1, 50):
+            among = reader.edges_among(list(self.IDS), acl, limit=limit)
+            assert light.edges_among_named(refs, acl, limit=limit) == {i: among[i] for i in refs}
+        assert light.claims_of_named(refs, acl) == reader.claims_of(list(self.IDS), acl)
+
+    def test_light_reads_are_the_full_reads(self, world: GraphWorld) -> None:
+        build_world(world)
+        r = _light(world.reader)
+        for acl in (ENG_READER, HR_READER, ADMIN, ()):
+            self._same(world.reader, acl)
+        assert r.entity_ids_named([], ADMIN) == {} and r.entity_refs_by_id([], ADMIN) == {}
+        # Not vacuous: the namesakes stay two, the HR-only entity is the HR reader's alone.
+        assert r.entity_ids_named(["Mercury"], ADMIN) == {"mercury": sorted([MERCURY_SITE, MERCURY_SYSTEM])}
+        assert r.entity_ids_named(["Dana Lee"], ENG_READER) == {"dana lee": []}
+        assert r.entity_ids_named(["Dana Lee"], HR_READER) == {"dana lee": [DANA]}
+        # A merge labelled by the HR-only entity: the outsider gets the cluster under a member it may see.
+        world.merge(merge("m1", DANA, PRIYA))
+        for acl in (ENG_READER, HR_READER, ADMIN):
+            self._same(world.reader, acl)
+        assert r.entity_ids_named(["Priya Raman"], ENG_READER) == {"priya raman": [PRIYA]}
+        assert r.entity_ids_named(["Priya Raman"], ADMIN) == {"priya raman": [DANA]}
+
+    def test_light_reads_name_an_entity_only_from_evidence_the_reader_may_read(self, world: GraphWorld) -> None:
+        """An entity whose restricted record (written first) names it "Jordan Blake" and whose only public
+        mention names it "J. Blake": the outsider gets "J. Blake" and cannot find it by the restricted name;
+        the HR reader (positive control) gets "Jordan Blake"; once the HR document is deleted, not even the
+        HR reader does."""
+        secret_text = "Jordan Blake, jb@example.com, user u-secret-77."
+        [secret] = world.add_document("doc-light-secret", [secret_text], acl=HR, at=JAN)
+        public_text = "J. Blake (jb@example.com) works from the Leipzig office."
+        [public] = world.add_document("doc-light-public", [public_text], acl=ENG, at=FEB)
+        email = ("email", "jb@example.com")
+        world.extract([_result(secret, [EntityMention("Jordan Blake", "Person", secret_text, 0.9, (email,))])])
+        world.extract(
+            [
+                _result(
+                    public,
+                    [EntityMention("J. Blake", "Person", public_text, 0.9, (email,))],
+                    claims=[_office("J. Blake", "Leipzig", public_text)],
+                )
+            ]
+        )
+        r, person = _light(world.reader), contract_entity_id("Person", "x", (email,))
+        names = ["Jordan Blake", "J. Blake"]
+        eng = r.entity_refs_by_id([person], ENG_READER)
+        assert eng[person].name == "J. Blake" and "Jordan Blake" not in repr(eng)
+        assert r.entity_ids_named(names, ENG_READER) == {"jordan blake": [], "j. blake": [person]}
+        [office] = r.claims_of_named(eng, ENG_READER)
+        assert (office.entity_name, office.value) == ("J. Blake", "Leipzig") and "Jordan Blake" not in repr(office)
+        hr = r.entity_refs_by_id([person], HR_READER)  # positive control
+        assert hr[person].name == "Jordan Blake"
+        assert r.entity_ids_named(names, HR_READER) == {"jordan blake": [person], "j. blake": []}
+        for acl in (ENG_READER, HR_READER, ADMIN):
+            full = world.reader.entities_by_id([person], acl)
+            assert r.entity_refs_by_id([person], acl) == {i: s.entity for i, s in full.items()}
+        world.delete_document("doc-light-secret")
+        assert r.entity_refs_by_id([person], HR_READER) == {}
+        assert r.entity_ids_named(names, HR_READER) == {"jordan blake": [], "j. blake": []}
+        assert "Jordan Blake" not in repr(r.entity_refs_by_id([person], ADMIN))
+        assert r.entity_refs_by_id([person], ENG_READER)[person].name == "J. Blake"
+
+
+def _light(reader: GraphReader) -> LightGraphReads:
+    assert isinstance(reader, LightGraphReads), "this adapter has no light reads of its own"
+    return reader
 
 
 # --- ResolutionStore --------------------------------------------------------------------------------------
