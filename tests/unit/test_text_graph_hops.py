@@ -67,6 +67,12 @@ def test_bridged_slots_never_displace_the_kept_head_and_a_bridged_passage_alread
         ("Which organisation employed the founder of Halden University?", 2),  # "University" is in the name
         ("In which city is the organisation that employed the author of 'The Pale Canals' based?", 3),
         ("In which province is the seat of the organisation that employed the mentor of Amara Rossi?", 4),
+        # A region asked of a person's or an organisation's place: the place's passage, then the region's.
+        ("In which province was the mentor of Kofi Jensen born?", 3),
+        ("Which province is the employer of Nadia Jensen based in?", 3),
+        ("In which province is the employer of the author of 'The Frozen Lanterns' based?", 4),
+        # "the city where ... has its seat" is one place, not two.
+        ("In which province is the city where the employer of Tomas Lambert has its seat?", 3),
     ],
 )
 def test_a_chain_needs_a_passage_per_relation_the_question_stacks(question: str, passages: int) -> None:

@@ -124,6 +124,12 @@ class TextGraphSettings:
     hop_names: int = 3
     hop_budget_s: float = 0.15
     chain_first: int = 1
+    # Bridged slots more for a chain's further-hop passages (at most one a hop; `place_bridged` keeps them
+    # after `keep_head`), so a chain passage does not push the second bridge's out of the first five.
+    chain_slots: int = 0
+    # Bridges in order of "specificity" (rarest name first) or of "rank": the names of hybrid's best first-hop
+    # passage first (rarest first within a passage), and the further hops start from the first bridge's hop.
+    bridge_order: str = "specificity"
     # Bridge-shaped questions (a named entity, an attribute of a related one) walk whatever the router says.
     route_bridges: bool = True
     keep_head: int = 2  # hybrid's first hits keep their places (the first hop is what direct retrieval finds)

@@ -232,12 +232,17 @@ class TextGraphSearcher:
             corpus=hood.passages,
         )
         ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
-        bridges = bridge_names(hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages)
+        by_rank = {h.chunk_id: i for i, h in enumerate(first_hop)} if cfg.bridge_order == "rank" else None
+        bridges = bridge_names(
+            hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages, ranks=by_rank
+        )
         used = bridges[: cfg.max_bridges]
         lists = self._second_hops(used, base.query, caller, allowed, filters)
         first = {h.chunk_id for h in first_hop}
         best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
-        best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=lambda b: (-b[0], b[1]))]
+        # By score, or in the bridges' own order when that order is the first hop's ranking.
+        order = (lambda b: b[1]) if by_rank is not None else (lambda b: (-b[0], b[1]))
+        best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=order)]
         bridged = _interleave(lists, cfg.bridge_candidates)
         chain: list[str] = []
         loaded: dict[str, SearchHit] = {}
@@ -379,7 +384,7 @@ class TextGraphSearcher:
         ordered_ids = [c.chunk_id for c in head_first(fused, head) if c.chunk_id in eligible]
         # In a bridge-shaped question the second hop's answer is ranked by nothing that saw the question's
         # entity, so it gets its own slots; elsewhere the bridges only join the fusion.
-        slots = cfg.bridge_slots if bridge_shaped(base.query) else 0
+        slots = cfg.bridge_slots + min(cfg.chain_slots, walk.hops) if bridge_shaped(base.query) else 0
         load(walk.best_bridged)
         # The first k places take at most k + slots ranked passages: the ones after them are never loaded.
         ranked_ids: list[str] = []
@@ -404,21 +409,27 @@ def bridge_names(
     phrases: Mapping[str, str],
     question_keys: set[str],
     passages: int,
+    ranks: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Names (entity, title or link nodes) the first-hop passages name and the question does not, most
     specific first; `phrases` maps the phrases seen in those passages to their node keys (nodes hold no
-    text, so a name is read back from the passage the caller already holds)."""
+    text, so a name is read back from the passage the caller already holds). With `ranks` (first-hop chunk
+    -> rank), the names of a better-ranked passage come first: the first hop's best passage is the likeliest
+    to be the chain's, and a rarer name in a distractor below it would otherwise lead the hops."""
     text_of = {key: phrase for phrase, key in phrases.items()}
     scored: dict[str, float] = {}
+    rank_of: dict[str, int] = {}
     for edge in edges:
         if edge.chunk_id not in first_hop or edge.kind not in NAME_KINDS or edge.node_key in question_keys:
             continue
         phrase = text_of.get(edge.node_key)
         if phrase is not None:
             scored[phrase] = max(scored.get(phrase, 0.0), specificity(edge.df, passages))
+            if ranks is not None:
+                rank_of[phrase] = min(rank_of.get(phrase, len(ranks)), ranks.get(edge.chunk_id, len(ranks)))
     # A name inside a longer bridge adds nothing ("england" under "bank of england").
     kept = {p: s for p, s in scored.items() if not any(p != o and f" {p} " in f" {o} " for o in scored)}
-    return [p for p, _ in sorted(kept.items(), key=lambda item: (-item[1], item[0]))]
+    return [p for p, _ in sorted(kept.items(), key=lambda item: (rank_of.get(item[0], 0), -item[1], item[0]))]
 
 
 def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> SearchResponse:
