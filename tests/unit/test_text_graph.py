@@ -124,5 +124,11 @@ def test_bridges_by_rank_take_the_best_first_hop_passage_names_first() -> None:
         "riga",
         "calder pharma",
     ]
+    # By rank: each first-hop passage's rarest name in turn, the best passage's first.
     ranked = bridge_names(edges, {"hop1", "hop3"}, keys, set(), passages=100, ranks={"hop1": 0, "hop3": 2})
-    assert ranked == ["riga", "calder pharma", "bruno lambert"]
+    assert ranked == ["riga", "bruno lambert", "calder pharma"]
+    assert bridge_names(edges, {"hop1", "hop3"}, keys, set(), passages=100, ranks={"hop1": 1, "hop3": 0}) == [
+        "bruno lambert",
+        "riga",
+        "calder pharma",
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
+from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, paired_bridge, place_bridged
 
 
 @pytest.mark.parametrize(
@@ -77,3 +77,17 @@ def test_bridged_slots_never_displace_the_kept_head_and_a_bridged_passage_alread
 )
 def test_a_chain_needs_a_passage_per_relation_the_question_stacks(question: str, passages: int) -> None:
     assert chain_length(question) == passages
+
+
+@pytest.mark.parametrize(
+    ("question", "paired"),
+    [
+        ("Are the employers of Nadia Kowalski and Selin Romero based in the same city?", True),
+        ("Were the mentors of Omar Sato and Hana Santos born in the same province?", True),
+        ("Are Nadia Kowalski and Selin Romero based in the same city?", False),  # no related entity
+        ("Who was born earlier, Viktor Brennan or Marco Romero?", False),
+        ("Are the employers of the staff based in the same city?", False),  # no named entities
+    ],
+)
+def test_a_paired_bridge_compares_the_entities_related_to_two_named_ones(question: str, paired: bool) -> None:
+    assert paired_bridge(question) is paired

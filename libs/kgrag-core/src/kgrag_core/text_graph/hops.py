@@ -44,6 +44,18 @@ def bridge_shaped(question: str) -> bool:
     return bool(_ASKS_ATTRIBUTE.search(q) and _RELATED.search(q) and _ENTITY.search(q[1:]))
 
 
+# "Are the employers of X and Y based in the same city?": the same relation of two named entities, compared
+# through an attribute of each related one (two bridges, one per entity).
+_PAIRED = re.compile(
+    rf"^\s*(?:are|were|do|did)\s+the\s+{_RELATION_NOUN}s\s+of\s+{_NAMED}\s+and\s+{_NAMED}\s+\w+", re.IGNORECASE
+)
+
+
+def paired_bridge(question: str) -> bool:
+    """The question compares an attribute of the entities related to two named ones."""
+    return bool(_PAIRED.search(question.strip()))
+
+
 # Lower case only: a capitalised one is part of a name ("Halden University").
 _RELATION_WORD = re.compile(rf"\b{_RELATION_NOUN}\b")
 # Where a thing is: the place it is in ("the city where X has its seat", "based", "born") is one passage, and a

@@ -130,6 +130,8 @@ class TextGraphSettings:
     # Bridges in order of "specificity" (rarest name first) or of "rank": the names of hybrid's best first-hop
     # passage first (rarest first within a passage), and the further hops start from the first bridge's hop.
     bridge_order: str = "specificity"
+    # "Are the employers of X and Y based in the same city?" takes the bridged slots too (`hops.paired_bridge`).
+    pair_bridges: bool = False
     # Bridge-shaped questions (a named entity, an attribute of a related one) walk whatever the router says.
     route_bridges: bool = True
     keep_head: int = 2  # hybrid's first hits keep their places (the first hop is what direct retrieval finds)

@@ -34,7 +34,7 @@ from kgrag_core.retrieval.fusion import (
 from kgrag_core.retrieval.hybrid import HybridCandidates, SearchMode
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
-from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
+from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, paired_bridge, place_bridged
 from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
 from kgrag_core.text_graph.patterns import name_phrases
@@ -114,7 +114,7 @@ class TextGraphSearcher:
         route = self.router.route(query)
         cfg = self.settings
         walks = any(kind.value in cfg.kinds for kind in route.strategies)
-        if cfg.route_bridges and bridge_shaped(query):
+        if cfg.route_bridges and self._bridge_shaped(query):
             walks = True
         if routed and not walks:
             plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
@@ -156,6 +156,10 @@ class TextGraphSearcher:
             "further_hops": walk.hops,
         }
         return SearchResponse(query=base.query, hits=hits, mode=TEXT_GRAPH_MODE, limits=limits)
+
+    def _bridge_shaped(self, query: str) -> bool:
+        """Bridge-shaped, or (with `pair_bridges`) a comparison through the entities related to two named ones."""
+        return bridge_shaped(query) or (self.settings.pair_bridges and paired_bridge(query))
 
     # --- the walk --------------------------------------------------------------------------------------
 
@@ -326,7 +330,7 @@ class TextGraphSearcher:
         hit scored as hybrid's fusion scores a single route, 1 / (rrf_k + rank)."""
         cfg = self.settings
         # The ask describes the second-hop passage only when it asks for an attribute of the related entity.
-        ask = cfg.bridge_context and bridge_shaped(question)
+        ask = cfg.bridge_context and self._bridge_shaped(question)
         queries = [hop_query(b, question) if ask else b for b in bridges]
         mode = SearchMode(cfg.bridge_mode)
         if mode is SearchMode.BM25:
@@ -384,7 +388,7 @@ class TextGraphSearcher:
         ordered_ids = [c.chunk_id for c in head_first(fused, head) if c.chunk_id in eligible]
         # In a bridge-shaped question the second hop's answer is ranked by nothing that saw the question's
         # entity, so it gets its own slots; elsewhere the bridges only join the fusion.
-        slots = cfg.bridge_slots + min(cfg.chain_slots, walk.hops) if bridge_shaped(base.query) else 0
+        slots = cfg.bridge_slots + min(cfg.chain_slots, walk.hops) if self._bridge_shaped(base.query) else 0
         load(walk.best_bridged)
         # The first k places take at most k + slots ranked passages: the ones after them are never loaded.
         ranked_ids: list[str] = []
@@ -418,18 +422,29 @@ def bridge_names(
     to be the chain's, and a rarer name in a distractor below it would otherwise lead the hops."""
     text_of = {key: phrase for phrase, key in phrases.items()}
     scored: dict[str, float] = {}
-    rank_of: dict[str, int] = {}
+    named_by: dict[str, set[str]] = {}
     for edge in edges:
         if edge.chunk_id not in first_hop or edge.kind not in NAME_KINDS or edge.node_key in question_keys:
             continue
         phrase = text_of.get(edge.node_key)
         if phrase is not None:
             scored[phrase] = max(scored.get(phrase, 0.0), specificity(edge.df, passages))
-            if ranks is not None:
-                rank_of[phrase] = min(rank_of.get(phrase, len(ranks)), ranks.get(edge.chunk_id, len(ranks)))
+            named_by.setdefault(phrase, set()).add(edge.chunk_id)
     # A name inside a longer bridge adds nothing ("england" under "bank of england").
     kept = {p: s for p, s in scored.items() if not any(p != o and f" {p} " in f" {o} " for o in scored)}
-    return [p for p, _ in sorted(kept.items(), key=lambda item: (rank_of.get(item[0], 0), -item[1], item[0]))]
+    by_specificity = [p for p, _ in sorted(kept.items(), key=lambda item: (-item[1], item[0]))]
+    if ranks is None:
+        return by_specificity
+    # Round robin over the first-hop passages in rank order, each passage's rarest unused name in turn (a
+    # comparison's two first-hop passages each give their bridge before either gives a second).
+    lists = [
+        [p for p in by_specificity if c in named_by[p]]
+        for c in sorted(first_hop, key=lambda c: ranks.get(c, len(ranks)))
+    ]
+    out: dict[str, None] = {}
+    for depth in range(max(map(len, lists), default=0)):
+        out.update((names[depth], None) for names in lists if depth < len(names))
+    return list(out)
 
 
 def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> SearchResponse:
