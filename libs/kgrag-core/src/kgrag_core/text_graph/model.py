@@ -118,8 +118,8 @@ class TextGraphSettings:
     # queries too, and the best-scoring one's passage is the next hop, up to `max_hops` passages in all and no
     # more than the question's relations ask for (`hops.chain_length`). 2 = second hops only (the default:
     # not yet tuned on dev, docs/benchmarks.md section 11). At most
-    # `hop_names` BM25 queries per further hop, within `hop_budget_s`; each hop's passage follows its bridge's
-    # in the bridged slots when `chain_first`.
+    # `hop_names` BM25 queries per further hop, within `hop_budget_s`; the chain's passages follow the first
+    # `chain_first` bridged passages in the bridged slots (0: after all of them).
     max_hops: int = 2
     hop_names: int = 3
     hop_budget_s: float = 0.15
@@ -132,6 +132,9 @@ class TextGraphSettings:
     bridge_order: str = "specificity"
     # "Are the employers of X and Y based in the same city?" takes the bridged slots too (`hops.paired_bridge`).
     pair_bridges: bool = False
+    # Where the further hops start: the "best" second-hop passage, or the best of those whose bridge the
+    # first hop's best passage names ("top", which then leads the bridged slots).
+    chain_from: str = "best"
     # Bridge-shaped questions (a named entity, an attribute of a related one) walk whatever the router says.
     route_bridges: bool = True
     keep_head: int = 2  # hybrid's first hits keep their places (the first hop is what direct retrieval finds)

@@ -246,7 +246,8 @@ class TextGraphSearcher:
         best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
         # By score, or in the bridges' own order when that order is the first hop's ranking.
         order = (lambda b: b[1]) if by_rank is not None else (lambda b: (-b[0], b[1]))
-        best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=order)]
+        best = sorted(best, key=order)
+        best_bridged = [chunk_id for _, _, chunk_id in best]
         bridged = _interleave(lists, cfg.bridge_candidates)
         chain: list[str] = []
         loaded: dict[str, SearchHit] = {}
@@ -254,11 +255,18 @@ class TextGraphSearcher:
         if further > 0 and best_bridged:
             seen = question | hop_grams | set(used)
             taken = first | set(best_bridged) | {h.chunk_id for h in base.hits[: cfg.keep_head]}
-            chain = self._further_hops(best_bridged[0], further, base.query, seen, taken, allowed, filters, loaded)
+            start = best_bridged[0]
+            if cfg.chain_from == "top":
+                # The chain goes on from a bridge the first hop's best passage names (the likeliest first link;
+                # a distractor's bridge can score higher on the hop query and lead nowhere).
+                top_names = name_phrases(first_hop[0].text, cfg.max_phrase_words)
+                start = next((chunk_id for _, i, chunk_id in best if used[i] in top_names), start)
+                best_bridged = [start] + [c for c in best_bridged if c != start]  # it leads its chain's slots
+            chain = self._further_hops(start, further, base.query, seen, taken, allowed, filters, loaded)
             # The chain's passages join the bridge route (so the fusion knows them) and follow their bridge's.
             listed = {h.chunk_id for h in bridged}
             bridged += [RouteHit(c, 0.0, len(bridged) + i) for i, c in enumerate(chain, 1) if c not in listed]
-            cut = 1 if cfg.chain_first else len(best_bridged)
+            cut = cfg.chain_first or len(best_bridged)
             best_bridged = best_bridged[:cut] + chain + best_bridged[cut:]
         return _Walk(
             ranked,
