@@ -252,6 +252,8 @@ class TextGraphSearcher:
         chain: list[str] = []
         loaded: dict[str, SearchHit] = {}
         further = min(cfg.max_hops, chain_length(base.query)) - 2 if bridge_shaped(base.query) else 0
+        if cfg.chain_max_df and min((df[k] for k in question_keys if k in df), default=0) > cfg.chain_max_df:
+            further = 0  # no name of the question pins its first passage down: a chain would start on a guess
         if further > 0 and best_bridged:
             seen = question | hop_grams | set(used)
             taken = first | set(best_bridged) | {h.chunk_id for h in base.hits[: cfg.keep_head]}
