@@ -137,8 +137,9 @@ class TextGraphSettings:
     # Where the further hops start: the "best" second-hop passage, or the best of those whose bridge the
     # first hop's best passage names ("top", which then leads the bridged slots).
     chain_from: str = "top"
-    # Further hops only when one of the question's names is named by at most this many visible passages (a
-    # quoted title names its work's passage; a person's name all of that person's): 0 = always.
+    # Further hops only when a node of the question (a name, or a word run of one) is named by at most this
+    # many visible passages (a quoted title names its work's passage; a person's name all of that person's):
+    # 0 = always.
     chain_max_df: int = 1
     # Bridge-shaped questions (a named entity, an attribute of a related one) walk whatever the router says.
     route_bridges: bool = True
