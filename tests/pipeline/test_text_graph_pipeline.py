@@ -232,6 +232,23 @@ def test_a_walk_embeds_its_question_once_and_overlaps_its_read_on_the_apps_execu
     ]
 
 
+def test_a_chain_starts_only_where_a_name_of_the_question_pins_its_first_passage(app: KgragApp) -> None:
+    # chain_max_df=1 (the default): a second readable page on Odile Frant (every node of her name, "frant" of
+    # the title line too, now in two passages) makes her first passage a guess.
+    fair = doc("t1-fair", "# Odile Frant\n\nOdile Frant showed bowls at the Leipzig glass fair.\n", acl=STAFF)
+    app.ingest(CHAIN_DOCS)
+    try:
+        pinned = app.search(CHAIN_QUESTION, INSIDER, top_k=5, text_graph=True)
+        app.ingest([fair])
+        guessed = app.search(CHAIN_QUESTION, INSIDER, top_k=5, text_graph=True)
+    finally:
+        for d in [*CHAIN_DOCS, fair]:
+            app.delete(d.doc_id)
+    assert _walked(pinned)["further_hops"] == 1, _walked(pinned)  # positive control: the same chain, one page
+    assert "t1-corvel" in _docs(pinned)
+    assert _walked(guessed)["used"] is True and _walked(guessed)["further_hops"] == 0, _walked(guessed)
+
+
 class _CountingEmbedder:
     """The real embedding model, counting the names it is asked to embed (not a fake: it delegates)."""
 

@@ -10,6 +10,7 @@ from kgrag_runtime.benchmarks.multihop import (
     TEXT_GRAPH,
     load_questions,
     multihop_markdown,
+    parse_variants,
     score,
     summarise,
 )
@@ -57,3 +58,11 @@ def test_the_table_compares_the_text_graph_with_hybrid_per_split() -> None:
     }
     shown = multihop_markdown(result)
     assert "| bridge |" in shown and "1 wins, 0 losses" in shown and f"{TEXT_GRAPH}: lookup 2, used 1" in shown
+
+
+def test_variants_keep_ints_floats_and_words() -> None:
+    got = parse_variants(["max_hops=4,walk_weight=0.5,bridge_order=rank"])
+    assert got == {
+        "tg[max_hops=4,walk_weight=0.5,bridge_order=rank]": {"max_hops": 4, "walk_weight": 0.5, "bridge_order": "rank"}
+    }
+    assert isinstance(got["tg[max_hops=4,walk_weight=0.5,bridge_order=rank]"]["max_hops"], int)

@@ -109,3 +109,26 @@ def test_bridges_are_names_the_first_hop_adds_most_specific_first_without_their_
     ]
     bridges = bridge_names(edges, {"hop1"}, keys, {"k-dir"}, passages=100)
     assert bridges == ["bank of england", "oslo"]
+
+
+def test_bridges_by_rank_take_the_best_first_hop_passage_names_first() -> None:
+    # A rarer name in a distractor below the best first-hop passage leads by specificity, not by rank.
+    keys = {"calder pharma": "k-cal", "bruno lambert": "k-bru", "riga": "k-riga"}
+    edges = [
+        _edge("hop1", "k-cal", df=4),
+        _edge("hop1", "k-riga", df=2),
+        _edge("hop3", "k-bru", df=1),
+    ]
+    assert bridge_names(edges, {"hop1", "hop3"}, keys, set(), passages=100) == [
+        "bruno lambert",
+        "riga",
+        "calder pharma",
+    ]
+    # By rank: each first-hop passage's rarest name in turn, the best passage's first.
+    ranked = bridge_names(edges, {"hop1", "hop3"}, keys, set(), passages=100, ranks={"hop1": 0, "hop3": 2})
+    assert ranked == ["riga", "bruno lambert", "calder pharma"]
+    assert bridge_names(edges, {"hop1", "hop3"}, keys, set(), passages=100, ranks={"hop1": 1, "hop3": 0}) == [
+        "bruno lambert",
+        "riga",
+        "calder pharma",
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
+from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, paired_bridge, place_bridged
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,27 @@ def test_bridged_slots_never_displace_the_kept_head_and_a_bridged_passage_alread
         ("Which organisation employed the founder of Halden University?", 2),  # "University" is in the name
         ("In which city is the organisation that employed the author of 'The Pale Canals' based?", 3),
         ("In which province is the seat of the organisation that employed the mentor of Amara Rossi?", 4),
+        # A region asked of a person's or an organisation's place: the place's passage, then the region's.
+        ("In which province was the mentor of Kofi Jensen born?", 3),
+        ("Which province is the employer of Nadia Jensen based in?", 3),
+        ("In which province is the employer of the author of 'The Frozen Lanterns' based?", 4),
+        # "the city where ... has its seat" is one place, not two.
+        ("In which province is the city where the employer of Tomas Lambert has its seat?", 3),
     ],
 )
 def test_a_chain_needs_a_passage_per_relation_the_question_stacks(question: str, passages: int) -> None:
     assert chain_length(question) == passages
+
+
+@pytest.mark.parametrize(
+    ("question", "paired"),
+    [
+        ("Are the employers of Nadia Kowalski and Selin Romero based in the same city?", True),
+        ("Were the mentors of Omar Sato and Hana Santos born in the same province?", True),
+        ("Are Nadia Kowalski and Selin Romero based in the same city?", False),  # no related entity
+        ("Who was born earlier, Viktor Brennan or Marco Romero?", False),
+        ("Are the employers of the staff based in the same city?", False),  # no named entities
+    ],
+)
+def test_a_paired_bridge_compares_the_entities_related_to_two_named_ones(question: str, paired: bool) -> None:
+    assert paired_bridge(question) is paired

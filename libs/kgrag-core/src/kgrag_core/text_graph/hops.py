@@ -44,15 +44,36 @@ def bridge_shaped(question: str) -> bool:
     return bool(_ASKS_ATTRIBUTE.search(q) and _RELATED.search(q) and _ENTITY.search(q[1:]))
 
 
+# "Are the employers of X and Y based in the same city?": the same relation of two named entities, compared
+# through an attribute of each related one (two bridges, one per entity).
+_PAIRED = re.compile(
+    rf"^\s*(?:are|were|do|did)\s+the\s+{_RELATION_NOUN}s\s+of\s+{_NAMED}\s+and\s+{_NAMED}\s+\w+", re.IGNORECASE
+)
+
+
+def paired_bridge(question: str) -> bool:
+    """The question compares an attribute of the entities related to two named ones."""
+    return bool(_PAIRED.search(question.strip()))
+
+
 # Lower case only: a capitalised one is part of a name ("Halden University").
 _RELATION_WORD = re.compile(rf"\b{_RELATION_NOUN}\b")
+# Where a thing is: the place it is in ("the city where X has its seat", "based", "born") is one passage, and a
+# region asked of it ("in which province is the employer of X based") one more: the place's own passage says
+# which region it lies in. Several words for the same place are one passage.
+_PLACE = re.compile(r"\b(?:city|town|birthplace|seat|headquarters|where|based|born|seated|headquartered|located)\b")
+_REGION = re.compile(r"\b(?:province|country|region)\b")
+_PLACE_WORDS = ("city", "town", "birthplace", "seat", "headquarters", "province", "country", "region")
 
 
 def chain_length(question: str) -> int:
     """How many passages a bridge-shaped question's chain needs, read from the relations it stacks: each
-    relational noun ("the seat of the organisation that employed the mentor of X", the asked "which city"
-    included) is one passage more, at least two (the named entity's and the related one's)."""
-    return max(2, len(_RELATION_WORD.findall(question)))
+    relational noun between entities ("the organisation that employed the mentor of X") is one passage,
+    where the last one is (a city, "based", "born") one more, and a region of that place one more; at
+    least two (the named entity's and the related one's)."""
+    relations = [w for w in _RELATION_WORD.findall(question) if w not in _PLACE_WORDS]
+    places = 2 if _REGION.search(question) else 1 if _PLACE.search(question) else 0
+    return max(2, len(relations) + places)
 
 
 def hop_query(bridge: str, question: str) -> str:

@@ -116,14 +116,31 @@ class TextGraphSettings:
     bridge_mode: str = "bm25"
     # Further hops (3- and 4-passage chains): from the best second-hop passage, the names it adds are hop
     # queries too, and the best-scoring one's passage is the next hop, up to `max_hops` passages in all and no
-    # more than the question's relations ask for (`hops.chain_length`). 2 = second hops only (the default:
-    # not yet tuned on dev, docs/benchmarks.md section 11). At most
-    # `hop_names` BM25 queries per further hop, within `hop_budget_s`; each hop's passage follows its bridge's
-    # in the bridged slots when `chain_first`.
-    max_hops: int = 2
+    # more than the question's relations ask for (`hops.chain_length`); 2 = second hops only. At most
+    # `hop_names` BM25 queries per further hop, within `hop_budget_s`; the chain's passages follow the first
+    # `chain_first` bridged passages in the bridged slots (0: after all of them). Dev split (2026-12-02,
+    # docs/benchmarks.md section 11): 3 with `chain_from="top"` and `chain_max_df=1` lifted recall@5 of the
+    # 3-hop chains 0.383 -> 0.420 and the 4-hop 0.300 -> 0.312 (4 wins, no loss); 4 added nothing over 3, and
+    # chains that start on a guess (no limit on the names' passages) lost as many questions as they won.
+    max_hops: int = 3
     hop_names: int = 3
     hop_budget_s: float = 0.15
     chain_first: int = 1
+    # Bridged slots more for a chain's further-hop passages (at most one a hop; `place_bridged` keeps them
+    # after `keep_head`), so a chain passage does not push the second bridge's out of the first five.
+    chain_slots: int = 0
+    # Bridges in order of "specificity" (rarest name first) or of "rank": the names of hybrid's best first-hop
+    # passage first (rarest first within a passage), and the further hops start from the first bridge's hop.
+    bridge_order: str = "specificity"
+    # "Are the employers of X and Y based in the same city?" takes the bridged slots too (`hops.paired_bridge`).
+    pair_bridges: bool = False
+    # Where the further hops start: the "best" second-hop passage, or the best of those whose bridge the
+    # first hop's best passage names ("top", which then leads the bridged slots).
+    chain_from: str = "top"
+    # Further hops only when a node of the question (a name, or a word run of one) is named by at most this
+    # many visible passages (a quoted title names its work's passage; a person's name all of that person's):
+    # 0 = always.
+    chain_max_df: int = 1
     # Bridge-shaped questions (a named entity, an attribute of a related one) walk whatever the router says.
     route_bridges: bool = True
     keep_head: int = 2  # hybrid's first hits keep their places (the first hop is what direct retrieval finds)

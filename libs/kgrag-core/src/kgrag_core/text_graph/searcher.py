@@ -35,7 +35,7 @@ from kgrag_core.retrieval.hybrid import HybridCandidates, SearchMode
 from kgrag_core.retrieval.query_vectors import one_embedding_per_search
 from kgrag_core.search import RouteHit, SearchHit, SearchResponse
 from kgrag_core.text_graph.builder import word_ngrams
-from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, place_bridged
+from kgrag_core.text_graph.hops import bridge_shaped, chain_length, hop_query, paired_bridge, place_bridged
 from kgrag_core.text_graph.model import TextGraphSettings, WalkEdge
 from kgrag_core.text_graph.pagerank import personalized_pagerank, specificity
 from kgrag_core.text_graph.patterns import name_phrases
@@ -130,7 +130,7 @@ class TextGraphSearcher:
         route = self.router.route(query)
         cfg = self.settings
         walks = any(kind.value in cfg.kinds for kind in route.strategies)
-        if cfg.route_bridges and bridge_shaped(query):
+        if cfg.route_bridges and self._bridge_shaped(query):
             walks = True
         if routed and not walks:
             plain = self.hybrid.search(query, caller, top_k=k, filters=filters)
@@ -172,6 +172,10 @@ class TextGraphSearcher:
             "further_hops": walk.hops,
         }
         return SearchResponse(query=base.query, hits=hits, mode=TEXT_GRAPH_MODE, limits=limits)
+
+    def _bridge_shaped(self, query: str) -> bool:
+        """Bridge-shaped, or (with `pair_bridges`) a comparison through the entities related to two named ones."""
+        return bridge_shaped(query) or (self.settings.pair_bridges and paired_bridge(query))
 
     # --- the walk --------------------------------------------------------------------------------------
 
@@ -248,24 +252,39 @@ class TextGraphSearcher:
             corpus=hood.passages,
         )
         ranked = [RouteHit(c, s, i) for i, (c, s) in enumerate(list(scores.items())[: cfg.walk_candidates], start=1)]
-        bridges = bridge_names(hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages)
+        by_rank = {h.chunk_id: i for i, h in enumerate(first_hop)} if cfg.bridge_order == "rank" else None
+        bridges = bridge_names(
+            hood.edges, {h.chunk_id for h in first_hop}, keys, question_keys, hood.passages, ranks=by_rank
+        )
         used = bridges[: cfg.max_bridges]
         lists = self._second_hops(used, base.query, caller, allowed, filters)
         first = {h.chunk_id for h in first_hop}
         best = [(hits[0].score, i, hits[0].chunk_id) for i, hits in enumerate(_without(lists, first)) if hits]
-        best_bridged = [chunk_id for _, _, chunk_id in sorted(best, key=lambda b: (-b[0], b[1]))]
+        # By score, or in the bridges' own order when that order is the first hop's ranking.
+        order = (lambda b: b[1]) if by_rank is not None else (lambda b: (-b[0], b[1]))
+        best = sorted(best, key=order)
+        best_bridged = [chunk_id for _, _, chunk_id in best]
         bridged = _interleave(lists, cfg.bridge_candidates)
         chain: list[str] = []
         loaded: dict[str, SearchHit] = {}
         further = min(cfg.max_hops, chain_length(base.query)) - 2 if bridge_shaped(base.query) else 0
+        if cfg.chain_max_df and min((df[k] for k in question_keys if k in df), default=0) > cfg.chain_max_df:
+            further = 0  # no name of the question pins its first passage down: a chain would start on a guess
         if further > 0 and best_bridged:
             seen = question | hop_grams | set(used)
             taken = first | set(best_bridged) | {h.chunk_id for h in base.hits[: cfg.keep_head]}
-            chain = self._further_hops(best_bridged[0], further, base.query, seen, taken, allowed, filters, loaded)
+            start = best_bridged[0]
+            if cfg.chain_from == "top":
+                # The chain goes on from a bridge the first hop's best passage names (the likeliest first link;
+                # a distractor's bridge can score higher on the hop query and lead nowhere).
+                top_names = name_phrases(first_hop[0].text, cfg.max_phrase_words)
+                start = next((chunk_id for _, i, chunk_id in best if used[i] in top_names), start)
+                best_bridged = [start] + [c for c in best_bridged if c != start]  # it leads its chain's slots
+            chain = self._further_hops(start, further, base.query, seen, taken, allowed, filters, loaded)
             # The chain's passages join the bridge route (so the fusion knows them) and follow their bridge's.
             listed = {h.chunk_id for h in bridged}
             bridged += [RouteHit(c, 0.0, len(bridged) + i) for i, c in enumerate(chain, 1) if c not in listed]
-            cut = 1 if cfg.chain_first else len(best_bridged)
+            cut = cfg.chain_first or len(best_bridged)
             best_bridged = best_bridged[:cut] + chain + best_bridged[cut:]
         return _Walk(
             ranked,
@@ -337,7 +356,7 @@ class TextGraphSearcher:
         hit scored as hybrid's fusion scores a single route, 1 / (rrf_k + rank)."""
         cfg = self.settings
         # The ask describes the second-hop passage only when it asks for an attribute of the related entity.
-        ask = cfg.bridge_context and bridge_shaped(question)
+        ask = cfg.bridge_context and self._bridge_shaped(question)
         queries = [hop_query(b, question) if ask else b for b in bridges]
         mode = SearchMode(cfg.bridge_mode)
         if mode is SearchMode.BM25:
@@ -395,7 +414,7 @@ class TextGraphSearcher:
         ordered_ids = [c.chunk_id for c in head_first(fused, head) if c.chunk_id in eligible]
         # In a bridge-shaped question the second hop's answer is ranked by nothing that saw the question's
         # entity, so it gets its own slots; elsewhere the bridges only join the fusion.
-        slots = cfg.bridge_slots if bridge_shaped(base.query) else 0
+        slots = cfg.bridge_slots + min(cfg.chain_slots, walk.hops) if self._bridge_shaped(base.query) else 0
         load(walk.best_bridged)
         # The first k places take at most k + slots ranked passages: the ones after them are never loaded.
         ranked_ids: list[str] = []
@@ -420,21 +439,38 @@ def bridge_names(
     phrases: Mapping[str, str],
     question_keys: set[str],
     passages: int,
+    ranks: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Names (entity, title or link nodes) the first-hop passages name and the question does not, most
     specific first; `phrases` maps the phrases seen in those passages to their node keys (nodes hold no
-    text, so a name is read back from the passage the caller already holds)."""
+    text, so a name is read back from the passage the caller already holds). With `ranks` (first-hop chunk
+    -> rank), the names of a better-ranked passage come first: the first hop's best passage is the likeliest
+    to be the chain's, and a rarer name in a distractor below it would otherwise lead the hops."""
     text_of = {key: phrase for phrase, key in phrases.items()}
     scored: dict[str, float] = {}
+    named_by: dict[str, set[str]] = {}
     for edge in edges:
         if edge.chunk_id not in first_hop or edge.kind not in NAME_KINDS or edge.node_key in question_keys:
             continue
         phrase = text_of.get(edge.node_key)
         if phrase is not None:
             scored[phrase] = max(scored.get(phrase, 0.0), specificity(edge.df, passages))
+            named_by.setdefault(phrase, set()).add(edge.chunk_id)
     # A name inside a longer bridge adds nothing ("england" under "bank of england").
     kept = {p: s for p, s in scored.items() if not any(p != o and f" {p} " in f" {o} " for o in scored)}
-    return [p for p, _ in sorted(kept.items(), key=lambda item: (-item[1], item[0]))]
+    by_specificity = [p for p, _ in sorted(kept.items(), key=lambda item: (-item[1], item[0]))]
+    if ranks is None:
+        return by_specificity
+    # Round robin over the first-hop passages in rank order, each passage's rarest unused name in turn (a
+    # comparison's two first-hop passages each give their bridge before either gives a second).
+    lists = [
+        [p for p in by_specificity if c in named_by[p]]
+        for c in sorted(first_hop, key=lambda c: ranks.get(c, len(ranks)))
+    ]
+    out: dict[str, None] = {}
+    for depth in range(max(map(len, lists), default=0)):
+        out.update((names[depth], None) for names in lists if depth < len(names))
+    return list(out)
 
 
 def _plain(response: SearchResponse, k: int, *, reason: str, degraded: bool) -> SearchResponse:

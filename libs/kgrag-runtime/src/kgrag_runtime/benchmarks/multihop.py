@@ -178,7 +178,7 @@ def _ingest(app: KgragApp, items: Sequence[ConnectorItem], text_graph: bool, con
     app.ingest(items, progress=advance)
 
 
-def _walk_settings(app: KgragApp, variants: Mapping[str, Mapping[str, float]]) -> dict[str, TextGraphSettings]:
+def _walk_settings(app: KgragApp, variants: Mapping[str, Mapping[str, float | str]]) -> dict[str, TextGraphSettings]:
     """The text-graph searcher's settings per configuration: the built ones, and each variant's overrides."""
     if app.text_graph_searcher is None:
         return {}
@@ -186,16 +186,26 @@ def _walk_settings(app: KgragApp, variants: Mapping[str, Mapping[str, float]]) -
     return {TEXT_GRAPH: base, UNROUTED: base} | {name: replace(base, **over) for name, over in variants.items()}  # type: ignore[arg-type]
 
 
-def parse_variants(specs: Sequence[str]) -> dict[str, dict[str, float]]:
-    """`walk_weight=1.0,keep_head=1` -> {"tg[walk_weight=1.0,keep_head=1]": {...}}; ints stay ints."""
-    out: dict[str, dict[str, float]] = {}
+def parse_variants(specs: Sequence[str]) -> dict[str, dict[str, float | str]]:
+    """`walk_weight=1.0,keep_head=1` -> {"tg[walk_weight=1.0,keep_head=1]": {...}}; ints stay ints, and a
+    value that is no number stays a string (`bridge_order=rank`)."""
+    out: dict[str, dict[str, float | str]] = {}
     for spec in specs:
-        over: dict[str, float] = {}
+        over: dict[str, float | str] = {}
         for pair in spec.split(","):
             key, _, value = pair.partition("=")
-            over[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+            over[key.strip()] = _number_or_text(value.strip())
         out[f"tg[{spec}]"] = over
     return out
+
+
+def _number_or_text(value: str) -> float | str:
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        return float(value)
+    except ValueError:
+        return value
 
 
 def summarise(
@@ -230,7 +240,7 @@ def run_multihop_benchmark(
     text_graph: bool,
     console: Console,
     extraction: bool = False,
-    variants: Mapping[str, Mapping[str, float]] | None = None,
+    variants: Mapping[str, Mapping[str, float | str]] | None = None,
     data_dir: Path | None = None,
     question_files: Sequence[Path] = QUESTION_FILES,
     corpus_files: Sequence[Path] = CORPUS_FILES,
