@@ -233,6 +233,8 @@ def test_context_vectors_are_the_cached_vectors_of_the_chunks_naming_the_entity(
     assert world.graph.context_chunk_vectors(ids, "model-a", 0) == {}
     world.delete_document("doc-ctx-hr")
     assert world.graph.context_chunk_vectors(ids, "model-a", 3) == {PRIYA: [vectors["k-visited"], vectors["k-leads"]]}
+    # Vectors are kept between passes (read once), but only the latest pass's: none of the deleted document.
+    assert set(world.graph._context_vectors) == {("model-a", "k-visited"), ("model-a", "k-leads")}
 
 
 def test_kept_profiles_are_reused_only_while_their_rows_are_unchanged(world: PostgresWorld) -> None:

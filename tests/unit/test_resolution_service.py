@@ -45,6 +45,9 @@ class Store:
     def apply_merge(self, record: MergeRecord) -> None:
         self.merges.append(record)
 
+    def apply_merges(self, records: Sequence[MergeRecord]) -> None:
+        self.merges.extend(records)
+
     def queue_for_review(self, pairs: Sequence[PairDecision]) -> None:
         pass
 

@@ -346,9 +346,10 @@ _NEAR_DOCUMENTS: LiteralString = (
 )
 
 # ResolutionStore.incremental_scope: as _NEAR_DOCUMENTS, each (type, token) of the seeds followed only while
-# at most %(cap)s entities of that type hold it (counted up to cap + 1: a common token costs cap + 1 rows,
-# not its whole posting list). Blocking skips a block over the cap, and blocks are per type, so what these
-# leave out could only have paired through the embedding neighbours (which the periodic full pass covers).
+# at most %(cap)s entities of that type hold it (read up to cap + 1, once: a common token costs cap + 1 rows,
+# not its whole posting list, and a kept token's holders are those rows). Blocking skips a block over the
+# cap, and blocks are per type, so what these leave out could only have paired through the embedding
+# neighbours (which the periodic full pass covers).
 _TOKEN_HOLDERS: LiteralString = """
   SELECT e.entity_id FROM kg_entities e WHERE e.type = st.type AND e.name_tokens @> ARRAY[st.t]
   UNION SELECT m.entity_id FROM kg_mentions m JOIN kg_entities e ON e.entity_id = m.entity_id
@@ -361,16 +362,13 @@ _INCREMENTAL_SCOPE: LiteralString = (
   SELECT e.type, unnest(e.name_tokens) AS t FROM kg_entities e JOIN seed USING (entity_id)
   UNION SELECT e.type, unnest(m.name_tokens) FROM kg_mentions m JOIN seed USING (entity_id)
   JOIN kg_entities e ON e.entity_id = m.entity_id
-), kept AS (
-  SELECT st.type, st.t FROM seed_tokens st
-  WHERE (SELECT count(*) FROM ("""
+), held AS (
+  SELECT h.ids FROM seed_tokens st, LATERAL (SELECT array_agg(x.entity_id) AS ids FROM ("""
     + _TOKEN_HOLDERS
-    + """ LIMIT %(cap)s::int + 1) AS holders) <= %(cap)s::int
+    + """ LIMIT %(cap)s::int + 1) AS x) AS h
 ), near AS (
   SELECT entity_id FROM seed
-  UNION SELECT h.entity_id FROM kept st, LATERAL ("""
-    + _TOKEN_HOLDERS
-    + """) AS h
+  UNION SELECT unnest(held.ids) FROM held WHERE cardinality(held.ids) <= %(cap)s::int
   UNION SELECT e.entity_id FROM kg_entities e, jsonb_array_elements(e.strong_ids) AS p
   JOIN ids ON ids.kind = p->>0 AND ids.value = p->>1
 )"""
@@ -418,14 +416,21 @@ _PROFILE_ATTRIBUTES: LiteralString = (
 )
 
 # Neighbours as canonical IDs: two entities linked to different members of one cluster share a neighbour.
+# Each side of a live relation is kept to the asked ids before the evidence check, so an incremental pass
+# reads the relations of its profiles only, not every relation of the store.
+_LIVE_RELATION: LiteralString = (
+    " AND EXISTS (SELECT 1 FROM kg_relation_evidence ev JOIN chunks c ON c.chunk_id = ev.chunk_id"
+    + _SEES
+    + " AND ev.relation_id = r.relation_id)"
+)
 _PROFILE_NEIGHBOURS: LiteralString = (
-    "WITH live AS (SELECT r.* FROM kg_relations r WHERE EXISTS (SELECT 1 FROM kg_relation_evidence ev"
-    " JOIN chunks c ON c.chunk_id = ev.chunk_id" + _SEES + " AND ev.relation_id = r.relation_id)),"
-    " pairs AS (SELECT subject_id AS entity_id, object_id AS other FROM live"
-    " UNION SELECT object_id, subject_id FROM live)"
+    "WITH pairs AS (SELECT r.subject_id AS entity_id, r.object_id AS other FROM kg_relations r"
+    " WHERE (%(every)s OR r.subject_id = ANY(%(ids)s::text[]))" + _LIVE_RELATION + " UNION"
+    " SELECT r.object_id, r.subject_id FROM kg_relations r"
+    " WHERE (%(every)s OR r.object_id = ANY(%(ids)s::text[]))" + _LIVE_RELATION + ")"
     " SELECT p.entity_id, array_agg(DISTINCT COALESCE(ec.canonical_id, p.other) ORDER BY"
     " COALESCE(ec.canonical_id, p.other)) FROM pairs p LEFT JOIN er_canonical ec ON ec.entity_id = p.other"
-    " WHERE (%(every)s OR p.entity_id = ANY(%(ids)s::text[])) GROUP BY p.entity_id"
+    " GROUP BY p.entity_id"
 )
 
 _CONTEXT_QUOTES = 3
@@ -501,6 +506,9 @@ class PostgresGraphStore(PostgresExtractionStore):
         # Opened profiles kept between resolution passes, each valid only for the rows it was opened from.
         self.profile_memo: ProfileMemo[EntityProfile] = ProfileMemo()
         self.document_profile_memo: ProfileMemo[DocumentProfile] = ProfileMemo()  # per (entity, document)
+        # The chunk vectors the latest pass averaged, by (model, embedding key): a key names one text's vector,
+        # so a kept one is the stored one while the cache still holds it (see context_chunk_vectors).
+        self._context_vectors: dict[tuple[str, str], tuple[float, ...]] = {}
 
     # --- GraphReader ----------------------------------------------------------------------------------------
 
@@ -865,16 +873,23 @@ class PostgresGraphStore(PostgresExtractionStore):
             params = {"ids": list(dict.fromkeys(entity_ids)), "model": model_id, "limit": limit}
             keys = {r[0]: list(r[1]) for r in conn.execute(_CONTEXT_KEYS, params)}
             wanted = sorted({k for ks in keys.values() for k in ks})
-            # float8[]: the exact stored float32 values (see PostgresStore.get_vectors); each vector is read
-            # once however many entities its chunk mentions.
-            vectors = {
-                r[0]: tuple(r[1])
-                for r in conn.execute(
-                    "SELECT content_hash, vector::float8[] FROM embedding_cache"
-                    " WHERE model_id = %s AND content_hash = ANY(%s)",
-                    (model_id, wanted),
+            # _CONTEXT_KEYS names only keys the cache holds now, and a key's vector never changes: only the
+            # vectors not kept from the latest pass are read (float8[]: the exact stored float32 values, see
+            # PostgresStore.get_vectors), each once however many entities its chunk mentions.
+            kept = self._context_vectors
+            vectors = {k: kept[(model_id, k)] for k in wanted if (model_id, k) in kept}
+            missing = [k for k in wanted if k not in vectors]
+            if missing:
+                vectors.update(
+                    (r[0], tuple(r[1]))
+                    for r in conn.execute(
+                        "SELECT content_hash, vector::float8[] FROM embedding_cache"
+                        " WHERE model_id = %s AND content_hash = ANY(%s)",
+                        (model_id, missing),
+                    )
                 )
-            }
+        # Only this pass's vectors are kept: a purged chunk's (its document deleted) is gone after one pass.
+        self._context_vectors = {(model_id, k): v for k, v in vectors.items()}
         out = {entity: [vectors[k] for k in ks if k in vectors] for entity, ks in keys.items()}
         return {entity: vs for entity, vs in out.items() if vs}
 
@@ -970,35 +985,58 @@ class PostgresGraphStore(PostgresExtractionStore):
         logged merge again is a no-op, also after it was reverted: a periodic pass re-proposing a split merge
         under the same ID does not undo the split. Reusing an ID for a different merge is a ValueError.
         """
-        if not record.members:
-            raise ValueError(f"merge {record.merge_id} has no members")
-        if record.decided_by not in _DECIDERS:
-            raise ValueError(f"merge {record.merge_id}: decided_by is {record.decided_by!r}, not one of {_DECIDERS}")
-        entities = list(dict.fromkeys([record.canonical_id, *record.members]))
+        self.apply_merges([record])
+
+    def apply_merges(self, records: Sequence[MergeRecord]) -> None:
+        """`apply_merge` for each record in order, in one transaction and one recluster of what they touched.
+
+        The mapping is derived from the merge log, so it comes out as after applying them one by one (a
+        resolution pass applies its merges so: one lock and one recluster, not one per merge). A record that
+        `apply_merge` would refuse refuses the whole batch.
+        """
+        for record in records:
+            if not record.members:
+                raise ValueError(f"merge {record.merge_id} has no members")
+            if record.decided_by not in _DECIDERS:
+                raise ValueError(
+                    f"merge {record.merge_id}: decided_by is {record.decided_by!r}, not one of {_DECIDERS}"
+                )
+        if not records:
+            return
         with self._lease, self._conn.transaction():
             conn = self._conn
             lock_merge_log(conn)
-            known = conn.execute(
-                "SELECT canonical_id, members FROM er_merge_log WHERE merge_id = %s", (record.merge_id,)
-            ).fetchone()
-            if known is not None:
-                if (known[0], tuple(known[1])) == (record.canonical_id, tuple(record.members)):
-                    return
-                raise ValueError(f"merge ID {record.merge_id} is already logged for another merge")
-            conn.execute(
-                "INSERT INTO er_merge_log (merge_id, canonical_id, members, entities, basis, decided_by,"
-                " decided_by_sub) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (
-                    record.merge_id,
-                    record.canonical_id,
-                    list(record.members),
-                    entities,
-                    Jsonb([_decision_to_dict(d) for d in record.basis]),
-                    record.decided_by,
-                    record.decider,
-                ),
-            )
-            recluster(conn, entities)
+            ids = [r.merge_id for r in records]
+            known = {
+                row[0]: (row[1], tuple(row[2]))
+                for row in conn.execute(
+                    "SELECT merge_id, canonical_id, members FROM er_merge_log WHERE merge_id = ANY(%s)", (ids,)
+                )
+            }
+            touched: dict[str, None] = {}
+            rows: list[Row] = []
+            for record in records:
+                entities = list(dict.fromkeys([record.canonical_id, *record.members]))
+                if record.merge_id in known:
+                    if known[record.merge_id] == (record.canonical_id, tuple(record.members)):
+                        continue
+                    raise ValueError(f"merge ID {record.merge_id} is already logged for another merge")
+                known[record.merge_id] = (record.canonical_id, tuple(record.members))
+                basis = Jsonb([_decision_to_dict(d) for d in record.basis])
+                members = list(record.members)
+                rows.append(
+                    (record.merge_id, record.canonical_id, members, entities, basis, record.decided_by, record.decider)
+                )
+                touched.update(dict.fromkeys(entities))
+            if rows:
+                # In the records' order: the log's seq orders merges, and the newest names a cluster.
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO er_merge_log (merge_id, canonical_id, members, entities, basis, decided_by,"
+                        " decided_by_sub) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        rows,
+                    )
+                recluster(conn, list(touched))
 
     def revert_merge(self, merge_id: str, *, by: str | None = None) -> MergeRecord:
         """Remove the merge's links and recompute the clusters it touched; return it, marked reverted.

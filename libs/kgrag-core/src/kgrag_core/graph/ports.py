@@ -136,6 +136,10 @@ class ResolutionStore(Protocol):
 
     def apply_merge(self, record: MergeRecord) -> None: ...
 
+    def apply_merges(self, records: Sequence[MergeRecord]) -> None:
+        """`apply_merge` for each, in order and as one write (what a resolution pass applies)."""
+        ...
+
     def revert_merge(self, merge_id: str, *, by: str | None = None) -> MergeRecord:
         """Undo a merge exactly: its members map to themselves again. Raises ENTITY_NOT_FOUND if unknown."""
         ...

@@ -9,6 +9,7 @@ acceptable pairs can still join two things that must stay apart.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -63,8 +64,15 @@ def shares_strong_id(a: StrongIds, b: StrongIds) -> bool:
 
 def matching_keys(profile: EntityProfile) -> tuple[str | None, frozenset[str]]:
     """(key of the name, keys of the aliases); pronouns and generic one-word forms are dropped."""
-    name_key = matching_key(profile.name, profile.type)
-    alias_keys = {matching_key(alias, profile.type) for alias in profile.aliases}
+    return _matching_keys(profile.name, profile.type, tuple(profile.aliases))
+
+
+# A pure function of its arguments, asked several times per pair scored: a popular entity has dozens of
+# aliases, each a lookup of its own in `matching_key`'s memo, where one tuple's hash finds them all.
+@functools.lru_cache(maxsize=1 << 14)
+def _matching_keys(name: str, entity_type: str, aliases: tuple[str, ...]) -> tuple[str | None, frozenset[str]]:
+    name_key = matching_key(name, entity_type)
+    alias_keys = {matching_key(alias, entity_type) for alias in aliases}
     return name_key, frozenset(key for key in alias_keys if key is not None and key != name_key)
 
 

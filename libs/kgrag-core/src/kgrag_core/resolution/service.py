@@ -99,8 +99,8 @@ class ResolutionService:
         plan: ResolutionPlan = self.resolver.resolve(
             profiles, vectors, existing=existing, overrides=overrides, changed=changed, context_chunks=chunks
         )
+        self.store.apply_merges(plan.merges)
         for merge in plan.merges:
-            self.store.apply_merge(merge)
             report.merged.setdefault(merge.canonical_id, []).extend(merge.members)
         if plan.review:
             self.store.queue_for_review(plan.review)

@@ -874,6 +874,26 @@ class ResolutionStoreContract:
         assert summary is not None
         assert summary.members == tuple(sorted([PRIYA, P_RAMAN, DANA]))
 
+    def test_merges_applied_as_one_write_map_as_applied_one_by_one(self, world: ResolutionWorld) -> None:
+        build_world(world)
+        res = world.resolution
+        first, second = merge("m1", PRIYA, P_RAMAN), merge("m2", DANA, P_RAMAN)
+        res.apply_merges([first, second, first])  # a repeated merge is a no-op, as with apply_merge
+        # As one by one (test_merging_into_a_member_joins_the_clusters): the newest merge names the cluster.
+        assert res.canonical_of([PRIYA, P_RAMAN, DANA, ROUTING]) == {
+            PRIYA: DANA,
+            P_RAMAN: DANA,
+            DANA: DANA,
+            ROUTING: ROUTING,
+        }
+        assert res.merge_log() == [second, first]
+        res.apply_merges([])
+        # A batch with a merge apply_merge would refuse writes nothing, not even its valid merges.
+        with pytest.raises(ValueError, match="m1"):
+            res.apply_merges([merge("m3", ROUTING, PRIYA), merge("m1", PRIYA, ROUTING)])
+        assert res.merge_log() == [second, first]
+        assert res.canonical_of([ROUTING]) == {ROUTING: ROUTING}
+
     def test_revert_of_an_older_merge_keeps_the_later_one(self, world: ResolutionWorld) -> None:
         build_world(world)
         res = world.resolution
