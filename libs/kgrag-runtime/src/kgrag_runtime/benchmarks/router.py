@@ -16,7 +16,7 @@ import argparse
 import json
 import tempfile
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -84,16 +84,48 @@ def _per_type(rows: Sequence[Row], routed: Mapping[str, str]) -> dict[str, dict[
     }
 
 
-def _cross_validated(embedder: Embedder, dev: Sequence[Row]) -> dict[str, str]:
-    """Each bundled dev question routed by a learned router trained on the router set and the other folds."""
+def _folds(embedder: Embedder, dev: Sequence[Row]) -> Iterator[tuple[LearnedRouter, list[Row]]]:
+    """Per fold: a learned router trained on the router set and the other folds, and the fold it holds out."""
     base = router_examples(BUNDLED_ROUTER_SET)
-    routed: dict[str, str] = {}
     for fold in range(FOLDS):
         held = [r for i, r in enumerate(dev) if i % FOLDS == fold]
         train = base + [RouterExample(q, QuestionKind(k)) for i, (_, q, k) in enumerate(dev) if i % FOLDS != fold]
-        router = LearnedRouter(embedder, train)
-        routed.update({qid: router.route(q).kind.value for qid, q, _ in held})
-    return routed
+        yield LearnedRouter(embedder, train), held
+
+
+def _cross_validated(embedder: Embedder, dev: Sequence[Row]) -> dict[str, str]:
+    """Each bundled dev question routed by a learned router trained on the router set and the other folds."""
+    return {qid: router.route(q).kind.value for router, held in _folds(embedder, dev) for qid, q, _ in held}
+
+
+GUARD_MARGINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6)
+
+
+def lookup_guard_sweep(embedder: Embedder) -> dict[str, object]:
+    """Dev only: a lookup guard that sends a question to plain hybrid when the learned router's top kind beats
+    `lookup` by less than a margin, on the router dev set (shipped router) and the bundled dev split (5-fold CV).
+    Per margin: accuracy, lookups kept on hybrid, and other questions the guard wrongly sends there."""
+    memo = _Memo(embedder)
+    router_dev, bundled_dev = _rows(ROUTER_DEV, None, "kind"), _rows(CORPUS / "questions.jsonl", "dev", "type")
+    shipped = learned_router(memo)
+    probs = {qid: (kind, shipped.probabilities(q)) for qid, q, kind in router_dev}
+    probs.update({qid: (k, r.probabilities(q)) for r, held in _folds(memo, bundled_dev) for qid, q, k in held})
+
+    def guarded(p: Mapping[QuestionKind, float], margin: float) -> str:
+        kind = max(p, key=lambda k: p[k])
+        return "lookup" if p[kind] - p[QuestionKind.LOOKUP] < margin else kind.value
+
+    out: dict[str, object] = {}
+    for name, rows in (("router dev set", router_dev), ("bundled dev (5-fold CV)", bundled_dev)):
+        out[name] = {
+            str(margin): {
+                "accuracy": round(mean([float(guarded(probs[q][1], margin) == probs[q][0]) for q, _, _ in rows]), 3),
+                "lookups kept": sum(guarded(probs[q][1], margin) == "lookup" == k for q, _, k in rows),
+                "others sent to hybrid": sum(guarded(probs[q][1], margin) == "lookup" != k for q, _, k in rows),
+            }
+            for margin in GUARD_MARGINS
+        }
+    return out
 
 
 def router_accuracy_table(embedder: Embedder) -> dict[str, object]:
@@ -178,10 +210,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/router"))
     parser.add_argument("--no-retrieval", action="store_true", help="router accuracy only (no corpus ingest)")
     parser.add_argument("--dev-only", action="store_true", help="retrieval on the dev split only, no accuracy")
+    parser.add_argument("--lookup-guard", action="store_true", help="only the lookup guard's sweep, on dev")
     args = parser.parse_args(argv)
     from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
 
     embedder = OnnxMiniLmEmbedder()
+    if args.lookup_guard:
+        print(json.dumps(lookup_guard_sweep(embedder), indent=1))
+        return
     result: dict[str, object] = {}
     if not args.dev_only:  # the accuracy table reads the test split: once, with the final router
         result["router_accuracy"] = router_accuracy_table(embedder)
