@@ -118,8 +118,8 @@ class GraphSearchSettings:
     # the two routes agree on; 0: off). The graph's evidence is strongest where hybrid's is weak (a person
     # named in one table row) and weakest where a system has its own overview page, which current claims'
     # evidence pushed down. Tuned on dev only (bundled dev + questions-entity-dev.jsonl, 30 entity questions,
-    # docs/evaluation.md): entity nDCG@10 0.772 -> 0.793 at 2 (1: 0.791, 3: 0.789); a fixed head of 1-10 or no
-    # claim boost instead lost to no floor at all (0.739-0.772).
+    # docs/evaluation.md): entity nDCG@10 0.772 -> 0.793 at 2 (1: 0.791, 3: 0.789); a fixed head of 1-10
+    # (0.753-0.772) or no claim boost (0.739) did not beat no floor at all.
     entity_agreed_rank: int = 2
     # Whether current claims' evidence may re-rank hybrid's own hits on an entity question (else the graph
     # only adds chunks hybrid did not return), and the graph route's weight there (None: `route_weights`).
