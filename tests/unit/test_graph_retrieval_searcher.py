@@ -3,8 +3,13 @@ from datetime import date
 from kgrag_core.acl import Caller
 from kgrag_core.errors import ErrorCode, KgragError
 from kgrag_core.extraction.records import ClaimStatus
-from kgrag_core.graph_retrieval.router import QuestionKind
-from kgrag_core.graph_retrieval.searcher import GraphAssistedSearcher, GraphSearchSettings
+from kgrag_core.graph_retrieval.router import QuestionKind, Route
+from kgrag_core.graph_retrieval.searcher import (
+    GraphAssistedSearcher,
+    GraphSearchSettings,
+    agreed_head,
+    hybrid_floor,
+)
 from tests.unit.test_graph_retrieval_doubles import (
     PUBLIC,
     READER,
@@ -239,3 +244,53 @@ def test_on_multi_hop_the_asked_hops_re_rank_hybrid_hits_but_not_on_other_questi
     kept = [h.chunk_id for h in plain.hits]
     assert "graph" not in plain.hits[kept.index("c_leads")].ranks
     assert lifted.index("c_leads") < kept.index("c_leads")
+
+
+def _atlas_world() -> tuple[FakeStore, InMemoryGraph]:
+    store = FakeStore()
+    for chunk_id in ["z1", "z2", "a_graph", "b_graph"]:
+        store.add(chunk_id, chunk_id)
+    graph = InMemoryGraph()
+    team = graph.add_entity("t", "Routing", "Team")
+    atlas = graph.add_entity("s", "Atlas", "System")
+    graph.add_edge(team, "OWNS", atlas, ["a_graph", "b_graph"])
+    return store, graph
+
+
+def test_an_entity_floor_keeps_hybrids_head_in_place_and_the_graph_below_it() -> None:
+    store, graph = _atlas_world()
+    question = "Tell me about Atlas."
+    loud = {"dense": 1.0, "bm25": 1.0, "graph": 2.0}  # the graph's chunks would outrank hybrid's
+    unfloored = _searcher(store, graph, ["z1", "z2"], [], settings=GraphSearchSettings(route_weights=loud))
+    response = unfloored.search(question, READER)
+    assert response.route.kind is QuestionKind.ENTITY
+    assert response.hits[0].chunk_id == "a_graph"  # positive control: no floor, graph on top
+    floored = _searcher(
+        store, graph, ["z1", "z2"], [], settings=GraphSearchSettings(route_weights=loud, entity_keep_head=2)
+    ).search(question, READER)
+    ids = [h.chunk_id for h in floored.hits]
+    assert ids[:2] == ["z1", "z2"] and set(ids[2:]) == {"a_graph", "b_graph"}
+
+
+def test_a_low_confidence_fusion_keeps_the_largest_floor_of_its_strategies() -> None:
+    store, graph = _atlas_world()
+    settings = GraphSearchSettings(route_weights={"dense": 1.0, "bm25": 1.0, "graph": 2.0}, lookup_keep_head=1)
+    searcher = _searcher(store, graph, ["z1", "z2"], [], settings=settings)
+    fused = Route(QuestionKind.LOOKUP, 0.4, (), alternative=QuestionKind.ENTITY)
+    ids = [h.chunk_id for h in searcher.search("Tell me about Atlas.", READER, chosen=fused).hits]
+    assert ids[0] == "z1" and ids[1] in {"a_graph", "b_graph"}  # hybrid's first hit held, the graph below it
+    assert hybrid_floor(settings, (QuestionKind.ENTITY, QuestionKind.MULTI_HOP)) == settings.keep_head
+    assert hybrid_floor(settings, fused.strategies) == 1
+    assert hybrid_floor(settings, (QuestionKind.TEMPORAL,)) == 0
+
+
+def test_an_agreed_head_counts_the_leading_hits_both_routes_rank_high() -> None:
+    store, _ = _atlas_world()
+    hits = hybrid_over(store, ["z1", "z2", "a_graph"], ["z1", "z2"]).search("Atlas", READER).hits
+    assert [h.chunk_id for h in hits] == ["z1", "z2", "a_graph"]
+    assert agreed_head(hits, 1) == 1  # z1 is first in both routes; z2 second in both
+    assert agreed_head(hits, 2) == 2
+    assert agreed_head(hits, 3) == 2 and agreed_head(hits, 0) == 0  # BM25 never found a_graph
+    settings = GraphSearchSettings(entity_agreed_rank=1)
+    assert hybrid_floor(settings, (QuestionKind.ENTITY,), hits) == 1
+    assert hybrid_floor(settings, (QuestionKind.TEMPORAL,), hits) == 0

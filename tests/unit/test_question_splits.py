@@ -87,3 +87,19 @@ def test_a_bad_split_or_a_one_sided_conflict_is_a_missing_field(extra: dict[str,
     with pytest.raises(KgragError) as caught:
         parse_questions([line])
     assert caught.value.code is ErrorCode.MISSING_FIELD and message in str(caught.value)
+
+
+def test_the_entity_dev_set_is_new_dev_entity_questions_passing_the_corpus_checker() -> None:
+    """Issue 11's entity retrieval dev set: tuned on, so all dev; new questions, none repeating another file's."""
+    entity = _load("questions-entity-dev.jsonl")
+    assert len(entity) >= 20 and {q["split"] for q in entity} == {"dev"} and {q["type"] for q in entity} == {"entity"}
+    others = [q for path in sorted(CORPUS.glob("questions*.jsonl")) if path.name != "questions-entity-dev.jsonl"
+              for q in _load(path.name)]  # fmt: skip
+    assert not {str(q["question"]).casefold() for q in entity} & {str(q["question"]).casefold() for q in others}
+    assert not {q["id"] for q in entity} & {q["id"] for q in others}
+    done = subprocess.run(
+        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-entity-dev.jsonl"),
+         "--min-per-type", "0"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout

@@ -82,6 +82,7 @@ class VersionSource:
                     "route_weights": dict(sorted(cfg.route_weights.items())),
                     "multi_hop_graph_weight": cfg.multi_hop_graph_weight,
                     "keep_head": cfg.keep_head,
+                    "entity_floor": [cfg.entity_keep_head, cfg.entity_agreed_rank, cfg.lookup_keep_head],
                     "pool": cfg.pool,
                     "budget_tokens": cfg.budget_tokens,
                     "line_share": cfg.line_share,

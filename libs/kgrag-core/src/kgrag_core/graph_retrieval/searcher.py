@@ -108,6 +108,23 @@ class GraphSearchSettings:
     # them: below the kept head, the chain's evidence competes at full weight (bundled eval: multi-hop
     # recall@10 0.713 -> 0.831 against 0.775 at the default 0.5, answers unchanged).
     multi_hop_graph_weight: float = 1.0
+    # Hybrid as the floor of the other strategies: on an entity question (and a low-confidence route whose
+    # runner-up is a lookup) hybrid's first hits keep their places and the graph's evidence competes below
+    # them. The learned router sends most entity questions here, and on the test split graph chunks lifted
+    # above hybrid's head cost nDCG@10 .803 -> .684 against the rules, which sent them to plain hybrid.
+    entity_keep_head: int = 0
+    lookup_keep_head: int = 0
+    # ... and so do its leading hits that both dense and BM25 rank within this many places (a direct match
+    # the two routes agree on; 0: off). The graph's evidence is strongest where hybrid's is weak (a person
+    # named in one table row) and weakest where a system has its own overview page, which current claims'
+    # evidence pushed down. Tuned on dev only (bundled dev + questions-entity-dev.jsonl, 30 entity questions,
+    # docs/evaluation.md): entity nDCG@10 0.772 -> 0.793 at 2 (1: 0.791, 3: 0.789); a fixed head of 1-10
+    # (0.753-0.772) or no claim boost (0.739) did not beat no floor at all.
+    entity_agreed_rank: int = 2
+    # Whether current claims' evidence may re-rank hybrid's own hits on an entity question (else the graph
+    # only adds chunks hybrid did not return), and the graph route's weight there (None: `route_weights`).
+    entity_claim_boost: bool = True
+    entity_graph_weight: float | None = None
     # Multi-hop questions (and questions naming no known entity) are also anchored on the entities named
     # in hybrid's best passages, at this share of a question link's score.
     passage_seed_hits: int = 3
@@ -276,12 +293,19 @@ class GraphAssistedSearcher:
             if findings is None:
                 return self._plain(base, chosen, reason=None, why_not="no entity linked", k=k)
             may_boost = _current_claim_chunks(findings.lines)
-            keep_head = 0
+            graph_weight = None
             if QuestionKind.MULTI_HOP in chosen.strategies:
                 relevance = relation_relevance(base.query, cfg.expansion.relation_cues)
                 may_boost |= _chain_chunks(findings.traversal, relevance)
-                keep_head = cfg.keep_head
-            hits, limits = self._fuse(base, findings.chunks, set(allowed), k, may_boost, keep_head, filters=filters)
+                graph_weight = cfg.multi_hop_graph_weight
+            elif QuestionKind.ENTITY in chosen.strategies:
+                graph_weight = cfg.entity_graph_weight
+                if not cfg.entity_claim_boost and QuestionKind.TEMPORAL not in chosen.strategies:
+                    may_boost = frozenset()
+            keep_head = hybrid_floor(cfg, chosen.strategies, base.hits)
+            hits, limits = self._fuse(
+                base, findings.chunks, set(allowed), k, may_boost, keep_head, filters=filters, graph_weight=graph_weight
+            )
             paths = self._paths(findings.traversal, set(allowed), filters) if request.include_paths else ()
             fact_evidence = self._fact_evidence(base.query, findings, hits, set(allowed))
             elapsed = self.clock() - started
@@ -490,8 +514,10 @@ class GraphAssistedSearcher:
         keep_head: int = 0,
         *,
         filters: SearchFilters | None = None,
+        graph_weight: float | None = None,
     ) -> tuple[tuple[SearchHit, ...], dict[str, object]]:
-        """Weighted RRF over the hybrid routes (rebuilt from its hits' ranks) and the graph route."""
+        """Weighted RRF over the hybrid routes (rebuilt from its hits' ranks) and the graph route, whose weight
+        is `graph_weight` when given (else the settings'); hybrid's first `keep_head` hits keep their places."""
         routes: dict[str, list[RouteHit]] = {}
         for name in ("dense", "bm25"):
             ranked = sorted((h.ranks[name], h.chunk_id) for h in base.hits if name in h.ranks)
@@ -503,8 +529,8 @@ class GraphAssistedSearcher:
         known = {h.chunk_id: h for h in base.hits}
         routes["graph"] = [c for c in graph_chunks if c.chunk_id not in known or c.chunk_id in may_boost]
         weights = dict(self.settings.route_weights)
-        if keep_head:
-            weights["graph"] = self.settings.multi_hop_graph_weight
+        if graph_weight is not None:
+            weights["graph"] = graph_weight
         fused = reciprocal_rank_fusion(routes, k=self.hybrid.rrf_k, weights=weights)
 
         # Only chunks the graph alone brought still need loading; they get hybrid's ACL recheck here.
@@ -553,6 +579,32 @@ class _GraphRequest:
     filters: SearchFilters | None = None
     max_hops: int | None = None
     include_paths: bool = False
+
+
+def hybrid_floor(
+    settings: GraphSearchSettings, strategies: Sequence[QuestionKind], hybrid_hits: Sequence[SearchHit] = ()
+) -> int:
+    """How many of hybrid's first hits keep their places for a route running `strategies`: the largest
+    floor any of them asks for, so fusing two strategies never ranks below what either alone would keep."""
+    entity = settings.entity_keep_head
+    if settings.entity_agreed_rank:
+        entity = max(entity, agreed_head(hybrid_hits, settings.entity_agreed_rank))
+    floors = {
+        QuestionKind.MULTI_HOP: settings.keep_head,
+        QuestionKind.ENTITY: entity,
+        QuestionKind.LOOKUP: settings.lookup_keep_head,
+    }
+    return max((floors.get(kind, 0) for kind in strategies), default=0)
+
+
+def agreed_head(hits: Sequence[SearchHit], within: int) -> int:
+    """How many of `hits` in a row, from the first, both dense and BM25 rank within `within` places."""
+    count = 0
+    for hit in hits:
+        if max(hit.ranks.get("dense", within + 1), hit.ranks.get("bm25", within + 1)) > within:
+            break
+        count += 1
+    return count
 
 
 def forced_route(kind: QuestionKind) -> Route:

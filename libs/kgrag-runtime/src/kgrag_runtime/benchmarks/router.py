@@ -16,7 +16,8 @@ import argparse
 import json
 import tempfile
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kgrag_core.evaluation.metrics import mean
@@ -29,6 +30,17 @@ from kgrag_runtime.settings import KgragSettings
 
 CORPUS = BUNDLED_ROUTER_SET.parents[1] / "northwind"
 ROUTER_DEV = BUNDLED_ROUTER_SET.with_name("questions-dev.jsonl")
+# Dev entity questions phrased unlike the bundled ones ("tell me about X", "X's role in ..."), with gold documents:
+# the bundled dev entity questions are in the learned router's training set, so they cannot show its routes' cost.
+ENTITY_DEV = CORPUS / "questions-entity-dev.jsonl"
+# The entity strategy's fusion before stop 24 (no hybrid floor), for the same-run comparison with the defaults.
+STOP_23_FUSION: dict[str, object] = {
+    "entity_keep_head": 0,
+    "lookup_keep_head": 0,
+    "entity_agreed_rank": 0,
+    "entity_claim_boost": True,
+    "entity_graph_weight": None,
+}
 FOLDS = 5
 Row = tuple[str, str, str]  # id, question, kind
 
@@ -72,16 +84,48 @@ def _per_type(rows: Sequence[Row], routed: Mapping[str, str]) -> dict[str, dict[
     }
 
 
-def _cross_validated(embedder: Embedder, dev: Sequence[Row]) -> dict[str, str]:
-    """Each bundled dev question routed by a learned router trained on the router set and the other folds."""
+def _folds(embedder: Embedder, dev: Sequence[Row]) -> Iterator[tuple[LearnedRouter, list[Row]]]:
+    """Per fold: a learned router trained on the router set and the other folds, and the fold it holds out."""
     base = router_examples(BUNDLED_ROUTER_SET)
-    routed: dict[str, str] = {}
     for fold in range(FOLDS):
         held = [r for i, r in enumerate(dev) if i % FOLDS == fold]
         train = base + [RouterExample(q, QuestionKind(k)) for i, (_, q, k) in enumerate(dev) if i % FOLDS != fold]
-        router = LearnedRouter(embedder, train)
-        routed.update({qid: router.route(q).kind.value for qid, q, _ in held})
-    return routed
+        yield LearnedRouter(embedder, train), held
+
+
+def _cross_validated(embedder: Embedder, dev: Sequence[Row]) -> dict[str, str]:
+    """Each bundled dev question routed by a learned router trained on the router set and the other folds."""
+    return {qid: router.route(q).kind.value for router, held in _folds(embedder, dev) for qid, q, _ in held}
+
+
+GUARD_MARGINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6)
+
+
+def lookup_guard_sweep(embedder: Embedder) -> dict[str, object]:
+    """Dev only: a lookup guard that sends a question to plain hybrid when the learned router's top kind beats
+    `lookup` by less than a margin, on the router dev set (shipped router) and the bundled dev split (5-fold CV).
+    Per margin: accuracy, lookups kept on hybrid, and other questions the guard wrongly sends there."""
+    memo = _Memo(embedder)
+    router_dev, bundled_dev = _rows(ROUTER_DEV, None, "kind"), _rows(CORPUS / "questions.jsonl", "dev", "type")
+    shipped = learned_router(memo)
+    probs = {qid: (kind, shipped.probabilities(q)) for qid, q, kind in router_dev}
+    probs.update({qid: (k, r.probabilities(q)) for r, held in _folds(memo, bundled_dev) for qid, q, k in held})
+
+    def guarded(p: Mapping[QuestionKind, float], margin: float) -> str:
+        kind = max(p, key=lambda k: p[k])
+        return "lookup" if p[kind] - p[QuestionKind.LOOKUP] < margin else kind.value
+
+    out: dict[str, object] = {}
+    for name, rows in (("router dev set", router_dev), ("bundled dev (5-fold CV)", bundled_dev)):
+        out[name] = {
+            str(margin): {
+                "accuracy": round(mean([float(guarded(probs[q][1], margin) == probs[q][0]) for q, _, _ in rows]), 3),
+                "lookups kept": sum(guarded(probs[q][1], margin) == "lookup" == k for q, _, k in rows),
+                "others sent to hybrid": sum(guarded(probs[q][1], margin) == "lookup" != k for q, _, k in rows),
+            }
+            for margin in GUARD_MARGINS
+        }
+    return out
 
 
 def router_accuracy_table(embedder: Embedder) -> dict[str, object]:
@@ -89,6 +133,7 @@ def router_accuracy_table(embedder: Embedder) -> dict[str, object]:
     sets = {
         "bundled dev": _rows(CORPUS / "questions.jsonl", "dev", "type"),
         "router dev set": _rows(ROUTER_DEV, None, "kind"),
+        "entity dev set": _rows(ENTITY_DEV, None, "type"),
         "test": _rows(CORPUS / "questions.jsonl", "test", "type")
         + _rows(CORPUS / "questions-test.jsonl", "test", "type"),
     }
@@ -120,23 +165,39 @@ def retrieval_by_router(embedder: Embedder, work: Path, *, dev_only: bool = Fals
         outcomes = kg.ingest(iter_path(CORPUS / "documents.jsonl"))
         assert {o.status for o in outcomes} == {IngestStatus.INDEXED}
         assert kg.graph_searcher is not None
-        for name, router in (("rules", RuleRouter()), ("learned", learned_router(embedder))):
-            kg.graph_searcher.router = router
-            report = run_evaluation(
-                kg, [CORPUS / "questions.jsonl", CORPUS / "questions-test.jsonl"], budget_tokens=2000,
-                progress_console=None, answers=False, only=_dev_ids() if dev_only else None,
-            )  # fmt: skip
-            keep = ("ndcg@10", "recall@10", "recall@20", "graph_used")
-            out[name] = {
-                split: {
-                    cfg: {t: {k: v for k, v in row.items() if k in keep or k == "n"} for t, row in rows.items()}
-                    for cfg, rows in per_cfg.items()
-                    if cfg in ("hybrid", "hybrid+graph")
-                }
-                for split, per_cfg in report["per_split"].items()  # type: ignore[attr-defined]
-            }
-            out[name]["router_accuracy"] = report["graph"]["router_accuracy"]  # type: ignore[index]
+        defaults = kg.graph_searcher.settings
+        stop_23 = replace(defaults, **STOP_23_FUSION)  # type: ignore[arg-type]
+        configs = (
+            ("rules", RuleRouter(), stop_23),
+            ("learned, stop-23 fusion", learned_router(embedder), stop_23),
+            ("learned, default fusion", learned_router(embedder), defaults),
+        )
+        bundled = [CORPUS / "questions.jsonl", CORPUS / "questions-test.jsonl"]
+        for name, router, searcher_settings in configs:
+            kg.graph_searcher.router, kg.graph_searcher.settings = router, searcher_settings
+            rows: dict[str, object] = {}
+            for files, label in ((bundled, ""), ([ENTITY_DEV], "entity ")):
+                report = run_evaluation(
+                    kg, files, budget_tokens=2000, progress_console=None, answers=False,
+                    only=_dev_ids() if dev_only and not label else None,
+                )  # fmt: skip
+                rows.update(_retrieval_rows(report, label))
+            out[name] = rows
+        kg.graph_searcher.settings = defaults
     return out
+
+
+def _retrieval_rows(report: Mapping[str, object], label: str) -> dict[str, object]:
+    keep = ("ndcg@10", "recall@10", "recall@20", "graph_used")
+    per_split: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]] = report["per_split"]  # type: ignore[assignment]
+    return {
+        f"{label}{split}": {
+            cfg: {t: {k: v for k, v in row.items() if k in keep or k == "n"} for t, row in rows.items()}
+            for cfg, rows in per_cfg.items()
+            if cfg in ("hybrid", "hybrid+graph")
+        }
+        for split, per_cfg in per_split.items()
+    } | {f"{label}router_accuracy": report["graph"]["router_accuracy"]}  # type: ignore[index]
 
 
 def _dev_ids() -> set[str]:
@@ -149,10 +210,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/router"))
     parser.add_argument("--no-retrieval", action="store_true", help="router accuracy only (no corpus ingest)")
     parser.add_argument("--dev-only", action="store_true", help="retrieval on the dev split only, no accuracy")
+    parser.add_argument("--lookup-guard", action="store_true", help="only the lookup guard's sweep, on dev")
     args = parser.parse_args(argv)
     from kgrag_adapters.embeddings.onnx_minilm import OnnxMiniLmEmbedder
 
     embedder = OnnxMiniLmEmbedder()
+    if args.lookup_guard:
+        print(json.dumps(lookup_guard_sweep(embedder), indent=1))
+        return
     result: dict[str, object] = {}
     if not args.dev_only:  # the accuracy table reads the test split: once, with the final router
         result["router_accuracy"] = router_accuracy_table(embedder)
