@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from kgrag_core.answering import confidence
-from kgrag_core.answering.context import AnswerContext, Fact, FactStatus
+from kgrag_core.answering.context import AnswerContext, Fact, FactStatus, planned_only
 from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extractive_answer, is_prose
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
@@ -62,7 +62,9 @@ class ComposeSettings:
     max_groups: int = 2  # facts groups (one attribute or relation each) the answer talks about
     max_history: int = 2  # earlier values per attribute
     max_supporting: int = 2  # chunk sentences after the facts
-    extractive: ExtractiveSettings = field(default_factory=lambda: ExtractiveSettings(prose_only=True))
+    extractive: ExtractiveSettings = field(
+        default_factory=lambda: ExtractiveSettings(prose_only=True, label_lines=True, loose_terms=True)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,18 +205,8 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
 
 
 def _only_planned(context: AnswerContext) -> list[str]:
-    """Values the context's facts hold only as a plan, proposal or hedge: no current or past fact gives them
-    (a planned "PostgreSQL 16" that a later document states as done is not among them)."""
-    stated = {
-        normalise_value(f.value)
-        for f in context.facts
-        if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED, FactStatus.CONFLICT)
-    }
-    return list(
-        dict.fromkeys(
-            f.value for f in context.facts if f.status is FactStatus.PLAN and normalise_value(f.value) not in stated
-        )
-    )
+    """Values the context's facts hold only as a plan, proposal or hedge (`planned_only`)."""
+    return [f.value for f in planned_only(context.facts)]
 
 
 def _states_plan(text: str, planned: Sequence[str]) -> bool:
