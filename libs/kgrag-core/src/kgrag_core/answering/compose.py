@@ -24,7 +24,7 @@ from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extra
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.answering.sentences import split_sentences
-from kgrag_core.answering.verification import hedged, value_figures
+from kgrag_core.answering.verification import called_off, hedged, value_figures
 from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality
@@ -105,7 +105,15 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         planned = _only_planned(context)
         # Two copies of one message (a forward, a repost) give the same sentence twice: it is said once.
         repeated = len({s.text for s in base.sentences}) < len(base.sentences)
-        if restated or repeated or any(_states_plan(s.text, planned) for s in base.sentences):
+        off = called_off_since(context)
+        hits = {h.chunk_id: h for h in context.chunks}
+        told_off = any(
+            _tells_called_off(s.text, hits[c.chunk_id], off)
+            for s, cs in _supporting(base)
+            for c in cs[:1]
+            if c.chunk_id in hits
+        )
+        if restated or repeated or told_off or any(_states_plan(s.text, planned) for s in base.sentences):
             drafts = _supporting_drafts(base, context, restated)
             found, conflicts = _disputed_in(drafts, context)
             return _assemble(context, found + drafts, conflicts, base.evidence_chunk_ids)
@@ -184,13 +192,14 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
     fresh: list[_Draft] = []
     stale: list[_Draft] = []
     planned = _only_planned(context)
+    off = called_off_since(context)
     for i, (sentence, citations) in enumerate(_supporting(base)):
         quote = citations[0]
         hit = hits.get(quote.chunk_id)
         if hit is None:
             continue
         cited = [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)]
-        if _states_plan(sentence.text, planned):
+        if _states_plan(sentence.text, planned) or _tells_called_off(sentence.text, hit, off):
             # The plan in the plan document's own words ("Beacon moves to CockroachDB in Q3") reads as done.
             frame = f"A source written {_long(hit.doc_time.date())}" if hit.doc_time else "An undated source"
             body = sentence.text.rstrip()
@@ -207,6 +216,35 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
 def _only_planned(context: AnswerContext) -> list[str]:
     """Values the context's facts hold only as a plan, proposal or hedge (`planned_only`)."""
     return [f.value for f in planned_only(context.facts)]
+
+
+def called_off_since(context: AnswerContext) -> dict[str, date]:
+    """Entities (by name) whose status the facts show called off ("postponed indefinitely", "cancelled", "not
+    started", "shelved", "rejected") after an earlier status, with the day it was first written so: what a
+    source wrote about them before that day was a plan, whatever its tense ("A three-month pilot … starting
+    in Q2 2024")."""
+    by_id = {f.fact_id: f for f in context.facts}
+    out: dict[str, date] = {}
+    for fact in context.facts:
+        if fact.kind != "claim" or fact.status is not FactStatus.SUPERSEDED:
+            continue
+        latest, seen = fact, {fact.fact_id}
+        while latest.superseded_by and latest.superseded_by in by_id and latest.superseded_by not in seen:
+            latest = by_id[latest.superseded_by]
+            seen.add(latest.fact_id)
+        chain = [by_id[i] for i in seen if i in by_id]
+        off = [f.written_at for f in chain if f.written_at and called_off(f.value)]
+        if latest is not fact and called_off(latest.value) and off:
+            day = min(off)
+            out[fact.subject] = min(day, out.get(fact.subject, day))
+    return out
+
+
+def _tells_called_off(text: str, hit: SearchHit, off: dict[str, date]) -> bool:
+    """A sentence written before its subject was called off, naming it with no word of planning or negation."""
+    if not off or hit.doc_time is None or hedged(text) or called_off(text):
+        return False
+    return any(hit.doc_time.date() < day and named_in(text, name) for name, day in off.items())
 
 
 def _states_plan(text: str, planned: Sequence[str]) -> bool:
@@ -233,7 +271,13 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
         words = frozenset(t for t in terms if not any(ch.isdigit() for ch in t))
         said.append((i, hit.doc_time.date(), words, figures, hit.doc_id))
     older: dict[int, date] = {}
+    former = former_figures(context)
     for i, day, words, figures, doc in said:
+        if _CHANGE.search(_supporting(base)[i][0].text) is None and any(
+            day < when and len(words & near) >= 2 for f in figures for when, near in former.get(f, ())
+        ):
+            older[i] = day  # a newer source calls this figure the old one ("down from €182,000")
+            continue
         for _, other_day, other_words, other_figures, other_doc in said:
             if other_doc == doc or other_day <= day or not figures or not other_figures or figures == other_figures:
                 continue
@@ -244,6 +288,45 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
 
 
 _RESTATED = 0.5  # share of shared words (figures aside) for two sentences to say the same thing
+
+_FIGURE = r"[€$£]?\d[\d,.]*%?"
+# How a newer source names the value it replaces: "from 8 to 4 business hours", "down from €182,000",
+# "previously 99.5%", "instead of 15", "replaces the €160 cap", "lowered from €60".
+_CHANGE = re.compile(
+    rf"\b(?:(?:down|up|lowered|raised|reduced|increased|changed|moved|cut)\s+from|from|previously|formerly|"
+    rf"instead\s+of|replac\w*(?:\s+the)?|was|were)\s+\(?({_FIGURE})",
+    re.IGNORECASE,
+)
+_CHANGE_TO = re.compile(rf"\bfrom\s+({_FIGURE})[^.;]{{0,40}}?\bto\s+{_FIGURE}", re.IGNORECASE)
+
+
+def former_figures(context: AnswerContext) -> dict[str, list[tuple[date, frozenset[str]]]]:
+    """Figures that a dated source says were replaced, with that source's date and the words around them: from
+    the context's chunks ("came in at €141,000, down from €182,000") and from its claims (a superseded value
+    whose newer claim is visible). A sentence of an older source stating such a figure, in enough of the same
+    words, states what a newer source calls the old value."""
+    out: dict[str, list[tuple[date, frozenset[str]]]] = {}
+    for hit in (*context.chunks, *context.evidence.values()):
+        if hit.doc_time is None:
+            continue
+        for sentence in split_sentences(hit.text):
+            found = [m.group(1) for m in _CHANGE.finditer(sentence.text)]
+            found += [m.group(1) for m in _CHANGE_TO.finditer(sentence.text)]
+            if not found:
+                continue
+            words = frozenset(t for t in content_terms(sentence.text) if not any(ch.isdigit() for ch in t))
+            for figure in found:
+                for f in value_figures(figure):
+                    out.setdefault(f, []).append((hit.doc_time.date(), words))
+    by_id = {f.fact_id: f for f in context.facts}
+    for fact in context.facts:
+        newer = by_id.get(fact.superseded_by or "")
+        if fact.kind != "claim" or fact.status is not FactStatus.SUPERSEDED or newer is None or not newer.written_at:
+            continue
+        words = frozenset(content_terms(f"{fact.subject} {fact.predicate.replace('_', ' ')} {fact.quote}"))
+        for f in value_figures(fact.value):
+            out.setdefault(f, []).append((newer.written_at, frozenset(t for t in words if not t[:1].isdigit())))
+    return out
 
 
 def _states_outdated(text: str, current: Sequence[str], outdated: Sequence[str]) -> bool:
