@@ -164,3 +164,29 @@ def test_a_field_line_answers_only_when_no_prose_sentence_does() -> None:
     assert extractive_answer(question, [notes], strict).mode is AnswerMode.ABSTAINED
     answer = extractive_answer(question, [notes], replace(strict, label_lines=True))
     assert answer.sentences[0].text == "Next on-call primary: Mei (18–24 March), secondary Lars."
+
+
+def test_two_copies_of_one_record_that_differ_are_said_to_disagree_with_both_quoted() -> None:
+    """The repost rule: the same notes posted a day later with primary and secondary swapped are a conflict
+    (no later valid time, no correction said), not an update; a single copy is quoted as it is."""
+    first, first_body = _doc("weekly", "Routing weekly — 12 March", "Next on-call primary: Lars (18–24 March), "
+                             "secondary Mei, for the week.", date(2024, 3, 12))  # fmt: skip
+    repost, repost_body = _doc("weekly-repost", "Routing weekly — 12 March", "Next on-call primary: Mei (18–24 "
+                               "March), secondary Lars, for the week.", date(2024, 3, 13))  # fmt: skip
+    question = "Who was the primary on call for 18–24 March?"
+    answer = composed_answer(build_context(question, [repost, first], counter=EstimatedTokens()))
+    lead = answer.sentences[0].text
+    assert lead.startswith("The copies of “Routing weekly — 12 March” written 12 March 2024 and written 13 March 2024")
+    assert "12 March 2024" in lead and "13 March 2024" in lead
+    assert {s.text for s in answer.sentences[1:]} >= {first.text, repost.text}
+    assert answer.conflicts and [v.written_at for v in answer.conflicts[0].values] == [("2024-03-12",), ("2024-03-13",)]
+    assert verify_answer(answer, _sources(first, repost)).sentences == answer.sentences
+    _assert_exact_bytes(answer, {first.doc_id: first_body, repost.doc_id: repost_body})
+    alone = composed_answer(build_context(question, [first], counter=EstimatedTokens()))
+    assert [s.text for s in alone.sentences] == [first.text] and not alone.conflicts
+
+
+def _sources(*hits: SearchHit) -> list[SupportingFact]:
+    """What the answer path lets back a sentence besides its quotes: each source's title and date."""
+    return [SupportingFact(f"{h.title} {h.doc_time.date().isoformat() if h.doc_time else ''}", (h.chunk_id,))
+            for h in hits]  # fmt: skip

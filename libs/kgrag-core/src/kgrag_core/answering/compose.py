@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime
 
 from kgrag_core.answering import confidence
 from kgrag_core.answering.context import AnswerContext, Fact, FactStatus, planned_only
@@ -113,6 +113,10 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
             for c in cs[:1]
             if c.chunk_id in hits
         )
+        copies, disputes = _copies_disagree(base, context)
+        if copies:
+            return _assemble(context, copies + _supporting_drafts(base, context, restated), disputes,
+                             base.evidence_chunk_ids)  # fmt: skip
         if restated or repeated or told_off or any(_states_plan(s.text, planned) for s in base.sentences):
             drafts = _supporting_drafts(base, context, restated)
             found, conflicts = _disputed_in(drafts, context)
@@ -143,6 +147,36 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         added += 1
     found, more = _disputed_in(drafts, context, told={c.attribute for c in conflicts})
     return _assemble(context, drafts + found, conflicts + more, base.evidence_chunk_ids)
+
+
+def _copies_disagree(base: Answer, context: AnswerContext) -> tuple[list[_Draft], list[Conflict]]:
+    """Two copies of one record (the same title, two documents) whose sentences say the same thing with other
+    names or figures ("primary: Lars …, secondary Mei" and, reposted a day later, "primary: Mei …, secondary
+    Lars") disagree: a later publication date alone is no later valid time, and neither copy says it corrects
+    the other, so the answer says they disagree and quotes both (corpora/northwind/README.md, the repost rule)."""
+    hits = {h.chunk_id: h for h in context.chunks}
+    said = [(s, hits[cs[0].chunk_id], cs[0]) for s, cs in _supporting(base) if cs and cs[0].chunk_id in hits]
+    for i, (first, a, qa) in enumerate(said):
+        for second, b, qb in said[i + 1 :]:
+            if a.doc_id == b.doc_id or not a.title or normalise_for_quote(a.title) != normalise_for_quote(b.title):
+                continue
+            words_a, words_b = set(content_terms(first.text)), set(content_terms(second.text))
+            if first.text == second.text or words_a != words_b:
+                continue
+            older, newer = sorted(((a, qa), (b, qb)), key=lambda p: p[0].doc_time or datetime.min)
+            when = [f"written {_long(h.doc_time.date())}" if h.doc_time else "undated" for h, _ in (older, newer)]
+            # No number words: the verifier holds every number of a sentence to its quotes.
+            text = (f"The copies of “{a.title}” {when[0]} and {when[1]} disagree: they give different values in "
+                    "the same sentence, both quoted below.")  # fmt: skip
+            quotes = [_Quote(h, q.start_byte, q.end_byte, q.quote) for h, q in (older, newer)]
+            sides = tuple(
+                ConflictValue(value=q.quote, sources=((h.doc_id, h.chunk_id, h.title),),
+                              written_at=(h.doc_time.date().isoformat() if h.doc_time else None,))
+                for h, q in (older, newer)
+            )  # fmt: skip
+            note = "Two copies of one record give different values and neither says it corrects the other."
+            return [_Draft(text, quotes, [], 0.5)], [Conflict(a.title, "statement", "record", sides, note)]
+    return [], []
 
 
 def _disputed_in(
