@@ -190,3 +190,30 @@ def _sources(*hits: SearchHit) -> list[SupportingFact]:
     """What the answer path lets back a sentence besides its quotes: each source's title and date."""
     return [SupportingFact(f"{h.title} {h.doc_time.date().isoformat() if h.doc_time else ''}", (h.chunk_id,))
             for h in hits]  # fmt: skip
+
+
+def test_a_question_naming_one_entity_and_no_attribute_asks_what_changed_and_days_read_as_written() -> None:
+    freeze, body = _doc("lifted", "Travel freeze lifted", "The travel freeze is lifted from today.", date(2025, 1, 6))
+    start, start_body = _doc("freeze", "Travel freeze", "All travel is frozen from today.", date(2024, 1, 8))
+    lifted = _claim(freeze, "lifted", "The travel freeze is lifted", attribute="status", entity="travel freeze",
+                    valid_from=date(2025, 1, 6), claim_id="clm_lifted")  # fmt: skip
+    frozen = _claim(start, "frozen", "All travel is frozen", attribute="status", entity="travel freeze",
+                    status=ClaimStatus.SUPERSEDED, superseded_by="clm_lifted")  # fmt: skip
+    ends = _claim(start, "2024-06-30", "All travel is frozen", attribute="contract_end", entity="travel freeze")
+    ctx = build_context("Is the travel freeze still on?", [freeze, start], claims=[lifted, frozen, ends],
+                        counter=EstimatedTokens())  # fmt: skip
+    answer = composed_answer(ctx)
+    assert answer.sentences[0].text == "travel freeze's status is lifted, since 6 January 2025."
+    assert answer.sentences[1].text.startswith("Until 6 January 2025 it was frozen")
+    _assert_exact_bytes(answer, {freeze.doc_id: body, start.doc_id: start_body})
+    # Two named things: nothing says whose change is asked, so no attribute is chosen for the question.
+    kestrel = replace(ends, entity_id="ent_k", entity_name="Kestrel Pharma")
+    both = build_context("Is the travel freeze still on for Kestrel Pharma?", [freeze, start],
+                         claims=[lifted, frozen, kestrel], counter=EstimatedTokens())  # fmt: skip
+    assert {f.subject for f in both.facts} == {"travel freeze", "Kestrel Pharma"}
+    assert not any(f.focus for f in both.facts)
+    # A normalised day is told in the documents' own form.
+    dated = build_context(
+        "When does the travel freeze contract end?", [start], claims=[ends], counter=EstimatedTokens()
+    )
+    assert composed_answer(dated).sentences[0].text.startswith("travel freeze's contract end is 30 June 2024")

@@ -207,10 +207,10 @@ def _disputed_in(
             continue
         docs = {context.evidence[c].doc_id for f in sides for c in f.evidence_chunk_ids if c in context.evidence}
         if len(docs) == 1:  # one source giving two values is no disagreement between sources, but still two
-            values = " and ".join(f.value for f in sides)
+            values = " and ".join(_shown(f.value) for f in sides)
             text = f"{_title(sides[0], context)} ({_written(sides[0])}) gives more than one {label}: {values}."
         else:
-            parts = [f"{_title(f, context)} ({_written(f)}) gives {f.value}" for f in sides]
+            parts = [f"{_title(f, context)} ({_written(f)}) gives {_shown(f.value)}" for f in sides]
             text = f"The sources disagree on {label}: " + "; ".join(parts) + "."
         draft = _draft(text, sides, context)
         if draft is not None:
@@ -459,7 +459,7 @@ def _claim_drafts(
     disputed = by_status.get(FactStatus.CONFLICT, [])
     if len({normalise_value(f.value) for f in disputed}) >= 2:
         sides = _distinct_values(disputed)
-        parts = [f"{_title(f, context)} ({_written(f)}) gives {f.value}" for f in sides]
+        parts = [f"{_title(f, context)} ({_written(f)}) gives {_shown(f.value)}" for f in sides]
         draft = _draft(f"The sources disagree on {label}: " + "; ".join(parts) + ".", sides, context)
         if draft is not None:
             drafts.append(draft)
@@ -469,7 +469,7 @@ def _claim_drafts(
     if current and conflict is None:
         lead = current[0]
         since = f", since {_long(lead.valid_from)}" if lead.valid_from else _as_of(lead)
-        values = ", ".join(f.value for f in current)
+        values = ", ".join(_shown(f.value) for f in current)
         # The source's title is on the citation: the sentence says the value and when, not who wrote it.
         draft = _draft(f"{label} is {values}{since}.", current, context)
         if draft is not None:
@@ -487,7 +487,8 @@ def _claim_drafts(
         told.append(value)
         history += 1
         until = old.valid_to or (newer.valid_from if newer is not None else None)
-        text = f"Until {_long(until)} it was {old.value}." if until else f"Earlier{_as_of(old)}, it was {old.value}."
+        shown = _shown(old.value)
+        text = f"Until {_long(until)} it was {shown}." if until else f"Earlier{_as_of(old)}, it was {shown}."
         # A day taken from the newer value's start is that value's to back: the sentence cites it too.
         dated_by = [newer] if old.valid_to is None and until is not None and newer is not None else []
         draft = _draft(text, [old, *dated_by], context)
@@ -501,7 +502,7 @@ def _claim_drafts(
             continue  # what was planned is what the documents later state as done
         kind = _KIND_OF.get(plan.modality, "a plan")
         text = (
-            f"{_a_source(plan)} describes {kind} for {label} to be {plan.value}; "
+            f"{_a_source(plan)} describes {kind} for {label} to be {_shown(plan.value)}; "
             "none of the documents says it happened."
         )
         draft = _draft(text, [plan], context)
@@ -509,7 +510,7 @@ def _claim_drafts(
             drafts.append(draft)
             break
     for negated in _distinct_values(by_status.get(FactStatus.NEGATED, []))[:1]:
-        draft = _draft(f"{label} is not {negated.value}{_as_of(negated)}.", [negated], context)
+        draft = _draft(f"{label} is not {_shown(negated.value)}{_as_of(negated)}.", [negated], context)
         if draft is not None:
             drafts.append(draft)
     return drafts, conflict
@@ -810,6 +811,21 @@ def _a_source(fact: Fact) -> str:
 
 def _written(fact: Fact) -> str:
     return f"written {_long(fact.written_at)}" if fact.written_at else "undated"
+
+
+_ISO_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def _shown(value: str) -> str:
+    """A claim value as a reader writes it: a normalised day ("2026-12-31") in the documents' own form
+    ("31 December 2026"); anything else as stored."""
+    day = _ISO_DAY.match(value.strip())
+    if day is None:
+        return value
+    try:
+        return _long(date(int(day.group(1)), int(day.group(2)), int(day.group(3))))
+    except ValueError:
+        return value
 
 
 def _long(day: date) -> str:

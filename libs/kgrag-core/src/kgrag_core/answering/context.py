@@ -30,6 +30,7 @@ from kgrag_core.graph_retrieval.facts import named_in
 from kgrag_core.graph_retrieval.searcher import GraphFacts
 from kgrag_core.ports import TokenCounter
 from kgrag_core.search import SearchHit
+from kgrag_core.text_terms import content_terms
 
 
 class FactStatus(StrEnum):
@@ -209,7 +210,8 @@ def build_context(
         claims = as_written_by(claims, as_of, cardinality or {})
         edges = [e for e in edges if e.first_written is None or e.first_written <= as_of]
     weights = entity_weights or {}
-    facts = _claim_facts(question, sequenced(claims), loaded, weights) + _relation_facts(question, edges, loaded)
+    facts = _changed_attribute_in_focus(question, _claim_facts(question, sequenced(claims), loaded, weights))
+    facts += _relation_facts(question, edges, loaded)
     facts.sort(key=lambda f: (not f.focus, -f.score, f.key, _STATUS_RANK[f.status], f.subject, f.value))
     facts = _number(facts)
 
@@ -322,6 +324,30 @@ def _claim_facts(
                 conflicts_with=claim.conflicts_with,
             )
         )
+    return out
+
+
+def _changed_attribute_in_focus(question: str, facts: list[Fact]) -> list[Fact]:
+    """A question that names one entity and none of its attributes ("Is the travel freeze still on?", "Did the
+    AMR pilot run?") asks about what changed: when exactly one of the entity's attributes has a timeline (a
+    superseded value), that attribute is the focus, as if the question had named it."""
+    names = {f.subject_id: set(content_terms(f.subject)) for f in facts if named_in(question, f.subject)}
+    # "Brio Robotics" inside "Brio Robotics AMR pilot" is not a second thing the question names.
+    named = {i for i, terms in names.items() if not any(terms < other for other in names.values())}
+    if len(named) != 1 or any(f.focus for f in facts):
+        return facts  # two named things ("Is Northwind acquiring Baltic Haulage?"): nothing says whose change
+    out = list(facts)
+    for subject_id in named:
+        changed = {f.predicate for f in facts if f.subject_id == subject_id and f.status is FactStatus.SUPERSEDED}
+        if len(changed) != 1:
+            continue
+        (attribute,) = changed
+        out = [
+            dataclasses.replace(f, focus=True, score=max(f.score, f.subject_weight, 1.0))
+            if f.subject_id == subject_id and f.predicate == attribute
+            else f
+            for f in out
+        ]
     return out
 
 
