@@ -212,6 +212,10 @@ def test_a_question_naming_one_entity_and_no_attribute_asks_what_changed_and_day
                          claims=[lifted, frozen, kestrel], counter=EstimatedTokens())  # fmt: skip
     assert {f.subject for f in both.facts} == {"travel freeze", "Kestrel Pharma"}
     assert not any(f.focus for f in both.facts)
+    # A possessive names an owner, not what changed ("the travel freeze's exemptions").
+    owned = build_context("What are the travel freeze's exemptions?", [freeze, start], claims=[lifted, frozen],
+                          counter=EstimatedTokens())  # fmt: skip
+    assert not any(f.focus for f in owned.facts)
     # A normalised day is told in the documents' own form.
     dated = build_context(
         "When does the travel freeze contract end?", [start], claims=[ends], counter=EstimatedTokens()

@@ -13,6 +13,7 @@ lesson that lines must not push out the chunks holding the answer holds here too
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -336,6 +337,10 @@ def _changed_attribute_in_focus(question: str, facts: list[Fact]) -> list[Fact]:
     named = {i for i, terms in names.items() if not any(terms < other for other in names.values())}
     if len(named) != 1 or any(f.focus for f in facts):
         return facts  # two named things ("Is Northwind acquiring Baltic Haulage?"): nothing says whose change
+    subjects = {f.subject_id: f.subject for f in facts}
+    # A possessive names what the question is about by its owner ("Support's four-day week trial"): the
+    # owner's own changes are not asked.
+    named = {i for i in named if not re.search(rf"{re.escape(subjects[i])}['’]s?\b", question, re.IGNORECASE)}
     out = list(facts)
     for subject_id in named:
         changed = {f.predicate for f in facts if f.subject_id == subject_id and f.status is FactStatus.SUPERSEDED}
