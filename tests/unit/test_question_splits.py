@@ -78,6 +78,25 @@ def test_the_conflict_set_is_dev_only_labelled_and_passes_the_corpus_checker() -
     assert done.returncode == 0, done.stdout
 
 
+def test_the_answer_dev_set_is_dev_only_varied_and_passes_the_corpus_checker() -> None:
+    """Issue 11's second dev set (tuned on): current values asked many ways, plans asked as if done, negations and
+    a repost that disagrees; all dev, none repeats a test or an older dev question."""
+    extra = _load("questions-answers-dev.jsonl")
+    assert len(extra) >= 24 and {q["split"] for q in extra} == {"dev"}
+    parsed = parse_questions((CORPUS / "questions-answers-dev.jsonl").read_text(encoding="utf-8").splitlines())
+    assert sum(1 for q in parsed if q.outdated_values) >= 10 and sum(1 for q in parsed if q.plan_values) >= 5
+    assert sum(1 for q in parsed if q.conflict_values) >= 2
+    older = _load("questions-test.jsonl") + _load("questions.jsonl") + _load("questions-conflicts.jsonl")
+    assert not {q["question"] for q in extra} & {q["question"] for q in older}
+    assert not {q["id"] for q in extra} & {q["id"] for q in older}
+    done = subprocess.run(
+        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-answers-dev.jsonl"),
+         "--min-per-type", "0"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [({"split": "train"}, "unknown split"), ({"conflict_values": ["Lars"]}, "at least two")],

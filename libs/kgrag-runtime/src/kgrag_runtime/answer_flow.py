@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import date
 
 from kgrag_core.answering.compose import composed_answer
-from kgrag_core.answering.context import AnswerContext
+from kgrag_core.answering.context import AnswerContext, planned_only
 from kgrag_core.answering.extractive import extractive_answer
 from kgrag_core.answering.fallback import answer_or_fallback
 from kgrag_core.answering.model import Answer
@@ -31,9 +31,21 @@ def supporting_facts(
         out.extend(SupportingFact(line.text, line.chunk_ids) for line in response.graph_lines)
     if context is not None:
         sources = {h.chunk_id: h for h in (*context.chunks, *context.evidence.values())}
+        planned = {f.fact_id for f in planned_only(context.facts)}
         for fact in context.facts:
             titles = " ".join(sources[c].title for c in fact.evidence_chunk_ids if c in sources)
-            out.append(SupportingFact(f"{fact.render()} {titles}", fact.evidence_chunk_ids))
+            if fact.fact_id in planned:
+                # Never stated as done by any answerer (verification's plan guard); a bare figure or a relation's
+                # object is the plan only beside its subject ("headcount 58", "Beacon … CockroachDB").
+                figure = not any(ch.isalpha() for ch in fact.value)
+                subject = fact.subject if figure or fact.kind == "relation" else ""
+                out.append(
+                    SupportingFact(
+                        f"{fact.render()} {titles}", fact.evidence_chunk_ids, planned=fact.value, subject=subject
+                    )
+                )
+            else:
+                out.append(SupportingFact(f"{fact.render()} {titles}", fact.evidence_chunk_ids))
         for hit in sources.values():
             day = hit.doc_time.date().isoformat() if hit.doc_time else ""
             out.append(SupportingFact(f"{hit.title} {day}", (hit.chunk_id,)))

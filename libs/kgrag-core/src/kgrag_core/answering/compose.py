@@ -16,15 +16,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime
 
 from kgrag_core.answering import confidence
-from kgrag_core.answering.context import AnswerContext, Fact, FactStatus
+from kgrag_core.answering.context import AnswerContext, Fact, FactStatus, planned_only
 from kgrag_core.answering.extractive import NO_ANSWER, ExtractiveSettings, extractive_answer, is_prose
 from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citation, Conflict, ConflictValue, cite
 from kgrag_core.answering.quotes import normalise_for_quote
 from kgrag_core.answering.sentences import split_sentences
-from kgrag_core.answering.verification import hedged, value_figures
+from kgrag_core.answering.verification import called_off, hedged, value_figures
 from kgrag_core.evaluation.metrics import value_in
 from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality
@@ -62,7 +62,9 @@ class ComposeSettings:
     max_groups: int = 2  # facts groups (one attribute or relation each) the answer talks about
     max_history: int = 2  # earlier values per attribute
     max_supporting: int = 2  # chunk sentences after the facts
-    extractive: ExtractiveSettings = field(default_factory=lambda: ExtractiveSettings(prose_only=True))
+    extractive: ExtractiveSettings = field(
+        default_factory=lambda: ExtractiveSettings(prose_only=True, label_lines=True, loose_terms=True)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,19 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
         planned = _only_planned(context)
         # Two copies of one message (a forward, a repost) give the same sentence twice: it is said once.
         repeated = len({s.text for s in base.sentences}) < len(base.sentences)
-        if restated or repeated or any(_states_plan(s.text, planned) for s in base.sentences):
+        off = called_off_since(context)
+        hits = {h.chunk_id: h for h in context.chunks}
+        told_off = any(
+            _tells_called_off(s.text, hits[c.chunk_id], off)
+            for s, cs in _supporting(base)
+            for c in cs[:1]
+            if c.chunk_id in hits
+        )
+        copies, disputes = _copies_disagree(base, context)
+        if copies:
+            return _assemble(context, copies + _supporting_drafts(base, context, restated), disputes,
+                             base.evidence_chunk_ids)  # fmt: skip
+        if restated or repeated or told_off or any(_states_plan(s.text, planned) for s in base.sentences):
             drafts = _supporting_drafts(base, context, restated)
             found, conflicts = _disputed_in(drafts, context)
             return _assemble(context, found + drafts, conflicts, base.evidence_chunk_ids)
@@ -135,6 +149,36 @@ def composed_answer(context: AnswerContext, settings: ComposeSettings | None = N
     return _assemble(context, drafts + found, conflicts + more, base.evidence_chunk_ids)
 
 
+def _copies_disagree(base: Answer, context: AnswerContext) -> tuple[list[_Draft], list[Conflict]]:
+    """Two copies of one record (the same title, two documents) whose sentences say the same thing with other
+    names or figures ("primary: Lars …, secondary Mei" and, reposted a day later, "primary: Mei …, secondary
+    Lars") disagree: a later publication date alone is no later valid time, and neither copy says it corrects
+    the other, so the answer says they disagree and quotes both (corpora/northwind/README.md, the repost rule)."""
+    hits = {h.chunk_id: h for h in context.chunks}
+    said = [(s, hits[cs[0].chunk_id], cs[0]) for s, cs in _supporting(base) if cs and cs[0].chunk_id in hits]
+    for i, (first, a, qa) in enumerate(said):
+        for second, b, qb in said[i + 1 :]:
+            if a.doc_id == b.doc_id or not a.title or normalise_for_quote(a.title) != normalise_for_quote(b.title):
+                continue
+            words_a, words_b = set(content_terms(first.text)), set(content_terms(second.text))
+            if first.text == second.text or words_a != words_b:
+                continue
+            older, newer = sorted(((a, qa), (b, qb)), key=lambda p: p[0].doc_time or datetime.min)
+            when = [f"written {_long(h.doc_time.date())}" if h.doc_time else "undated" for h, _ in (older, newer)]
+            # No number words: the verifier holds every number of a sentence to its quotes.
+            text = (f"The copies of “{a.title}” {when[0]} and {when[1]} disagree: they give different values in "
+                    "the same sentence, both quoted below.")  # fmt: skip
+            quotes = [_Quote(h, q.start_byte, q.end_byte, q.quote) for h, q in (older, newer)]
+            sides = tuple(
+                ConflictValue(value=q.quote, sources=((h.doc_id, h.chunk_id, h.title),),
+                              written_at=(h.doc_time.date().isoformat() if h.doc_time else None,))
+                for h, q in (older, newer)
+            )  # fmt: skip
+            note = "Two copies of one record give different values and neither says it corrects the other."
+            return [_Draft(text, quotes, [], 0.5)], [Conflict(a.title, "statement", "record", sides, note)]
+    return [], []
+
+
 def _disputed_in(
     drafts: Sequence[_Draft], context: AnswerContext, *, told: set[str] | None = None
 ) -> tuple[list[_Draft], list[Conflict]]:
@@ -163,10 +207,10 @@ def _disputed_in(
             continue
         docs = {context.evidence[c].doc_id for f in sides for c in f.evidence_chunk_ids if c in context.evidence}
         if len(docs) == 1:  # one source giving two values is no disagreement between sources, but still two
-            values = " and ".join(f.value for f in sides)
+            values = " and ".join(_shown(f.value) for f in sides)
             text = f"{_title(sides[0], context)} ({_written(sides[0])}) gives more than one {label}: {values}."
         else:
-            parts = [f"{_title(f, context)} ({_written(f)}) gives {f.value}" for f in sides]
+            parts = [f"{_title(f, context)} ({_written(f)}) gives {_shown(f.value)}" for f in sides]
             text = f"The sources disagree on {label}: " + "; ".join(parts) + "."
         draft = _draft(text, sides, context)
         if draft is not None:
@@ -182,13 +226,14 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
     fresh: list[_Draft] = []
     stale: list[_Draft] = []
     planned = _only_planned(context)
+    off = called_off_since(context)
     for i, (sentence, citations) in enumerate(_supporting(base)):
         quote = citations[0]
         hit = hits.get(quote.chunk_id)
         if hit is None:
             continue
         cited = [_Quote(hit, quote.start_byte, quote.end_byte, quote.quote)]
-        if _states_plan(sentence.text, planned):
+        if _states_plan(sentence.text, planned) or _tells_called_off(sentence.text, hit, off):
             # The plan in the plan document's own words ("Beacon moves to CockroachDB in Q3") reads as done.
             frame = f"A source written {_long(hit.doc_time.date())}" if hit.doc_time else "An undated source"
             body = sentence.text.rstrip()
@@ -203,18 +248,37 @@ def _supporting_drafts(base: Answer, context: AnswerContext, older: dict[int, da
 
 
 def _only_planned(context: AnswerContext) -> list[str]:
-    """Values the context's facts hold only as a plan, proposal or hedge: no current or past fact gives them
-    (a planned "PostgreSQL 16" that a later document states as done is not among them)."""
-    stated = {
-        normalise_value(f.value)
-        for f in context.facts
-        if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED, FactStatus.CONFLICT)
-    }
-    return list(
-        dict.fromkeys(
-            f.value for f in context.facts if f.status is FactStatus.PLAN and normalise_value(f.value) not in stated
-        )
-    )
+    """Values the context's facts hold only as a plan, proposal or hedge (`planned_only`)."""
+    return [f.value for f in planned_only(context.facts)]
+
+
+def called_off_since(context: AnswerContext) -> dict[str, date]:
+    """Entities (by name) whose status the facts show called off ("postponed indefinitely", "cancelled", "not
+    started", "shelved", "rejected") after an earlier status, with the day it was first written so: what a
+    source wrote about them before that day was a plan, whatever its tense ("A three-month pilot … starting
+    in Q2 2024")."""
+    by_id = {f.fact_id: f for f in context.facts}
+    out: dict[str, date] = {}
+    for fact in context.facts:
+        if fact.kind != "claim" or fact.status is not FactStatus.SUPERSEDED:
+            continue
+        latest, seen = fact, {fact.fact_id}
+        while latest.superseded_by and latest.superseded_by in by_id and latest.superseded_by not in seen:
+            latest = by_id[latest.superseded_by]
+            seen.add(latest.fact_id)
+        chain = [by_id[i] for i in seen if i in by_id]
+        off = [f.written_at for f in chain if f.written_at and called_off(f.value)]
+        if latest is not fact and called_off(latest.value) and off:
+            day = min(off)
+            out[fact.subject] = min(day, out.get(fact.subject, day))
+    return out
+
+
+def _tells_called_off(text: str, hit: SearchHit, off: dict[str, date]) -> bool:
+    """A sentence written before its subject was called off, naming it with no word of planning or negation."""
+    if not off or hit.doc_time is None or hedged(text) or called_off(text):
+        return False
+    return any(hit.doc_time.date() < day and named_in(text, name) for name, day in off.items())
 
 
 def _states_plan(text: str, planned: Sequence[str]) -> bool:
@@ -241,7 +305,13 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
         words = frozenset(t for t in terms if not any(ch.isdigit() for ch in t))
         said.append((i, hit.doc_time.date(), words, figures, hit.doc_id))
     older: dict[int, date] = {}
+    former = former_figures(context)
     for i, day, words, figures, doc in said:
+        if _CHANGE.search(_supporting(base)[i][0].text) is None and any(
+            day < when and len(words & near) >= 2 for f in figures for when, near in former.get(f, ())
+        ):
+            older[i] = day  # a newer source calls this figure the old one ("down from €182,000")
+            continue
         for _, other_day, other_words, other_figures, other_doc in said:
             if other_doc == doc or other_day <= day or not figures or not other_figures or figures == other_figures:
                 continue
@@ -252,6 +322,45 @@ def _older_restatements(base: Answer, context: AnswerContext) -> dict[int, date]
 
 
 _RESTATED = 0.5  # share of shared words (figures aside) for two sentences to say the same thing
+
+_FIGURE = r"[€$£]?\d[\d,.]*%?"
+# How a newer source names the value it replaces: "from 8 to 4 business hours", "down from €182,000",
+# "previously 99.5%", "instead of 15", "replaces the €160 cap", "lowered from €60".
+_CHANGE = re.compile(
+    rf"\b(?:(?:down|up|lowered|raised|reduced|increased|changed|moved|cut)\s+from|from|previously|formerly|"
+    rf"instead\s+of|replac\w*(?:\s+the)?|was|were)\s+\(?({_FIGURE})",
+    re.IGNORECASE,
+)
+_CHANGE_TO = re.compile(rf"\bfrom\s+({_FIGURE})[^.;]{{0,40}}?\bto\s+{_FIGURE}", re.IGNORECASE)
+
+
+def former_figures(context: AnswerContext) -> dict[str, list[tuple[date, frozenset[str]]]]:
+    """Figures that a dated source says were replaced, with that source's date and the words around them: from
+    the context's chunks ("came in at €141,000, down from €182,000") and from its claims (a superseded value
+    whose newer claim is visible). A sentence of an older source stating such a figure, in enough of the same
+    words, states what a newer source calls the old value."""
+    out: dict[str, list[tuple[date, frozenset[str]]]] = {}
+    for hit in (*context.chunks, *context.evidence.values()):
+        if hit.doc_time is None:
+            continue
+        for sentence in split_sentences(hit.text):
+            found = [m.group(1) for m in _CHANGE.finditer(sentence.text)]
+            found += [m.group(1) for m in _CHANGE_TO.finditer(sentence.text)]
+            if not found:
+                continue
+            words = frozenset(t for t in content_terms(sentence.text) if not any(ch.isdigit() for ch in t))
+            for figure in found:
+                for f in value_figures(figure):
+                    out.setdefault(f, []).append((hit.doc_time.date(), words))
+    by_id = {f.fact_id: f for f in context.facts}
+    for fact in context.facts:
+        newer = by_id.get(fact.superseded_by or "")
+        if fact.kind != "claim" or fact.status is not FactStatus.SUPERSEDED or newer is None or not newer.written_at:
+            continue
+        words = frozenset(content_terms(f"{fact.subject} {fact.predicate.replace('_', ' ')} {fact.quote}"))
+        for f in value_figures(fact.value):
+            out.setdefault(f, []).append((newer.written_at, frozenset(t for t in words if not t[:1].isdigit())))
+    return out
 
 
 def _states_outdated(text: str, current: Sequence[str], outdated: Sequence[str]) -> bool:
@@ -350,7 +459,7 @@ def _claim_drafts(
     disputed = by_status.get(FactStatus.CONFLICT, [])
     if len({normalise_value(f.value) for f in disputed}) >= 2:
         sides = _distinct_values(disputed)
-        parts = [f"{_title(f, context)} ({_written(f)}) gives {f.value}" for f in sides]
+        parts = [f"{_title(f, context)} ({_written(f)}) gives {_shown(f.value)}" for f in sides]
         draft = _draft(f"The sources disagree on {label}: " + "; ".join(parts) + ".", sides, context)
         if draft is not None:
             drafts.append(draft)
@@ -360,7 +469,7 @@ def _claim_drafts(
     if current and conflict is None:
         lead = current[0]
         since = f", since {_long(lead.valid_from)}" if lead.valid_from else _as_of(lead)
-        values = ", ".join(f.value for f in current)
+        values = ", ".join(_shown(f.value) for f in current)
         # The source's title is on the citation: the sentence says the value and when, not who wrote it.
         draft = _draft(f"{label} is {values}{since}.", current, context)
         if draft is not None:
@@ -378,7 +487,8 @@ def _claim_drafts(
         told.append(value)
         history += 1
         until = old.valid_to or (newer.valid_from if newer is not None else None)
-        text = f"Until {_long(until)} it was {old.value}." if until else f"Earlier{_as_of(old)}, it was {old.value}."
+        shown = _shown(old.value)
+        text = f"Until {_long(until)} it was {shown}." if until else f"Earlier{_as_of(old)}, it was {shown}."
         # A day taken from the newer value's start is that value's to back: the sentence cites it too.
         dated_by = [newer] if old.valid_to is None and until is not None and newer is not None else []
         draft = _draft(text, [old, *dated_by], context)
@@ -392,7 +502,7 @@ def _claim_drafts(
             continue  # what was planned is what the documents later state as done
         kind = _KIND_OF.get(plan.modality, "a plan")
         text = (
-            f"{_a_source(plan)} describes {kind} for {label} to be {plan.value}; "
+            f"{_a_source(plan)} describes {kind} for {label} to be {_shown(plan.value)}; "
             "none of the documents says it happened."
         )
         draft = _draft(text, [plan], context)
@@ -400,7 +510,7 @@ def _claim_drafts(
             drafts.append(draft)
             break
     for negated in _distinct_values(by_status.get(FactStatus.NEGATED, []))[:1]:
-        draft = _draft(f"{label} is not {negated.value}{_as_of(negated)}.", [negated], context)
+        draft = _draft(f"{label} is not {_shown(negated.value)}{_as_of(negated)}.", [negated], context)
         if draft is not None:
             drafts.append(draft)
     return drafts, conflict
@@ -701,6 +811,21 @@ def _a_source(fact: Fact) -> str:
 
 def _written(fact: Fact) -> str:
     return f"written {_long(fact.written_at)}" if fact.written_at else "undated"
+
+
+_ISO_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def _shown(value: str) -> str:
+    """A claim value as a reader writes it: a normalised day ("2026-12-31") in the documents' own form
+    ("31 December 2026"); anything else as stored."""
+    day = _ISO_DAY.match(value.strip())
+    if day is None:
+        return value
+    try:
+        return _long(date(int(day.group(1)), int(day.group(2)), int(day.group(3))))
+    except ValueError:
+        return value
 
 
 def _long(day: date) -> str:

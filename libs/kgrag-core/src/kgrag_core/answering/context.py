@@ -13,12 +13,14 @@ lesson that lines must not push out the chunks holding the answer holds here too
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
 
 from kgrag_core.extraction.claims import as_written_by, competes
+from kgrag_core.extraction.identity import normalise_value
 from kgrag_core.extraction.model import Modality, Polarity
 from kgrag_core.extraction.ontology import Cardinality
 from kgrag_core.extraction.records import ClaimRecord, ClaimStatus
@@ -29,6 +31,7 @@ from kgrag_core.graph_retrieval.facts import named_in
 from kgrag_core.graph_retrieval.searcher import GraphFacts
 from kgrag_core.ports import TokenCounter
 from kgrag_core.search import SearchHit
+from kgrag_core.text_terms import content_terms
 
 
 class FactStatus(StrEnum):
@@ -147,6 +150,23 @@ def asks_a_known_fact(question: str, claims: Sequence[ClaimRecord]) -> bool:
     )
 
 
+def planned_only(facts: Sequence[Fact]) -> list[Fact]:
+    """The facts whose value the documents hold only as a plan, proposal or hedge: no current, past or
+    disputed fact gives it (a planned "PostgreSQL 16" that a later document states as done is not one).
+    One per value, in the order given."""
+    stated = {
+        normalise_value(f.value)
+        for f in facts
+        if f.status in (FactStatus.CURRENT, FactStatus.SUPERSEDED, FactStatus.CONFLICT)
+    }
+    out: dict[str, Fact] = {}
+    for f in facts:
+        value = normalise_value(f.value)
+        if f.status is FactStatus.PLAN and value not in stated:
+            out.setdefault(value, f)
+    return list(out.values())
+
+
 def merge_facts(first: GraphFacts, second: GraphFacts) -> GraphFacts:
     """The facts of a graph walk joined by those read for the entities the question names (`facts_for`):
     a walk that reached other entities, or whose retrieval missed the chunk with the current value, still
@@ -191,7 +211,8 @@ def build_context(
         claims = as_written_by(claims, as_of, cardinality or {})
         edges = [e for e in edges if e.first_written is None or e.first_written <= as_of]
     weights = entity_weights or {}
-    facts = _claim_facts(question, claims, loaded, weights) + _relation_facts(question, edges, loaded)
+    facts = _changed_attribute_in_focus(question, _claim_facts(question, sequenced(claims), loaded, weights))
+    facts += _relation_facts(question, edges, loaded)
     facts.sort(key=lambda f: (not f.focus, -f.score, f.key, _STATUS_RANK[f.status], f.subject, f.value))
     facts = _number(facts)
 
@@ -215,6 +236,40 @@ def build_context(
         facts_left_out=len(facts) - len(kept_facts),
         paths_left_out=len(paths) - len(kept_paths),
     )
+
+
+def sequenced(claims: Sequence[ClaimRecord]) -> list[ClaimRecord]:
+    """Claims held in conflict that each say when their value became true, on different days, are a timeline,
+    not a dispute: "headcount is 61 as of 1 March 2025; we ended June 2024 at 58" is written once, so neither
+    value is newer by the document clock, but the valid-time clock orders them. The latest is current, each
+    earlier one superseded by the next. Values that share a start day, or any side without one (a reposted
+    note that changes a name, two regions' targets), stay in conflict: nothing says which came later."""
+    groups: dict[tuple[str, str], list[ClaimRecord]] = {}
+    for claim in claims:
+        if claim.status is ClaimStatus.CONFLICT:
+            groups.setdefault((claim.entity_id, claim.attribute), []).append(claim)
+    changed: dict[str, ClaimRecord] = {}
+    for members in groups.values():
+        starts: dict[str, set[date]] = {}
+        for claim in members:
+            starts.setdefault(normalise_value(claim.value), set()).add(claim.valid_from or date.min)
+        days = [min(d) for d in starts.values()]
+        if len(starts) < 2 or date.min in days or len(set(days)) < len(days):
+            continue
+        order = sorted(starts, key=lambda v: min(starts[v]))
+        first_of = {v: next(c for c in members if normalise_value(c.value) == v) for v in order}
+        for claim in members:
+            position = order.index(normalise_value(claim.value))
+            if position == len(order) - 1:
+                changed[claim.claim_id] = dataclasses.replace(
+                    claim, status=ClaimStatus.CURRENT, superseded_by=None, conflicts_with=()
+                )
+            else:
+                later = first_of[order[position + 1]]
+                changed[claim.claim_id] = dataclasses.replace(
+                    claim, status=ClaimStatus.SUPERSEDED, superseded_by=later.claim_id, conflicts_with=()
+                )
+    return [changed.get(c.claim_id, c) for c in claims]
 
 
 _STATUS_RANK = {
@@ -270,6 +325,34 @@ def _claim_facts(
                 conflicts_with=claim.conflicts_with,
             )
         )
+    return out
+
+
+def _changed_attribute_in_focus(question: str, facts: list[Fact]) -> list[Fact]:
+    """A question that names one entity and none of its attributes ("Is the travel freeze still on?", "Did the
+    AMR pilot run?") asks about what changed: when exactly one of the entity's attributes has a timeline (a
+    superseded value), that attribute is the focus, as if the question had named it."""
+    names = {f.subject_id: set(content_terms(f.subject)) for f in facts if named_in(question, f.subject)}
+    # "Brio Robotics" inside "Brio Robotics AMR pilot" is not a second thing the question names.
+    named = {i for i, terms in names.items() if not any(terms < other for other in names.values())}
+    if len(named) != 1 or any(f.focus for f in facts):
+        return facts  # two named things ("Is Northwind acquiring Baltic Haulage?"): nothing says whose change
+    subjects = {f.subject_id: f.subject for f in facts}
+    # A possessive names what the question is about by its owner ("Support's four-day week trial"): the
+    # owner's own changes are not asked.
+    named = {i for i in named if not re.search(rf"{re.escape(subjects[i])}['’]s?\b", question, re.IGNORECASE)}
+    out = list(facts)
+    for subject_id in named:
+        changed = {f.predicate for f in facts if f.subject_id == subject_id and f.status is FactStatus.SUPERSEDED}
+        if len(changed) != 1:
+            continue
+        (attribute,) = changed
+        out = [
+            dataclasses.replace(f, focus=True, score=max(f.score, f.subject_weight, 1.0))
+            if f.subject_id == subject_id and f.predicate == attribute
+            else f
+            for f in out
+        ]
     return out
 
 

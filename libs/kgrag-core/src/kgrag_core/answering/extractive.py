@@ -32,6 +32,13 @@ class ExtractiveSettings:
     # Skip lines that are not sentences of prose: headings, e-mail header lines, a document's title, questions
     # (the composed answerer's rule; off reproduces the answers of the "sentences" style exactly).
     prose_only: bool = False
+    # With `prose_only`, still take a field line ("- Next on-call primary: Mei (18–24 March), secondary Lars.")
+    # when no prose sentence qualifies: a value on a labelled line beats no answer; headings never pass.
+    label_lines: bool = False
+    # Words meet across inflections the light stemmer leaves apart ("nightly" and "night", "city" and
+    # "cities") and a contraction or possessive is no term of its own ("What's", "Kestrel's"): a question in
+    # other words than its source still finds it (the composed answerer's rule; off is the old picker).
+    loose_terms: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,39 +59,20 @@ def extractive_answer(
 ) -> Answer:
     cfg = settings or ExtractiveSettings()
     evidence = list(hits[: cfg.evidence_chunks])
-    q_terms = set(content_terms(question))
+    q_terms = set(content_terms(_POSSESSIVE.sub("", question) if cfg.loose_terms else question))
     evidence_ids = tuple(h.chunk_id for h in evidence)
     if not q_terms or not evidence:
         return _abstain(question, evidence_ids)
 
-    covered = set().union(*(set(content_terms(h.title + " " + h.text)) for h in evidence)) & q_terms
+    seen = set().union(*(set(content_terms(h.title + " " + h.text)) for h in evidence))
+    covered = _met(q_terms, seen) if cfg.loose_terms else seen & q_terms
     coverage = len(covered) / len(q_terms)
     if coverage < cfg.min_coverage:
         return _abstain(question, evidence_ids)
 
-    scored: list[_Scored] = []
-    for index, hit in enumerate(evidence):
-        rank_prior = 1.0 / math.log2(index + 2)
-        for sentence in split_sentences(hit.text):
-            if cfg.prose_only and not is_prose(hit, sentence):
-                continue
-            terms = set(content_terms(sentence.text))
-            if not terms:
-                continue
-            overlap = len(terms & q_terms) / len(q_terms)
-            score = overlap * (0.6 + 0.4 * rank_prior)
-            scored.append(
-                _Scored(
-                    score,
-                    index,
-                    sentence.text,
-                    hit.start_byte + sentence.start_byte,
-                    hit.start_byte + sentence.end_byte,
-                )
-            )
-    # Highest score first; ties keep document order (hit rank, then position) for determinism.
-    scored.sort(key=lambda s: (-s.score, s.hit_index, s.start_byte))
-    chosen = [s for s in scored if s.score >= cfg.min_sentence_score][: cfg.max_sentences]
+    chosen = _choose(evidence, q_terms, cfg, labels=False)
+    if not chosen and cfg.prose_only and cfg.label_lines:
+        chosen = _choose(evidence, q_terms, cfg, labels=True)
     if not chosen:
         return _abstain(question, evidence_ids)
     # Read in evidence order so the answer flows like the sources.
@@ -99,7 +87,8 @@ def extractive_answer(
         sentences.append(AnswerSentence(s.text, (citation.id,)))
     # The label describes what is quoted, not only the evidence around it: a sentence that shares one word
     # with the question is a LOW-confidence answer however well the other chunks cover the rest.
-    quoted = set().union(*(set(content_terms(s.text)) for s in chosen)) & q_terms
+    said = set().union(*(set(content_terms(s.text)) for s in chosen))
+    quoted = _met(q_terms, said) if cfg.loose_terms else said & q_terms
     confidence = _confidence(min(coverage, len(quoted) / len(q_terms)))
     return Answer(
         question=question,
@@ -113,6 +102,56 @@ def extractive_answer(
     )
 
 
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s?\b")
+
+
+def _met(wanted: set[str], seen: set[str]) -> set[str]:
+    """The wanted terms that some seen term meets: equal, one a prefix of the other when the shorter has five
+    letters, or four and most of the longer ("night" and "nightly"), or equal but for a final y/i ("city" and
+    "citi", the stem of "cities")."""
+    out = wanted & seen
+    for term in wanted - out:
+        for other in seen:
+            short, long = sorted((len(term), len(other)))
+            close = short >= 5 or (short >= 4 and short >= 0.75 * long)  # "data" never meets "database"
+            if (close and (term.startswith(other) or other.startswith(term))) or (
+                short >= 3 and term.rstrip("yi") == other.rstrip("yi")
+            ):
+                out.add(term)
+                break
+    return out
+
+
+def _choose(
+    evidence: Sequence[SearchHit], q_terms: set[str], cfg: ExtractiveSettings, *, labels: bool
+) -> list[_Scored]:
+    """The best sentences at or above the score floor, best first; `labels` admits field lines too."""
+    scored: list[_Scored] = []
+    for index, hit in enumerate(evidence):
+        rank_prior = 1.0 / math.log2(index + 2)
+        for sentence in split_sentences(hit.text):
+            if cfg.prose_only and not is_prose(hit, sentence, labels=labels):
+                continue
+            terms = set(content_terms(sentence.text))
+            if not terms:
+                continue
+            matched = _met(q_terms, terms) if cfg.loose_terms else terms & q_terms
+            overlap = len(matched) / len(q_terms)
+            score = overlap * (0.6 + 0.4 * rank_prior)
+            scored.append(
+                _Scored(
+                    score,
+                    index,
+                    sentence.text,
+                    hit.start_byte + sentence.start_byte,
+                    hit.start_byte + sentence.end_byte,
+                )
+            )
+    # Highest score first; ties keep document order (hit rank, then position) for determinism.
+    scored.sort(key=lambda s: (-s.score, s.hit_index, s.start_byte))
+    return [s for s in scored if s.score >= cfg.min_sentence_score][: cfg.max_sentences]
+
+
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 _HEADER_FIELD = re.compile(r"^(?:subject|from|to|cc|bcc|date|sent|re|fwd?)\s*:", re.IGNORECASE)
 # A record's or ticket's field line ("Summary: …", "**Date:** …", "Status: Resolved"): a label of at most three
@@ -120,10 +159,10 @@ _HEADER_FIELD = re.compile(r"^(?:subject|from|to|cc|bcc|date|sent|re|fwd?)\s*:",
 _LABEL_LINE = re.compile(r"^(?:\*\*|__)?[A-Z][\w/&.-]*(?:[ -][\w/&.-]+){0,2}\s*:(?:\*\*|__)?(?:\s|$)")
 
 
-def is_prose(hit: SearchHit, sentence: SentenceSpan) -> bool:
+def is_prose(hit: SearchHit, sentence: SentenceSpan, *, labels: bool = False) -> bool:
     """Whether a cut sentence is prose a reader would accept as an answer: not a Markdown heading (the issue's
     demo answered with a plan's title), not an e-mail header line, not the document's title or a section name,
-    and not a question."""
+    and not a question. `labels`: a field line ("Status: Resolved") passes too."""
     text = sentence.text.strip()
     if text.endswith("?") or _HEADER_FIELD.match(text):
         return False
@@ -132,7 +171,7 @@ def is_prose(hit: SearchHit, sentence: SentenceSpan) -> bool:
     line_start = prefix[prefix.rfind("\n") + 1 :]
     if line_start.lstrip().startswith("#"):
         return False
-    if not line_start.strip(" \t-*") and _LABEL_LINE.match(text):
+    if not labels and not line_start.strip(" \t-*") and _LABEL_LINE.match(text):
         return False  # a field line, opening its line (a bullet's label too)
     following = raw[sentence.end_byte :].decode("utf-8", errors="ignore").lstrip(" \t|").split("\n", 2)
     if line_start.lstrip().startswith("|") and len(following) > 1 and _TABLE_RULE.match(following[1]):

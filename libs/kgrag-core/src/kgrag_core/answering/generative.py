@@ -21,9 +21,11 @@ from kgrag_core.answering.model import Answer, AnswerMode, AnswerSentence, Citat
 from kgrag_core.answering.quotes import normalise_for_quote, quote_in_text
 from kgrag_core.answering.verification import (
     NO_CITATION,
+    PLAN_AS_FACT,
     SupportingFact,
     check_sentence,
     facts_for,
+    plan_stated,
     removed_sentence,
 )
 from kgrag_core.errors import ErrorCode
@@ -262,6 +264,8 @@ def verify_item(
         citations.append(cite(cited_so_far + len(citations) + 1, hit, start, end, normalise_for_quote(quote)))
     text = item["text"].strip()
     reason = check_sentence(text, [c.quote for c in citations], facts_for(facts, citations))
+    if reason is None and plan_stated(text, facts, citations):
+        reason = PLAN_AS_FACT
     if reason is not None:
         return _removed(item, reason)
     return AnswerSentence(text, tuple(c.id for c in citations)), citations

@@ -98,7 +98,7 @@ class Conflict:
 
     subject: str
     attribute: str  # the attribute, or the relation and its object for a relation
-    kind: str  # claim | relation
+    kind: str  # claim | relation | record (two copies of one record that differ)
     values: tuple[ConflictValue, ...]
     note: str
 

@@ -36,10 +36,16 @@ NO_CITATION = "no_citation"
 
 @dataclass(frozen=True, slots=True)
 class SupportingFact:
-    """A graph fact's text and the chunks it rests on; it supports a sentence citing one of them."""
+    """A graph fact's text and the chunks it rests on; it supports a sentence citing one of them.
+
+    `planned` is set on a fact the documents hold only as a plan, proposal or hedge (no current or past fact
+    gives its value): that value must never be stated as done, whatever the sentence cites (`plan_stated`).
+    `subject`, when set, must be named too (a bare figure, or a relation's object, is a plan only beside it)."""
 
     text: str
     chunk_ids: tuple[str, ...]
+    planned: str = ""
+    subject: str = ""
 
 
 _MONTHS = {
@@ -202,6 +208,40 @@ def check_sentence(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) 
     return None
 
 
+# Words that tell a plan did not happen, or that it is only that ("the rewrite will not be pursued").
+_CALLED_OFF_TEXT = re.compile(
+    r"\b(?:not|no|never|none|nothing|cancel\w*|postpon\w*|shelv\w*|dropped|abandon\w*|reject\w*|instead|without|"
+    r"scrapped|withdrawn|pursued)\b",
+    re.IGNORECASE,
+)
+
+
+def called_off(text: str) -> bool:
+    """Whether the text negates or calls something off ("cancelled", "not started", "will not be pursued")."""
+    return _CALLED_OFF_TEXT.search(text) is not None
+
+
+def plan_stated(text: str, facts: Sequence[SupportingFact], cited: Sequence[Citation] = ()) -> bool:
+    """Whether the sentence states as done a value the facts hold only as a plan: it names the value (with its
+    subject, for a bare figure or a relation's object), with no word of planning, hedging or negation. A quote
+    from outside the plan's own evidence that states the value plainly is another source saying it happened,
+    and the sentence may say so too; the plan's own words ("Beacon moves to CockroachDB in Q3") are not."""
+    from kgrag_core.evaluation.metrics import value_in  # evaluation imports this module's package
+
+    if hedged(text) or called_off(text):
+        return False
+    for fact in facts:
+        if not fact.planned or not value_in(text, fact.planned):
+            continue
+        if fact.subject and not value_in(text, fact.subject):
+            continue
+        elsewhere = [c for c in cited if c.chunk_id not in fact.chunk_ids and value_in(c.quote, fact.planned)]
+        if any(not hedged(c.quote) and not called_off(c.quote) for c in elsewhere):
+            continue
+        return True
+    return False
+
+
 def supports_some(text: str, quotes: Sequence[str], facts: Sequence[str] = ()) -> bool:
     """Whether `quotes` (and `facts`) hold at least one of the sentence's dates, numbers or names with its
     polarity: one citation's share of a sentence that cites several (a sentence with no such term is held
@@ -256,6 +296,8 @@ def verify_answer(answer: Answer, facts: Iterable[SupportingFact] = ()) -> Answe
     for sentence in answer.sentences:
         cited = [by_id[i] for i in sentence.citation_ids if i in by_id]
         reason = check_sentence(sentence.text, [c.quote for c in cited], facts_for(known, cited))
+        if reason is None and plan_stated(sentence.text, known, cited):
+            reason = PLAN_AS_FACT
         if reason is None:
             kept.append(sentence)
         else:

@@ -39,7 +39,7 @@ _HISTORY = re.compile(
 )
 _PLANNED = re.compile(
     r"\b(?:plan\w*|propos\w*|draft|would|will|might|may|could|intend\w*|consider\w*|cancel\w*|postpon\w*|"
-    r"shelv\w*|dropped|abandon\w*|instead|rather|rfc|idea|hope\w*|think|expect\w*|estimat\w*|if|pilot\s+that|"
+    r"shelv\w*|dropped|abandon\w*|reject\w*|instead|rather|rfc|idea|hope\w*|think|expect\w*|estimat\w*|if|pilot\s+that|"
     r"exploratory|discussed|studied|request\w*|wanted|wish\w*|asked\s+for|possibl[ey]|potential(?:ly)?)\b",
     re.IGNORECASE,
 )

@@ -2,10 +2,11 @@
 
 Spans are codes ("LEJ-2", "INC-2024-007"), quoted strings and runs of capitalised words; every
 sub-run is looked up too, because "Kestrel Pharma's EDI" names "Kestrel Pharma". Lowercase words are
-never spans and pronouns are never keys (seed 000: "his" as an alias pulled a dozen strangers into every
-question), and a one-word span links only to an entity that is known by exactly that spelling ("HIS" the
-framework, not "his"). When a span names several entities, all of them stay, scored, so expansion can
-cover the candidates the question does not settle.
+spans only when asked for (`lowercase`, the answer's facts read: "engineering", "the AMR pilot"), and then
+link only an entity known by exactly those words; pronouns are never keys (seed 000: "his" as an alias
+pulled a dozen strangers into every question), and a one-word span links only to an entity that is known
+by exactly that spelling ("HIS" the framework, not "his"). When a span names several entities, all of them
+stay, scored, so expansion can cover the candidates the question does not settle.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kgrag_core.extraction.identity import normalise_name
 from kgrag_core.graph.light import ids_named
 from kgrag_core.graph.model import EntitySummary
 from kgrag_core.graph.ports import GraphReader
+from kgrag_core.text_terms import STOPWORDS
 
 # name -> (entity_id, similarity 0..1) for paraphrases the alias index does not know ("the money side").
 EmbeddingSearch = Callable[[str], Sequence[tuple[str, float]]]
@@ -64,8 +66,11 @@ class LinkedMention:
         return len(self.candidates) > 1
 
 
-def candidate_spans(question: str) -> list[Mention]:
-    """Every span that may name an entity, longest first within each run, deduplicated by text and offset."""
+def candidate_spans(question: str, *, lowercase: bool = False) -> list[Mention]:
+    """Every span that may name an entity, longest first within each run, deduplicated by text and offset.
+    With `lowercase`, also every run of words that neither opens nor closes on a function word ("engineering",
+    "travel freeze", "Brio Robotics AMR pilot"): kind `lower`, linked only to an entity known by exactly those
+    words (`_named_exactly`), so a common word never reaches a stranger through a fuzzy alias."""
     found: dict[tuple[int, int], Mention] = {}
     for match in _CODE.finditer(question):
         found.setdefault((match.start(), match.end()), Mention(match.group(0), match.start(), match.end(), "code"))
@@ -84,7 +89,32 @@ def candidate_spans(question: str) -> list[Mention]:
                 if size == 1 and _is_function_word(text):
                     continue
                 found.setdefault((start, end), Mention(text, start, end, "name"))
+    if lowercase:
+        for start, end in _word_windows(question):
+            found.setdefault((start, end), Mention(question[start:end], start, end, "lower"))
     return sorted(found.values(), key=lambda m: (-(m.end - m.start), m.start))
+
+
+def _word_windows(question: str) -> list[tuple[int, int]]:
+    """Offsets of every run of up to `_MAX_SPAN_WORDS` words inside one clause whose first and last words are
+    content words (no function word, no stopword, no possessive inside)."""
+    words = [(m.start(), m.start() + len(re.sub(r"['’]s?$", "", m.group(0)).rstrip(".")), m.group(0))
+             for m in _TOKEN.finditer(question)]  # fmt: skip
+    out: list[tuple[int, int]] = []
+    for i in range(len(words)):
+        for j in range(i, min(len(words), i + _MAX_SPAN_WORDS)):
+            if j > i and (question[words[j - 1][1] : words[j][0]].strip() or words[j - 1][2][-2:] in ("'s", "’s")):
+                break  # punctuation or a possessive between two words ends the run
+            first, last = words[i][2], words[j][2]
+            if _weak(first) or _weak(re.sub(r"['’]s?$", "", last)):
+                continue
+            out.append((words[i][0], words[j][1]))
+    return out
+
+
+def _weak(word: str) -> bool:
+    folded = word.casefold().rstrip(".")
+    return len(folded) < 3 or folded in _FUNCTION_WORDS or folded in STOPWORDS
 
 
 def _is_function_word(word: str) -> bool:
@@ -117,6 +147,12 @@ def _capitalised_runs(question: str) -> list[list[tuple[str, int, int]]]:
     return runs
 
 
+def _named_exactly(span: str, entity: EntitySummary) -> bool:
+    """The span is the entity's name or one of its aliases, case aside (a lower-case span's only way in)."""
+    target = normalise_name(span)
+    return any(normalise_name(form) == target for form in (entity.entity.name, *entity.aliases))
+
+
 def _spelled_exactly(span: str, entity: EntitySummary) -> bool:
     def fold(text: str) -> str:
         return " ".join(unicodedata.normalize("NFKC", text).split())
@@ -133,9 +169,12 @@ def link_entities(
     embedding_search: EmbeddingSearch | None = None,
     max_candidates: int = 5,
     min_embedding_similarity: float = 0.75,
+    lowercase: bool = False,
 ) -> list[LinkedMention]:
-    """Link the question's spans to visible canonical entities; a span inside a linked span is not linked again."""
-    spans = candidate_spans(question)
+    """Link the question's spans to visible canonical entities; a span inside a linked span is not linked again.
+    `lowercase`: also words written in lower case ("How many people work in engineering?"), see
+    `candidate_spans`; off for the graph walk's seeds, on for the answer's read of the named entities' facts."""
+    spans = candidate_spans(question, lowercase=lowercase)
     if not spans:
         return []
     keys = sorted({normalise_name(s.text) for s in spans} - {""})
@@ -148,8 +187,10 @@ def link_entities(
         entities = named.get(normalise_name(span.text), [])
         if len(span.text.split()) == 1 and span.kind == "name":
             entities = [e for e in entities if _spelled_exactly(span.text, e)]
+        elif span.kind == "lower":
+            entities = [e for e in entities if _named_exactly(span.text, e)]
         candidates = _score_alias_hits(span, entities)
-        if not candidates and embedding_search is not None and span.kind != "code":
+        if not candidates and embedding_search is not None and span.kind not in ("code", "lower"):
             candidates = _embedding_candidates(span, graph, acl_class_ids, embedding_search, min_embedding_similarity)
         if candidates:
             linked.append(LinkedMention(span, tuple(candidates[:max_candidates])))
@@ -200,9 +241,12 @@ def linked_entity_ids(
 
 
 def _span_weight(span: Mention) -> float:
-    # Codes and quotes are deliberate; a single capitalised word may just open a sentence.
+    # Codes and quotes are deliberate; a single capitalised word may just open a sentence; words in lower case
+    # name something less surely than either.
     if span.kind in ("code", "quoted"):
         return 1.0
+    if span.kind == "lower":
+        return 0.6
     return 0.9 if len(span.text.split()) > 1 else 0.75
 
 

@@ -353,7 +353,11 @@ class GraphAssistedSearcher:
                 return GraphFacts(reason="nothing readable")
             # The alias index only, no embedding search: a fact counts only for an entity the question names
             # (`named_in`), and this runs on every ask, so it must cost a few reads, not a model call.
-            links = link_entities(question, self.graph, allowed, max_candidates=self.settings.max_link_candidates)
+            # Lower-case names too ("engineering", "the travel freeze"): a fact still counts only for an entity
+            # the question names, so the extra spans can add the asked entity's timeline and nothing else.
+            links = link_entities(
+                question, self.graph, allowed, max_candidates=self.settings.max_link_candidates, lowercase=True
+            )
             seeds = seed_entities(links)[: self.settings.claim_entities]
             if not seeds:
                 return GraphFacts(reason="no entity linked")
