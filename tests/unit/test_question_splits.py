@@ -20,6 +20,14 @@ def _load(name: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in (CORPUS / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _passes_the_corpus_checker(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / name), "--min-per-type", "0"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout
+
+
 def test_the_bundled_split_is_the_scripted_assignment() -> None:
     done = subprocess.run(
         [sys.executable, str(CORPUS / "split_questions.py"), "--check"], capture_output=True, text=True, check=False
@@ -53,12 +61,7 @@ def test_the_held_out_file_is_all_test_with_new_ids_and_the_design_examples() ->
 
 
 def test_the_held_out_file_passes_the_corpus_checker() -> None:
-    done = subprocess.run(
-        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-test.jsonl"),
-         "--min-per-type", "0"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout
+    _passes_the_corpus_checker("questions-test.jsonl")
 
 
 def test_the_conflict_set_is_dev_only_labelled_and_passes_the_corpus_checker() -> None:
@@ -70,12 +73,7 @@ def test_the_conflict_set_is_dev_only_labelled_and_passes_the_corpus_checker() -
     assert all(len(q.conflict_values) >= 2 for q in parsed)
     tests = _load("questions-test.jsonl") + [q for q in _load("questions.jsonl") if q["split"] == "test"]
     assert not {q["question"] for q in conflicts} & {q["question"] for q in tests}
-    done = subprocess.run(
-        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-conflicts.jsonl"),
-         "--min-per-type", "0"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout
+    _passes_the_corpus_checker("questions-conflicts.jsonl")
 
 
 def test_the_answer_dev_set_is_dev_only_varied_and_passes_the_corpus_checker() -> None:
@@ -89,12 +87,7 @@ def test_the_answer_dev_set_is_dev_only_varied_and_passes_the_corpus_checker() -
     older = _load("questions-test.jsonl") + _load("questions.jsonl") + _load("questions-conflicts.jsonl")
     assert not {q["question"] for q in extra} & {q["question"] for q in older}
     assert not {q["id"] for q in extra} & {q["id"] for q in older}
-    done = subprocess.run(
-        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-answers-dev.jsonl"),
-         "--min-per-type", "0"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout
+    _passes_the_corpus_checker("questions-answers-dev.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -116,9 +109,4 @@ def test_the_entity_dev_set_is_new_dev_entity_questions_passing_the_corpus_check
               for q in _load(path.name)]  # fmt: skip
     assert not {str(q["question"]).casefold() for q in entity} & {str(q["question"]).casefold() for q in others}
     assert not {q["id"] for q in entity} & {q["id"] for q in others}
-    done = subprocess.run(
-        [sys.executable, str(CORPUS / "check_corpus.py"), "--questions", str(CORPUS / "questions-entity-dev.jsonl"),
-         "--min-per-type", "0"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout
+    _passes_the_corpus_checker("questions-entity-dev.jsonl")

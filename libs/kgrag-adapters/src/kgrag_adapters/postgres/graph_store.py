@@ -512,6 +512,11 @@ class PostgresGraphStore(PostgresExtractionStore):
 
     # --- GraphReader ----------------------------------------------------------------------------------------
 
+    def _name_keys(self, names: Sequence[str]) -> dict[str, str]:
+        """Each asked name's blind index -> the name normalised, in the order asked, once each."""
+        key = self._id_key()
+        return {name_key(key, n): n for n in dict.fromkeys(normalise_name(n) for n in names)}
+
     def entities_named(
         self, names: Sequence[str], acl_class_ids: Sequence[str] | None
     ) -> dict[str, list[EntitySummary]]:
@@ -520,12 +525,10 @@ class PostgresGraphStore(PostgresExtractionStore):
         A name matches a visible mention of it and the stored name of a visible entity. Several entities per
         name are kept (namesakes, or one name for two types), the best connected first.
         """
-        wanted = list(dict.fromkeys(normalise_name(n) for n in names))
-        out: dict[str, list[EntitySummary]] = {n: [] for n in wanted}
-        if not wanted:
+        norm_of = self._name_keys(names)
+        out: dict[str, list[EntitySummary]] = {n: [] for n in norm_of.values()}
+        if not out:
             return out
-        key = self._id_key()
-        norm_of = {name_key(key, n): n for n in wanted}
         params = {**_acl(acl_class_ids), "names": list(norm_of)}
         with self._reading() as conn:
             hits = conn.execute(_NAMED, params).fetchall()
@@ -727,12 +730,10 @@ class PostgresGraphStore(PostgresExtractionStore):
     def entity_ids_named(self, names: Sequence[str], acl_class_ids: Sequence[str] | None) -> dict[str, list[str]]:
         """`entities_named`'s entity ids (each cluster's id for this caller), sorted: the same name, mapping
         and visibility reads, without naming the clusters or counting their degree (for a hub, its evidence)."""
-        wanted = list(dict.fromkeys(normalise_name(n) for n in names))
-        out: dict[str, list[str]] = {n: [] for n in wanted}
-        if not wanted:
+        norm_of = self._name_keys(names)
+        out: dict[str, list[str]] = {n: [] for n in norm_of.values()}
+        if not out:
             return out
-        key = self._id_key()
-        norm_of = {name_key(key, n): n for n in wanted}
         acl = _acl(acl_class_ids)
         with self._reading() as conn:
             hits = conn.execute(_NAMED, {**acl, "names": list(norm_of)}).fetchall()
