@@ -113,7 +113,7 @@ def test_an_older_sentence_stating_a_figure_a_newer_source_calls_replaced_is_his
     new, new_body = _doc("invoice", "Spend update",
                          "The cloud invoice came in at €141,000, down from €182,000 a month.",
                          date(2024, 12, 16))  # fmt: skip
-    ctx = build_context("What is our monthly cloud spend?", [old, new], counter=EstimatedTokens())
+    ctx = build_context("What is our cloud spend per month?", [old, new], counter=EstimatedTokens())
     answer = composed_answer(ctx)
     texts = [s.text for s in answer.sentences]
     assert texts[0].startswith("The cloud invoice came in at €141,000")
@@ -122,7 +122,7 @@ def test_an_older_sentence_stating_a_figure_a_newer_source_calls_replaced_is_his
     )
     _assert_exact_bytes(answer, {old.doc_id: old_body, new.doc_id: new_body})
     # Without the newer source, the older sentence is the answer as written (positive control).
-    alone = composed_answer(build_context("What is our monthly cloud spend?", [old], counter=EstimatedTokens()))
+    alone = composed_answer(build_context("What is our cloud spend per month?", [old], counter=EstimatedTokens()))
     assert alone.sentences[0].text.startswith("Our cloud spend is about €182,000")
 
 
