@@ -650,9 +650,7 @@ class PostgresGraphStore(PostgresExtractionStore):
         if not ids:
             return {}
         with self._reading() as conn:
-            canonical = _canonical(conn, ids, acl_class_ids)
-            clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
-            shown = {i: c for i, c in canonical.items() if c in clusters and i in clusters[c].members}
+            clusters, shown = self._visible_clusters(conn, ids, acl_class_ids)
             found = _summarise(conn, {c: clusters[c] for c in dict.fromkeys(shown.values())}, acl_class_ids)
         return {i: found[c] for i, c in shown.items()}
 
@@ -771,9 +769,8 @@ class PostgresGraphStore(PostgresExtractionStore):
         if not ids:
             return {}
         with self._reading() as conn:
-            canonical = _canonical(conn, ids, acl_class_ids)
-            clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
-        return {i: clusters[c].ref for i, c in canonical.items() if c in clusters and i in clusters[c].members}
+            clusters, shown = self._visible_clusters(conn, ids, acl_class_ids)
+        return {i: clusters[c].ref for i, c in shown.items()}
 
     # --- ResolutionStore ------------------------------------------------------------------------------------
 
@@ -1239,6 +1236,15 @@ class PostgresGraphStore(PostgresExtractionStore):
         for sealed, doc in zip(sealed_ids or (), docs or (), strict=True):
             pairs.update((str(k), str(v)) for k, v in json.loads(self._text(doc, bytes(sealed)) or "[]"))
         return tuple(sorted(pairs))
+
+    def _visible_clusters(
+        self, conn: psycopg.Connection[Row], ids: Sequence[str], acl_class_ids: Sequence[str] | None
+    ) -> tuple[dict[str, ClusterView], dict[str, str]]:
+        """The caller's clusters of `ids`, and each id the caller may see -> its cluster's id (an id is shown
+        only as a visible member of a visible cluster)."""
+        canonical = _canonical(conn, ids, acl_class_ids)
+        clusters = self._clusters(conn, list(dict.fromkeys(canonical.values())), acl_class_ids)
+        return clusters, {i: c for i, c in canonical.items() if c in clusters and i in clusters[c].members}
 
     def _clusters(
         self, conn: psycopg.Connection[Row], cids: Sequence[str], acl_class_ids: Sequence[str] | None
